@@ -1,0 +1,6 @@
+"""stereoprobe: a reproducible companion to three papers on stereotyping bias in language models.
+
+UnQover (Li et al., 2020), SODAPOP (An et al., 2023) and Bias-NLI (Dev et al., 2020).
+"""
+
+__version__ = "0.1.0"

@@ -1,0 +1,21 @@
+"""One exception type for every bad input: its message names the culprit and the fix."""
+
+
+class StereoprobeError(Exception):
+    """A user-facing error. The CLI prints its message (one sentence) and exits with status 2."""
+
+
+class WordListError(StereoprobeError):
+    """A malformed word-list line; the message starts with ``file:line``."""
+
+
+class ModelLoadError(StereoprobeError):
+    """A model id or folder that cannot be loaded as the requested head type."""
+
+
+class StoreError(StereoprobeError):
+    """A score shard that is corrupted or does not match what it claims to hold."""
+
+
+class MetricsError(StereoprobeError):
+    """Scores that cannot be turned into metrics (e.g. a missing swapped partner)."""

@@ -1,0 +1,21 @@
+"""Where the project's data and caches live (never ``../shared``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+#: Repository root (src layout: src/stereoprobe/paths.py -> parents[2]).
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def data_dir() -> Path:
+    """The project's ``data/`` folder; ``STEREOPROBE_DATA`` overrides it."""
+    return Path(os.environ.get("STEREOPROBE_DATA", ROOT / "data"))
+
+
+def cache_dir() -> Path:
+    """Where built lab/zoo models and score stores go; ``STEREOPROBE_CACHE`` overrides it."""
+    path = Path(os.environ.get("STEREOPROBE_CACHE", ROOT / ".cache" / "stereoprobe"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
