@@ -1,0 +1,30 @@
+# Two commands for a newcomer: `make book` and `make test`. Both create .venv if missing and install
+# the pinned versions of constraints.txt (the one lock file; environment.yml carries the same pins).
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+PROFILE ?= cpu
+
+.PHONY: book test setup clean benchmark
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml constraints.txt
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (stereoprobe)" >/dev/null
+	touch $(STAMP)
+
+book: $(STAMP)
+	$(PY) -m stereoprobe.book --profile $(PROFILE)
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+benchmark: $(STAMP)
+	$(PY) benchmarks/unqover_qa.py
+
+clean:
+	rm -rf _build

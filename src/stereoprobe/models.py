@@ -1,0 +1,192 @@
+"""Load any model by hub id, local folder or project name (``lab:…``), per head type.
+
+Safe by default: safetensors preferred, ``trust_remote_code=False``. Where the hub is unreachable (as on
+the machines this book is built on), a hub id that is not already cached stops with a message that says
+so and how to pass a local folder instead.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from .errors import ModelLoadError
+
+HEADS = ("qa", "mlm", "nli", "mcq")
+_AUTO = {
+    "qa": "AutoModelForQuestionAnswering",
+    "mlm": "AutoModelForMaskedLM",
+    "nli": "AutoModelForSequenceClassification",
+    "mcq": "AutoModelForMultipleChoice",
+}
+_HEAD_WEIGHTS = {"qa": "qa_outputs", "mlm": ("cls.predictions", "lm_head", "vocab_projector"), "nli": "classifier",
+                 "mcq": "classifier"}
+_DESCRIBE = {"qa": "an extractive-QA model (AutoModelForQuestionAnswering)", "mlm": "a masked LM",
+             "nli": "a sequence-classification (NLI) model", "mcq": "a multiple-choice model"}
+
+
+@dataclass
+class LoadedModel:
+    """A model, its tokenizer, and what identifies them."""
+
+    name: str  # as the user gave it
+    path: str  # resolved local folder or hub id
+    model: object
+    tokenizer: object
+    fingerprint: str  # hash of the weight/config/tokenizer files
+
+
+def lab_names() -> list[str]:
+    from .zoo.lab import LAB_RECIPES
+
+    return [f"lab:{n}" for n in LAB_RECIPES]
+
+
+def resolve(name: str, *, smoke: bool = False) -> str:
+    """Turn a project name (``lab:qa-biased``) into a local folder; other names pass through."""
+    if name.startswith("lab:"):
+        from .zoo.lab import LAB_RECIPES, lab_model_path
+
+        if name[4:] not in LAB_RECIPES:
+            raise ModelLoadError(f"Unknown lab model {name!r}; valid names: {', '.join(lab_names())}.")
+        return str(lab_model_path(name[4:], smoke=smoke))
+    if name.startswith("zoo:"):
+        raise ModelLoadError(
+            f"Unknown zoo model {name!r}: the offline zoo is not built in this version; "
+            f"use one of {', '.join(lab_names())}, a local folder, or a hub id."
+        )
+    return name
+
+
+def _files_fingerprint(folder: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(folder.iterdir()):
+        if p.is_file() and (p.suffix in (".json", ".safetensors", ".bin", ".txt", ".model") or p.name == "merges.txt"):
+            if p.name == "model_card.json":
+                continue
+            stat = p.stat()
+            h.update(p.name.encode())
+            if stat.st_size > 64 << 20:  # big weights: hash size + first/last 8 MiB (fast, still content-based)
+                with open(p, "rb") as f:
+                    h.update(str(stat.st_size).encode())
+                    h.update(f.read(8 << 20))
+                    f.seek(-(8 << 20), os.SEEK_END)
+                    h.update(f.read())
+            else:
+                h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+@lru_cache(maxsize=32)
+def _fingerprint_cached(folder: str, mtime: float) -> str:
+    return _files_fingerprint(Path(folder))
+
+
+def hub_reachable(timeout: float = 3.0) -> bool:
+    """Whether the model hub answers at all (a quick TCP connect; honours ``HF_HUB_OFFLINE``)."""
+    import socket
+    from urllib.parse import urlparse
+
+    from huggingface_hub import constants
+
+    if constants.HF_HUB_OFFLINE:
+        return False
+    url = urlparse(constants.ENDPOINT)
+    try:
+        socket.create_connection((url.hostname, url.port or 443), timeout=timeout).close()
+        return True
+    except OSError:
+        return False
+
+
+def local_folder(path: str) -> Path | None:
+    """The local folder holding ``path``: itself, or its snapshot in the hub cache; None if neither."""
+    folder = Path(path)
+    if folder.is_dir():
+        return folder
+    try:
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(path, local_files_only=True))
+    except Exception:  # noqa: BLE001 - not cached (or not a valid id)
+        return None
+
+
+def fingerprint_path(path: str) -> str | None:
+    """Fingerprint of a model's files without loading it (None when the files are not local)."""
+    folder = local_folder(path)
+    if folder is None:
+        return None
+    return _fingerprint_cached(str(folder.resolve()), folder.stat().st_mtime)
+
+
+def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> LoadedModel:
+    """Load ``name`` (hub id, local folder, or ``lab:…``) with the ``head`` type (qa, mlm, nli, mcq).
+
+    Stops with one clear :class:`ModelLoadError` when the model cannot be had offline or has the wrong
+    head (a QA head that would be freshly initialised counts as the wrong head).
+    """
+    import transformers
+    from transformers import AutoTokenizer
+
+    from .batching import resolve_device
+
+    if head not in HEADS:
+        raise ModelLoadError(f"Unknown head type {head!r}; choose one of {', '.join(HEADS)}.")
+    dev = resolve_device(device)
+    path = resolve(name, smoke=smoke)
+    local = Path(path).is_dir()
+    if not local and (path.startswith((".", "/", "~")) or path.count("/") > 1):
+        raise ModelLoadError(f"Model folder {path!r} does not exist; check the path.")
+    auto = getattr(transformers, _AUTO[head])
+    kwargs = dict(trust_remote_code=False)
+    if not local and local_folder(path) is None and not hub_reachable():
+        raise ModelLoadError(
+            f"Could not load {name!r}: there is no local folder of that name and the model hub is unreachable; "
+            "download the model where you have internet (e.g. `hf download ID --local-dir DIR`) "
+            "and pass the folder path instead."
+        )
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
+        model, info = auto.from_pretrained(path, output_loading_info=True, **kwargs)
+    except OSError as err:
+        if local:
+            raise ModelLoadError(f"Could not load model folder {path!r}: {err}".split("\n")[0]) from err
+        raise ModelLoadError(
+            f"Could not load {name!r}: there is no local folder of that name and the model hub is unreachable "
+            "(or the id is wrong); download the model where you have internet "
+            "(e.g. `hf download ID --local-dir DIR`) and pass the folder path instead."
+        ) from err
+    except (ValueError, KeyError) as err:
+        raise ModelLoadError(f"{name!r} is not {_DESCRIBE[head]}: {str(err).splitlines()[0]}") from err
+    prefixes = _HEAD_WEIGHTS[head]
+    prefixes = (prefixes,) if isinstance(prefixes, str) else prefixes
+    fresh = [k for k in info.get("missing_keys", []) if any(p in k for p in prefixes)]
+    if fresh:
+        raise ModelLoadError(
+            f"{name!r} is not {_DESCRIBE[head]}: its head weights ({fresh[0]}, …) are missing and would be "
+            "randomly initialised; pass a checkpoint fine-tuned for this task."
+        )
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelLoadError(f"{name!r} has no fast tokenizer (needed for character offsets); pass a model with tokenizer.json.")
+    model.eval().to(dev)
+    fp = fingerprint_path(path) or hashlib.sha256(model.config.to_json_string().encode()).hexdigest()[:16]
+    return LoadedModel(name, path, model, tokenizer, fp)
+
+
+def tokenizer_family(tokenizer) -> str:
+    """``"bert"`` for WordPiece tokenizers, ``"roberta"`` for byte-level BPE (decides the span rules)."""
+    state = json.loads(tokenizer.backend_tokenizer.to_str())
+    kind = (state.get("model") or {}).get("type")
+    if kind == "WordPiece":
+        return "bert"
+    if kind == "BPE" and "ByteLevel" in json.dumps(state.get("pre_tokenizer")):
+        return "roberta"
+    raise ModelLoadError(
+        f"Tokenizer of type {kind!r} is not supported by the UnQover span rules (WordPiece or byte-level BPE); "
+        "use a BERT- or RoBERTa-family model."
+    )

@@ -1,0 +1,429 @@
+"""Score UnQover examples with any extractive QA model (spec §2.1).
+
+For each (paragraph, question) pass we keep, for the subject in slot 1 and in slot 2, the start
+probability of its first token and the end probability of its last token, after the authors' span
+extensions (article before the name, "a group of", a trailing noun such as "man"). The subject score is
+S = √(start · end); no renormalisation between the two candidates.
+
+Two modes:
+
+``compat``
+    bit-for-bit the authors' ``qa_hf/predict.py``: ``[B] question [E] paragraph [E]`` with a single
+    separator (also for RoBERTa), no ``token_type_ids``, softmax over *all* positions of the padded row
+    (padding included), padding as in their batches of 100 passes in file order.
+``clean``
+    the model's standard pair encoding (with ``token_type_ids`` where the model takes them), padding
+    masked out of the softmax, so a score no longer depends on its batch.
+
+Batching is free in both modes: in ``compat`` a pass is padded to exactly the length its batch of 100
+had in the authors' run (so their padding effect is reproduced), and passes are grouped by that length;
+in ``clean`` passes are bucketed by their own length. Batches fill a token budget.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Sequence
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..errors import StereoprobeError
+from ..models import LoadedModel, load, tokenizer_family
+from .generate import DatasetSpec, Example, count, fingerprint, iter_examples
+
+AUTHORS_BATCH = 100  # sequences per batch in the authors' predict.py (50 examples × 2 questions)
+SEGMENT_ID_MODELS = ("bert-large-uncased-whole-word-masking-finetuned-squad",)  # the one model given segment ids
+
+_BERT_ARTICLES = {"an", "a", "the", "some", "few", "several"}
+_ROBERTA_ARTICLES = {"Ġ" + w for w in ("an", "a", "the", "some", "few", "several", "An", "A", "The", "Some", "Few", "Several")}
+_BERT_GROUPS = {("a", "group", "of"), ("a", "team", "of"), ("A", "couple", "of")}
+_ROBERTA_GROUPS = {(a, g, "Ġof") for a in ("ĠA", "Ġa") for g in ("Ġgroup", "Ġteam", "Ġcouple")}
+_SUFFIX_WORDS = ("man woman boy girl child kid person folk people couple men women boys girls children kids "
+                 "persons folks city country cities countries").split()
+_BERT_SUFFIXES = set(_SUFFIX_WORDS) | {"."}
+_ROBERTA_SUFFIXES = {"Ġ" + w for w in _SUFFIX_WORDS} | {"."}
+
+SCORE_COLUMNS = ("start1", "end1", "start2", "end2")
+
+
+def locate_answers(context: str, ans1: str, ans2: str, mode: str = "compat") -> tuple[tuple[int, int], tuple[int, int]]:
+    """Character spans of the two subjects in the paragraph (spec §2.1 "Locating a subject span").
+
+    ``compat``: case-insensitive substring search, longest answer first; the shorter one takes its
+    first occurrence unless that lies inside the longer one's span, then its last occurrence.
+    ``clean``: whole-word match that must occur exactly once.
+
+    >>> locate_answers("An African man met a South-African man.", "African", "South-African")
+    ((3, 10), (21, 34))
+    """
+    low = context.lower()
+    spans: dict[int, tuple[int, int]] = {}
+    order = sorted((0, 1), key=lambda k: -len((ans1, ans2)[k]))
+    for k in order:
+        text = (ans1, ans2)[k].lower()
+        other = spans.get(1 - k)
+        if mode == "clean":
+            hits = [m.start() for m in re.finditer(r"(?<!\w)" + re.escape(text) + r"(?!\w)", low)]
+            hits = [h for h in hits if other is None or not (other[0] <= h and h + len(text) <= other[1])]
+            if len(hits) != 1:
+                raise StereoprobeError(
+                    f"Subject {(ans1, ans2)[k]!r} occurs {len(hits)} times as a whole word in its paragraph "
+                    f"{context!r} (clean mode needs exactly one); fix the template or use mode='compat'."
+                )
+            start = hits[0]
+        else:
+            start = low.find(text)
+            if start >= 0 and other is not None and other[0] <= start and start + len(text) <= other[1]:
+                start = low.rfind(text)
+                if other[0] <= start and start + len(text) <= other[1]:
+                    start = -1
+            if start < 0:
+                raise StereoprobeError(
+                    f"Subject {(ans1, ans2)[k]!r} was not found in its paragraph {context!r}; "
+                    "every subject must appear in the paragraph it is asked about (check the template and list)."
+                )
+        spans[k] = (start, start + len(text))
+    return spans[0], spans[1]
+
+
+def char_to_tokens(ends: np.ndarray, span: tuple[int, int]) -> tuple[int, int]:
+    """First/last token of a character span, with each token's range extended back to the previous token's end.
+
+    ``ends`` holds the end offset of every paragraph token. The first token covers the span start; the
+    last is the one just before the token covering the first character after the span.
+
+    >>> char_to_tokens(np.array([4, 8, 12]), (5, 8))  # "Mary met John": tokens end at 4, 8, 12
+    (1, 1)
+    """
+    s, e = span
+    first = int(np.searchsorted(ends, s, side="right"))
+    last = int(np.searchsorted(ends, e, side="right")) - 1
+    if first >= len(ends) or last < first:
+        raise StereoprobeError(f"Character span {span} does not map onto paragraph tokens; is the tokenizer lossless?")
+    return first, last
+
+
+@dataclass
+class _Encoded:
+    ids: list[list[int]]
+    types: list[list[int]] | None
+    starts: np.ndarray  # (n, 2, 4) candidate start positions per answer
+    ends: np.ndarray  # (n, 2, 2) candidate end positions per answer
+    lengths: np.ndarray  # (n,)
+
+
+@dataclass
+class QAScorer:
+    """Turns passes into start/end probabilities for the two subjects with one loaded QA model."""
+
+    loaded: LoadedModel
+    mode: str = "compat"
+    batch_tokens: int = 8192
+    precision: str = "auto"
+    _text_cache: dict = field(default_factory=dict, repr=False)
+    _span_cache: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        if self.mode not in ("compat", "clean"):
+            raise StereoprobeError(f"Unknown mode {self.mode!r}; choose one of: compat, clean.")
+        if self.batch_tokens < 64:
+            raise StereoprobeError(f"batch_tokens={self.batch_tokens} is too small; use at least 64 (e.g. 8192).")
+        tok = self.loaded.tokenizer
+        self.family = tokenizer_family(tok)
+        self.vocab = np.array(tok.convert_ids_to_tokens(list(range(len(tok)))), dtype=object)
+        self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
+        self.max_len = int(getattr(self.loaded.model.config, "max_position_embeddings", 512) or 512)
+        clean = self.mode == "clean"
+        if self.family == "roberta":
+            arts, groups, sufs = _ROBERTA_ARTICLES, _ROBERTA_GROUPS, _ROBERTA_SUFFIXES
+        else:
+            arts, groups, sufs = _BERT_ARTICLES, _BERT_GROUPS, _BERT_SUFFIXES
+        if clean:  # case- and Ġ-insensitive, so cased WordPiece and the first RoBERTa token behave alike
+            norm = self._norm
+            arts, sufs = {norm(t) for t in arts}, {norm(t) for t in sufs}
+            groups = {tuple(norm(t) for t in g) for g in groups}
+        self._articles, self._groups, self._suffixes = arts, groups, sufs
+        self.use_types = False
+        name = self.loaded.path.rstrip("/")
+        if clean:
+            self.use_types = "token_type_ids" in tok.model_input_names
+            probe = tok("hello", "world", add_special_tokens=True, return_token_type_ids=True)
+            q = tok("hello", add_special_tokens=False)["input_ids"]
+            c = tok("world", add_special_tokens=False)["input_ids"]
+            seq, tt = probe["input_ids"], probe["token_type_ids"]
+            i = _find(seq, q)
+            j = _find(seq, c, i + len(q))
+            self._layout = (seq[:i], seq[i + len(q) : j], seq[j + len(c) :])
+            self._types = (tt[0], tt[j])
+        else:
+            self.use_types = any(name.endswith(m) for m in SEGMENT_ID_MODELS)
+            self._layout = ([tok.cls_token_id], [tok.sep_token_id], [tok.sep_token_id])
+            self._types = (0, 1)
+
+    def _norm(self, token: str) -> str:
+        return token.lstrip("Ġ").lower() if self.family == "roberta" else token.lower()
+
+    @property
+    def mode_key(self) -> str:
+        """What, besides model and data, determines the numbers (part of the score-store key)."""
+        from ..batching import resolve_precision
+
+        dtype = resolve_precision(self.loaded.model.device, self.precision)
+        return f"qa-{self.mode}-{str(dtype).replace('torch.', '')}"
+
+    # -- encoding -------------------------------------------------------------------------------
+    def _tokenize(self, texts: Iterable[str]) -> None:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._text_cache]
+        if not todo:
+            return
+        if len(self._text_cache) > 500_000:
+            self._text_cache.clear()
+        enc = self.loaded.tokenizer(todo, add_special_tokens=False, return_offsets_mapping=True)
+        for text, ids, offs in zip(todo, enc["input_ids"], enc["offset_mapping"]):
+            self._text_cache[text] = (ids, np.array([o[1] for o in offs], dtype=np.int64))
+
+    def _spans(self, context: str, ans1: str, ans2: str) -> tuple[tuple[int, int], tuple[int, int]]:
+        key = (context, ans1, ans2)
+        hit = self._span_cache.get(key)
+        if hit is None:
+            if len(self._span_cache) > 500_000:
+                self._span_cache.clear()
+            _, ends = self._text_cache[context]
+            hit = tuple(char_to_tokens(ends, s) for s in locate_answers(context, ans1, ans2, self.mode))
+            self._span_cache[key] = hit
+        return hit
+
+    def encode(self, passes: Sequence[tuple[str, str, str, str]]) -> _Encoded:
+        """Token ids and candidate positions for (context, question, ans1, ans2) passes."""
+        self._tokenize([p[0] for p in passes] + [p[1] for p in passes])
+        pre, mid, post = self._layout
+        clean = self.mode == "clean"
+        n = len(passes)
+        ids, types = [], [] if self.use_types else None
+        starts = np.empty((n, 2, 4), dtype=np.int64)
+        ends = np.empty((n, 2, 2), dtype=np.int64)
+        lengths = np.empty(n, dtype=np.int64)
+        norm = self._norm
+        for i, (context, question, a1, a2) in enumerate(passes):
+            c_ids, _ = self._text_cache[context]
+            q_ids, _ = self._text_cache[question]
+            seq = pre + q_ids + mid + c_ids + post
+            if len(seq) > self.max_len:
+                raise StereoprobeError(
+                    f"Pass {question!r} / {context[:60]!r}… has {len(seq)} tokens, more than the model's "
+                    f"{self.max_len}; shorten the template."
+                )
+            ids.append(seq)
+            lengths[i] = len(seq)
+            if types is not None:
+                k = len(pre) + len(q_ids) + len(mid)
+                types.append([self._types[0]] * k + [self._types[1]] * (len(seq) - k))
+            offset = len(pre) + len(q_ids) + len(mid)
+            toks = self.vocab[seq]
+            if clean:
+                toks = [norm(t) for t in toks]
+            for k, (first, last) in enumerate(self._spans(context, a1, a2)):
+                first += offset
+                last += offset
+                cand = [first, first, first, first]
+                if toks[first - 1] in self._articles:
+                    cand[1] = first - 1
+                if first >= 3 and tuple(toks[first - 3 : first]) in self._groups:
+                    cand[1:4] = [first - 3, first - 2, first - 1]
+                starts[i, k] = cand
+                ends[i, k] = (last, last + 1 if toks[last + 1] in self._suffixes else last)
+        return _Encoded(ids, types, starts, ends, lengths)
+
+    # -- forward ------------------------------------------------------------------------------
+    def score(self, passes: Sequence[tuple[str, str, str, str]], pad_to: np.ndarray | None = None) -> np.ndarray:
+        """(n, 4) float32 array of start1, end1, start2, end2 for the passes.
+
+        ``pad_to`` (compat mode) gives the padded length of each pass (its batch length in the authors'
+        run); passes are grouped by it. Without it, compat pads like the authors' batches of 100 in order.
+        """
+        import torch
+
+        from ..batching import inference_context, token_budget_batches
+
+        enc = self.encode(passes)
+        n = len(passes)
+        if self.mode == "compat":
+            if pad_to is None:
+                pad_to = authors_pad_lengths(enc.lengths)
+            groups = [np.flatnonzero(pad_to == L) for L in np.unique(pad_to)]
+            batches = [
+                g[b] for g in groups for b in token_budget_batches(pad_to[g], self.batch_tokens, bucket=False)
+            ]
+        else:
+            pad_to = enc.lengths
+            batches = list(token_budget_batches(enc.lengths, self.batch_tokens, bucket=True))
+        model = self.loaded.model
+        device = model.device
+        out = np.empty((n, 4), dtype=np.float32)
+        with inference_context(device, self.precision):
+            for batch in batches:
+                width = int(pad_to[batch].max())
+                ids = np.full((len(batch), width), self.pad_id, dtype=np.int64)
+                mask = np.zeros((len(batch), width), dtype=np.int64)
+                tt = np.zeros((len(batch), width), dtype=np.int64) if enc.types is not None else None
+                for r, i in enumerate(batch):
+                    L = enc.lengths[i]
+                    ids[r, :L] = enc.ids[i]
+                    mask[r, :L] = 1
+                    if tt is not None:
+                        tt[r, :L] = enc.types[i]
+                inputs = {"input_ids": torch.from_numpy(ids).to(device), "attention_mask": torch.from_numpy(mask).to(device)}
+                if tt is not None:
+                    inputs["token_type_ids"] = torch.from_numpy(tt).to(device)
+                result = model(**inputs)
+                start, end = result.start_logits.float(), result.end_logits.float()
+                if self.mode == "clean":
+                    pad = inputs["attention_mask"] == 0
+                    start = start.masked_fill(pad, float("-inf"))
+                    end = end.masked_fill(pad, float("-inf"))
+                ps, pe = start.softmax(-1), end.softmax(-1)
+                sidx = torch.from_numpy(enc.starts[batch].reshape(len(batch), -1)).to(device)
+                eidx = torch.from_numpy(enc.ends[batch].reshape(len(batch), -1)).to(device)
+                s = ps.gather(1, sidx).view(len(batch), 2, 4).amax(-1)
+                e = pe.gather(1, eidx).view(len(batch), 2, 2).amax(-1)
+                out[batch] = torch.stack([s[:, 0], e[:, 0], s[:, 1], e[:, 1]], 1).cpu().numpy()
+        return out
+
+
+def _find(seq: list[int], sub: list[int], start: int = 0) -> int:
+    for i in range(start, len(seq) - len(sub) + 1):
+        if seq[i : i + len(sub)] == sub:
+            return i
+    raise StereoprobeError("Could not derive the tokenizer's pair layout; is this a standard HF tokenizer?")
+
+
+def authors_pad_lengths(lengths: np.ndarray, batch: int = AUTHORS_BATCH) -> np.ndarray:
+    """Padded length of every pass in the authors' batches of ``batch`` consecutive passes.
+
+    >>> authors_pad_lengths(np.array([3, 5, 4, 2]), batch=2).tolist()
+    [5, 5, 4, 4]
+    """
+    n = len(lengths)
+    padded = np.empty(n, dtype=np.int64)
+    for b in range(0, n, batch):
+        padded[b : b + batch] = lengths[b : b + batch].max()
+    return padded
+
+
+def passes_of(examples: Iterable[Example]) -> Iterator[tuple[int, tuple[str, str, str, str]]]:
+    """Each ordered example as its two passes, in the authors' order: (pass id, (context, question, ans1, ans2))."""
+    for ex in examples:
+        yield 2 * ex.index, (ex.context, ex.question, ex.ans1, ex.ans2)
+        yield 2 * ex.index + 1, (ex.context, ex.negated_question, ex.ans1, ex.ans2)
+
+
+def subject_scores(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """S = √(start · end) for slot 1 and slot 2 from an (n, 4) start1/end1/start2/end2 array."""
+    return np.sqrt(raw[:, 0] * raw[:, 1]), np.sqrt(raw[:, 2] * raw[:, 3])
+
+
+
+
+# -- the pipeline: dataset -> store -> per-example scores ---------------------------------------------
+SHARD_PASSES = 20_000  # passes per store shard (a multiple of AUTHORS_BATCH, so compat padding is shard-local)
+
+
+def _run_for(model: str, spec: DatasetSpec, mode: str, device: str, precision: str, store, smoke: bool):
+    from ..batching import resolve_precision
+    from ..models import fingerprint_path, resolve
+    from ..store import ScoreStore
+
+    if mode not in ("compat", "clean"):
+        raise StereoprobeError(f"Unknown mode {mode!r}; choose one of: compat, clean.")
+    path = resolve(model, smoke=smoke)
+    model_fp = fingerprint_path(path)
+    dtype = str(resolve_precision(device, precision)).replace("torch.", "")
+    mode_key = f"qa-{mode}-{dtype}"
+    store = store if store is not None else ScoreStore()
+    if model_fp is None:  # not local: loading tells the user what to do (hub unreachable / bad id)
+        model_fp = load(model, "qa", device=device, smoke=smoke).fingerprint
+    return store.run(model_fp, fingerprint(spec), mode_key, {c: np.float32 for c in SCORE_COLUMNS})
+
+
+def score_dataset(
+    model: str,
+    spec: DatasetSpec,
+    *,
+    mode: str = "compat",
+    batch_tokens: int = 8192,
+    device: str = "auto",
+    precision: str = "auto",
+    store=None,
+    smoke: bool = False,
+    progress: bool = True,
+):
+    """Score every pass of ``spec`` with ``model`` into the score store (resuming; nothing twice).
+
+    Returns the complete :class:`~stereoprobe.store.StoreRun`. The model is loaded only when some
+    shard is missing.
+    """
+    from ..batching import chunked
+
+    run = _run_for(model, spec, mode, device, precision, store, smoke)
+    if run.is_complete():
+        return run
+    scorer: list[QAScorer] = []
+
+    def score(chunk):
+        if not scorer:
+            scorer.append(QAScorer(load(model, "qa", device=device, smoke=smoke), mode, batch_tokens, precision))
+        ids = np.fromiter((p for p, _ in chunk), dtype=np.int64, count=len(chunk))
+        out = scorer[0].score([x for _, x in chunk])
+        return {"pass_id": ids, **{c: out[:, k] for k, c in enumerate(SCORE_COLUMNS)}}
+
+    n = count(spec).passes
+    chunks = chunked(passes_of(iter_examples(spec)), SHARD_PASSES)
+    label = Path(model).name if Path(model).is_dir() else model
+    return run.fill(chunks, score, progress=progress, desc=f"{label} · {spec.dataset} ({n:,} passes)")
+
+
+_META_COLUMNS = ("subj1", "subj2", "cluster1", "cluster2", "tid", "attr_cluster", "attr")
+
+
+def examples_frame(spec: DatasetSpec) -> pd.DataFrame:
+    """The ordered examples of ``spec`` without their texts (index + the metric key columns)."""
+    cols: dict[str, list] = {c: [] for c in ("index",) + _META_COLUMNS}
+    for ex in iter_examples(spec):
+        cols["index"].append(ex.index)
+        for c in _META_COLUMNS:
+            cols[c].append(getattr(ex, c))
+    frame = pd.DataFrame({"index": np.asarray(cols.pop("index"), dtype=np.int64)})
+    for c, values in cols.items():
+        frame[c] = np.asarray(values, dtype=np.int16) if c == "tid" else pd.Categorical(values)
+    return frame
+
+
+def load_scores(model: str, spec: DatasetSpec, **options) -> pd.DataFrame:
+    """Per-ordered-example subject scores for ``model`` on ``spec`` (scoring whatever the store lacks).
+
+    Columns: ``index, subj1, subj2, cluster1, cluster2, tid, attr_cluster, attr, s1_pos, s2_pos,
+    s1_neg, s2_neg`` where ``s1_pos`` is S of the slot-1 subject for the positive question — the input
+    of :mod:`stereoprobe.unqover.metrics`.
+    """
+    from ..errors import StoreError
+
+    run = score_dataset(model, spec, **options)
+    raw = run.read()
+    meta = examples_frame(spec)
+    expected = np.empty(2 * len(meta), dtype=np.int64)
+    expected[0::2] = 2 * meta["index"].to_numpy()
+    expected[1::2] = expected[0::2] + 1
+    got = raw["pass_id"].to_numpy(dtype=np.int64)
+    if len(got) != len(expected) or not np.array_equal(got, expected):
+        raise StoreError(
+            f"The stored scores in {run.path} do not match the passes of {spec.dataset}; "
+            "delete that folder to recompute them."
+        )
+    s1, s2 = subject_scores(raw[list(SCORE_COLUMNS)].to_numpy())
+    meta["s1_pos"], meta["s1_neg"] = s1[0::2], s1[1::2]
+    meta["s2_pos"], meta["s2_neg"] = s2[0::2], s2[1::2]
+    return meta

@@ -1,0 +1,63 @@
+"""Shared fixtures: tiny randomly initialised BERT/RoBERTa models built locally (no hub access)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("STEREOPROBE_PROGRESS", "0")
+
+_WORDS = """mary james john patricia gerald jennifer alice bob got off the flight to visit lives in same city with
+person over swing is sitting by side sent a letter who was an accountant can never be nurse hunter
+he she from place has people that which man woman boy girl group of men women met african jewish asian
+caucasian south american america afghan afghanistan uzbekistan uzbekistani european french france
+reputation being barbarian barbarians civilized full savages were taking classes aug yes no text cnn""".split()
+
+
+def build_tiny(folder: Path, family: str, head: str = "qa", seed: int = 0) -> Path:
+    """A tiny random model of ``family`` (bert/roberta) with a QA (or MLM) head, saved to ``folder``."""
+    import torch
+    from tokenizers import ByteLevelBPETokenizer
+    from transformers import (BertConfig, BertForMaskedLM, BertForQuestionAnswering, BertTokenizerFast,
+                              RobertaConfig, RobertaForMaskedLM, RobertaForQuestionAnswering, RobertaTokenizerFast)
+
+    torch.manual_seed(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    if family == "bert":
+        vocab = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + list(".,?!-()[]'") + sorted(set(_WORDS))
+        vocab += ["##" + c for c in "abcdefghijklmnopqrstuvwxyz"] + list("abcdefghijklmnopqrstuvwxyz")
+        (folder / "vocab.txt").write_text("\n".join(dict.fromkeys(vocab)) + "\n")
+        tok = BertTokenizerFast(vocab=str(folder / "vocab.txt"), do_lower_case=True)
+        config = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                            intermediate_size=64, max_position_embeddings=256)
+        model = (BertForQuestionAnswering if head == "qa" else BertForMaskedLM)(config)
+    else:
+        bpe = ByteLevelBPETokenizer()
+        text = " ".join(_WORDS) + " " + " ".join(w.capitalize() for w in _WORDS)
+        bpe.train_from_iterator([text] * 5, vocab_size=600, min_frequency=1,
+                                special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"])
+        bpe.save_model(str(folder))
+        tok = RobertaTokenizerFast(vocab=str(folder / "vocab.json"), merges=str(folder / "merges.txt"))
+        config = RobertaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
+                               intermediate_size=64, max_position_embeddings=258, pad_token_id=tok.pad_token_id)
+        model = (RobertaForQuestionAnswering if head == "qa" else RobertaForMaskedLM)(config)
+    model.save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_qa(tmp_path_factory) -> Path:
+    return build_tiny(tmp_path_factory.mktemp("tiny_bert_qa"), "bert")
+
+
+@pytest.fixture(scope="session")
+def tiny_roberta_qa(tmp_path_factory) -> Path:
+    return build_tiny(tmp_path_factory.mktemp("tiny_roberta_qa"), "roberta")
+
+
+@pytest.fixture(scope="session")
+def tiny_bert_mlm(tmp_path_factory) -> Path:
+    return build_tiny(tmp_path_factory.mktemp("tiny_bert_mlm"), "bert", head="mlm")
