@@ -427,3 +427,44 @@ def load_scores(model: str, spec: DatasetSpec, **options) -> pd.DataFrame:
     meta["s1_pos"], meta["s1_neg"] = s1[0::2], s1[1::2]
     meta["s2_pos"], meta["s2_neg"] = s2[0::2], s2[1::2]
     return meta
+
+
+def reference_scores(loaded: LoadedModel, passes: Sequence[tuple[str, str, str, str]], batch: int = AUTHORS_BATCH) -> np.ndarray:
+    """The authors' loop, written plainly: batches of 100 in order, tokenized per batch, fp32, no bucketing.
+
+    Used as the baseline of ``benchmarks/unqover_qa.py`` and as an independent check that
+    :class:`QAScorer` in ``compat`` mode reproduces it. Returns the same (n, 4) array as
+    :meth:`QAScorer.score`.
+    """
+    import torch
+
+    tok, model = loaded.tokenizer, loaded.model
+    helper = QAScorer(loaded, "compat")  # only for its extension-rule token sets
+    out = np.empty((len(passes), 4), dtype=np.float32)
+    for b in range(0, len(passes), batch):
+        chunk = passes[b : b + batch]
+        q_enc = tok([p[1] for p in chunk], add_special_tokens=False)["input_ids"]
+        c_enc = tok([p[0] for p in chunk], add_special_tokens=False, return_offsets_mapping=True)
+        seqs = [[tok.cls_token_id] + q + [tok.sep_token_id] + c + [tok.sep_token_id] for q, c in zip(q_enc, c_enc["input_ids"])]
+        width = max(len(s) for s in seqs)
+        ids = torch.tensor([s + [helper.pad_id] * (width - len(s)) for s in seqs])
+        mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in seqs])
+        with torch.no_grad():
+            result = model(input_ids=ids.to(model.device), attention_mask=mask.to(model.device))
+        ps = torch.softmax(result.start_logits.float(), -1).cpu().numpy()
+        pe = torch.softmax(result.end_logits.float(), -1).cpu().numpy()
+        for r, (context, _, a1, a2) in enumerate(chunk):
+            offset = len(q_enc[r]) + 2
+            tokens = tok.convert_ids_to_tokens(seqs[r])
+            token_ends = np.array([o[1] for o in c_enc["offset_mapping"][r]])
+            for k, span in enumerate(locate_answers(context, a1, a2)):
+                first, last = (t + offset for t in char_to_tokens(token_ends, span))
+                start, end = ps[r, first], pe[r, last]
+                if tokens[first - 1] in helper._articles:
+                    start = max(start, ps[r, first - 1])
+                if tuple(tokens[first - 3 : first]) in helper._groups:
+                    start = max(start, ps[r, first - 3 : first + 1].max())
+                if tokens[last + 1] in helper._suffixes:
+                    end = max(end, pe[r, last + 1])
+                out[b + r, 2 * k : 2 * k + 2] = (start, end)
+    return out
