@@ -1,0 +1,840 @@
+"""Run the chapter notebooks with papermill, then build the HTML book with Jupyter Book.
+
+The chapters come from ``_toc.yml`` (the single source of truth): every toc entry that is a
+jupytext notebook (``notebooks/<stem>.py``, py:percent, with a cell tagged ``parameters``) is
+read in memory with jupytext, parameterized from a profile (``params/<name>.yaml``) and
+executed with papermill on a kernel that is *this* interpreter (``sys.executable``), so
+nothing has to be installed at user level. Executed copies are written atomically to
+``_build/executed/<stem>.ipynb``. :func:`build_book` then stages the book sources into
+``_build/src`` and runs ``jupyter-book build -W -n --keep-going`` from the same environment;
+the HTML ends up in ``_build/html``. Sphinx never executes a notebook
+(``execute_notebooks: "off"`` in ``_config.yml``).
+
+Profiles: the top-level keys of ``params/<name>.yaml`` are parameters shared by all
+notebooks; an optional ``notebooks:`` mapping ``{stem: {parameter: value}}`` overrides them
+per notebook. Each notebook receives only the parameters its ``parameters`` cell declares,
+plus ``profile`` (the profile name) when it declares it.
+
+Command line::
+
+    python -m stereoprobe.book --profile cpu                  # what `make book` runs
+    python -m stereoprobe.book --profile gpu --set models='[my/qa-model]'
+    python -m stereoprobe.book --profile smoke --only reasoning_errors --execute-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from stereoprobe.errors import StereoprobeError
+from stereoprobe.paths import ROOT
+
+__all__ = [
+    "BookBuildError",
+    "Chapter",
+    "NotebookExecutionError",
+    "available_profiles",
+    "build_book",
+    "chapters",
+    "load_profile",
+    "main",
+    "notebook_parameters",
+    "resolve_parameters",
+    "run_notebooks",
+]
+
+#: Kernel name registered (in a temporary JUPYTER_PATH entry) for the running interpreter.
+KERNEL_NAME = "stereoprobe-python"
+
+#: The kernelspec written into executed notebooks (portable: any Python 3 kernel).
+PORTABLE_KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+
+_MODES = ("compat", "clean")
+_DEVICES = ("auto", "cpu", "cuda")
+_PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+
+
+class BookBuildError(StereoprobeError):
+    """``jupyter-book build`` failed (with ``-W``, any Sphinx warning fails the build)."""
+
+
+class NotebookExecutionError(StereoprobeError):
+    """A chapter notebook raised while executing (or its kernel died or timed out).
+
+    ``str(error)`` is one sentence naming the notebook and the failing cell; ``details``
+    holds the tail of the traceback.
+    """
+
+    def __init__(self, message: str, details: str = "") -> None:
+        super().__init__(message)
+        self.details = details
+
+
+# --------------------------------------------------------------------------- parameters
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_models(value: Any) -> Any:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not value or not all(isinstance(m, str) and m for m in value):
+        raise ValueError("a non-empty list of model names (HF hub ids, local folders or zoo/lab names)")
+    return value
+
+
+def _check_sample(value: Any) -> Any:
+    if value is None or (_is_int(value) and value >= 1):
+        return value
+    if isinstance(value, float) and 0.0 < value <= 1.0:
+        return value
+    raise ValueError("null (full dataset), a fraction in (0, 1] or a positive integer")
+
+
+def _check_choice(choices: tuple[str, ...], allow_cuda_index: bool = False) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if value in choices:
+            return value
+        if allow_cuda_index and isinstance(value, str) and re.fullmatch(r"cuda:\d+", value):
+            return value
+        raise ValueError("one of " + ", ".join(repr(c) for c in choices))
+
+    return check
+
+
+def _check_int(minimum: int | None) -> Callable[[Any], Any]:
+    def check(value: Any) -> Any:
+        if _is_int(value) and (minimum is None or value >= minimum):
+            return value
+        raise ValueError("an integer" if minimum is None else f"an integer >= {minimum}")
+
+    return check
+
+
+def _check_bool(value: Any) -> Any:
+    if isinstance(value, bool):
+        return value
+    raise ValueError("true or false")
+
+
+#: The shared notebook parameters (fixed names across chapters) and their validators.
+KNOWN_PARAMETERS: dict[str, Callable[[Any], Any]] = {
+    "models": _check_models,
+    "sample": _check_sample,
+    "mode": _check_choice(_MODES),
+    "batch_tokens": _check_int(1),
+    "device": _check_choice(_DEVICES, allow_cuda_index=True),
+    "precision": _check_choice(_PRECISIONS),
+    "seed": _check_int(None),
+    "n_boot": _check_int(0),
+    "smoke_models": _check_bool,
+}
+
+#: Keys a profile may not set: ``profile`` is injected, ``notebooks`` holds the overrides.
+_RESERVED = ("profile", "notebooks")
+
+
+def _parse_assignment(text: str) -> tuple[str, Any]:
+    """Parse a ``--set`` assignment ``KEY=VALUE``; VALUE is read as YAML.
+
+    >>> _parse_assignment("models=[lab:qa-biased, my/model]")
+    ('models', ['lab:qa-biased', 'my/model'])
+    >>> _parse_assignment("reasoning_errors.sample=0.5")
+    ('reasoning_errors.sample', 0.5)
+    >>> _parse_assignment("sample=null")
+    ('sample', None)
+    """
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise StereoprobeError(f"Cannot read --set {text!r}: write KEY=VALUE (VALUE in YAML, e.g. sample=0.1).")
+    try:
+        return key, yaml.safe_load(value) if value.strip() else None
+    except yaml.YAMLError as exc:
+        raise StereoprobeError(f"Cannot read the value of --set {text!r} as YAML: {exc}.") from None
+
+
+def _overrides_from_assignments(assignments: Sequence[str]) -> dict[str, Any]:
+    """Turn ``KEY=VALUE`` / ``STEM.KEY=VALUE`` strings into a profile-shaped mapping."""
+    out: dict[str, Any] = {}
+    for text in assignments:
+        key, value = _parse_assignment(text)
+        if "." in key:
+            stem, _, name = key.partition(".")
+            out.setdefault("notebooks", {}).setdefault(stem, {})[name] = value
+        else:
+            out[key] = value
+    return out
+
+
+# --------------------------------------------------------------------------- profiles
+
+
+def _params_dir(root: Path) -> Path:
+    return root / "params"
+
+
+def available_profiles(root: Path = ROOT) -> list[str]:
+    """Names of the profiles in ``params/`` (``smoke``, ``cpu``, ``gpu``, ...)."""
+    return sorted(p.stem for p in _params_dir(root).glob("*.yaml"))
+
+
+def load_profile(profile: str | os.PathLike[str], root: Path = ROOT) -> tuple[str, dict[str, Any]]:
+    """Read a profile by name (``params/<name>.yaml``) or path to a YAML file.
+
+    Returns ``(name, mapping)``. An unknown name raises :class:`StereoprobeError` listing
+    the valid profiles.
+    """
+    text = os.fspath(profile)
+    path = Path(text)
+    if text.endswith((".yaml", ".yml")) or os.sep in text or (os.altsep and os.altsep in text):
+        if not path.is_absolute():
+            path = Path.cwd() / path
+        if not path.is_file():
+            raise StereoprobeError(f"Profile file {text} does not exist: pass an existing .yaml file "
+                                   f"or one of the profiles {', '.join(available_profiles(root))}.")
+        name = path.stem
+    else:
+        path = _params_dir(root) / f"{text}.yaml"
+        if not path.is_file():
+            valid = ", ".join(available_profiles(root)) or "(none found)"
+            raise StereoprobeError(f"Unknown profile {text!r}: choose one of {valid} "
+                                   f"(files params/<name>.yaml) or pass a path to a .yaml file.")
+        name = text
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise StereoprobeError(f"Profile {path} is not valid YAML: {exc}.") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise StereoprobeError(f"Profile {path} must be a mapping of parameter names to values.")
+    return name, data
+
+
+# --------------------------------------------------------------------------- table of contents
+
+
+@dataclass(frozen=True)
+class Chapter:
+    """One toc entry: ``file`` as written in ``_toc.yml``, its ``source`` and its ``kind``.
+
+    ``kind`` is ``"notebook"`` (a jupytext ``.py`` to execute), ``"ipynb"`` (a notebook
+    copied as is) or ``"text"`` (``.md``/``.rst``).
+    """
+
+    file: str
+    source: Path
+    kind: str
+
+    @property
+    def stem(self) -> str:
+        return self.source.stem
+
+
+def _toc_files(node: Any) -> Iterator[str]:
+    """Every ``file`` entry of a (sphinx-external-toc) toc tree, in reading order.
+
+    >>> list(_toc_files({"root": "intro", "parts": [{"chapters": [{"file": "a", "sections": [{"file": "b"}]}]}]}))
+    ['intro', 'a', 'b']
+    """
+    if isinstance(node, dict):
+        if "root" in node:
+            yield str(node["root"])
+        if "file" in node:
+            yield str(node["file"])
+        for key in ("parts", "chapters", "sections", "subtrees", "entries"):
+            for child in node.get(key) or []:
+                yield from _toc_files(child)
+    elif isinstance(node, list):
+        for child in node:
+            yield from _toc_files(child)
+
+
+def chapters(root: Path = ROOT) -> list[Chapter]:
+    """The toc entries of ``_toc.yml`` in order, each resolved to its source file."""
+    toc_path = root / "_toc.yml"
+    if not toc_path.is_file():
+        raise StereoprobeError(f"No table of contents at {toc_path}: the book needs a _toc.yml at the repository root.")
+    toc = yaml.safe_load(toc_path.read_text(encoding="utf-8")) or {}
+    out: list[Chapter] = []
+    for file in _toc_files(toc):
+        base = root / file
+        candidates = [base] if base.suffix in (".py", ".ipynb", ".md", ".rst") else [
+            base.with_name(base.name + ext) for ext in (".py", ".ipynb", ".md", ".rst")]
+        found = [c for c in candidates if c.is_file()]
+        if not found:
+            raise StereoprobeError(f"_toc.yml lists {file!r} but no {file}.py/.ipynb/.md exists: "
+                                   f"create the file or remove the entry.")
+        source = found[0]
+        kind = {".py": "notebook", ".ipynb": "ipynb"}.get(source.suffix, "text")
+        out.append(Chapter(file=file, source=source, kind=kind))
+    stems = [c.stem for c in out if c.kind == "notebook"]
+    dupes = sorted({s for s in stems if stems.count(s) > 1})
+    if dupes:
+        raise StereoprobeError(f"Two chapter notebooks share the name {', '.join(dupes)}: "
+                               f"rename one (executed copies and profile overrides are keyed by name).")
+    return out
+
+
+def _read_notebook(path: Path) -> Any:
+    import jupytext
+
+    try:
+        return jupytext.read(path)
+    except Exception as exc:  # jupytext raises many types
+        raise StereoprobeError(f"Cannot read notebook {path} with jupytext: {exc}.") from None
+
+
+def _parameters_cell_index(nb: Any) -> int:
+    for i, cell in enumerate(nb.cells):
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            return i
+    return -1
+
+
+def notebook_parameters(nb: Any) -> dict[str, Any]:
+    """The parameters declared in the notebook's ``parameters`` cell, with their defaults
+    (as source text), using papermill's own parser."""
+    from papermill.translators import papermill_translators
+
+    idx = _parameters_cell_index(nb)
+    if idx < 0:
+        return {}
+    translator = papermill_translators.find_translator("python3", "python")
+    return {p.name: p.default for p in translator.inspect(nb.cells[idx])}
+
+
+# --------------------------------------------------------------------------- resolution
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def resolve_parameters(
+    profile_name: str,
+    profile: Mapping[str, Any],
+    declared: Mapping[str, Mapping[str, Any]],
+    overrides: Mapping[str, Any] | None = None,
+    where: str = "profile",
+) -> dict[str, dict[str, Any]]:
+    """Validate a profile (plus overrides) and return the parameters for each notebook.
+
+    ``declared`` maps notebook stem -> parameters its ``parameters`` cell declares. Unknown
+    top-level keys, unknown notebook names, parameters a notebook does not declare and
+    invalid values of the shared parameters raise :class:`StereoprobeError`.
+
+    >>> declared = {"nb": {"models": "[]", "sample": "None", "profile": "'cpu'"}}
+    >>> resolve_parameters("smoke", {"sample": 10, "seed": 1}, declared)
+    {'nb': {'sample': 10, 'profile': 'smoke'}}
+    >>> resolve_parameters("smoke", {"sample": 10, "color": "red"}, declared)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    stereoprobe.errors.StereoprobeError: profile smoke: unknown key 'color': ...
+    """
+    known = set(KNOWN_PARAMETERS)
+    for params in declared.values():
+        known |= set(params)
+    known -= {"profile"}
+
+    layers: list[tuple[str, Mapping[str, Any]]] = [(f"{where} {profile_name}", profile)]
+    if overrides:
+        layers.append(("--set", overrides))
+
+    for label, layer in layers:
+        bad_reserved = [k for k in layer if k == "profile"]
+        if bad_reserved:
+            raise StereoprobeError(f"{label}: 'profile' is set by stereoprobe.book from the profile name; remove it.")
+        unknown = sorted(k for k in layer if k not in known and k != "notebooks")
+        if unknown:
+            names = ", ".join(repr(k) for k in unknown)
+            raise StereoprobeError(
+                f"{label}: unknown key{'s' if len(unknown) > 1 else ''} {names}: known parameters are "
+                f"{', '.join(sorted(known))}, plus 'notebooks' for per-notebook overrides.")
+        per_nb = layer.get("notebooks") or {}
+        if not isinstance(per_nb, Mapping):
+            raise StereoprobeError(f"{label}: 'notebooks' must map notebook names to {{parameter: value}} mappings.")
+        for stem, params in per_nb.items():
+            if stem not in declared:
+                raise StereoprobeError(f"{label}: {stem!r} (under 'notebooks') is not a chapter notebook: "
+                                       f"use one of {', '.join(declared)}.")
+            if not isinstance(params, Mapping):
+                raise StereoprobeError(f"{label}: notebooks.{stem} must be a mapping of parameter names to values.")
+            extra = sorted(k for k in params if k not in declared[stem] or k == "profile")
+            if extra:
+                raise StereoprobeError(
+                    f"{label}: notebook {stem!r} does not declare {', '.join(repr(k) for k in extra)} "
+                    f"in its parameters cell (it declares {', '.join(sorted(declared[stem]))}).")
+
+    def check(label: str, key: str, value: Any) -> Any:
+        validator = KNOWN_PARAMETERS.get(key)
+        if validator is None:
+            return value
+        try:
+            return validator(value)
+        except ValueError as exc:
+            raise StereoprobeError(f"{label}: {key} = {value!r} is invalid: use {exc}.") from None
+
+    result: dict[str, dict[str, Any]] = {}
+    for stem, params in declared.items():
+        merged: dict[str, Any] = {}
+        for label, layer in layers:
+            for key, value in layer.items():
+                if key != "notebooks":
+                    merged[key] = check(label, key, value)
+            for key, value in ((layer.get("notebooks") or {}).get(stem) or {}).items():
+                merged[key] = check(f"{label} (notebooks.{stem})", key, value)
+        if "profile" in params:
+            merged["profile"] = profile_name
+        result[stem] = {k: v for k, v in merged.items() if k in params}
+    return result
+
+
+# --------------------------------------------------------------------------- execution
+
+
+@contextlib.contextmanager
+def _venv_kernel() -> Iterator[str]:
+    """Register a kernelspec for ``sys.executable`` in a temporary JUPYTER_PATH entry.
+
+    JUPYTER_PATH directories take precedence over user and system kernel directories, so a
+    stale user-level ``python3`` kernel can never hijack execution, and nothing needs to be
+    installed with ``ipykernel install``.
+    """
+    try:
+        from ipykernel.kernelspec import get_kernel_dict
+    except ImportError:
+        raise StereoprobeError(f"ipykernel is not installed for {sys.executable}: "
+                               f"run `pip install -e '.[dev]'` in this environment.") from None
+    with tempfile.TemporaryDirectory(prefix="stereoprobe-kernel-") as tmp:
+        spec_dir = Path(tmp) / "kernels" / KERNEL_NAME
+        spec_dir.mkdir(parents=True)
+        # ipykernel's own spec (it declares e.g. CurveZMQ support), pinned to this interpreter.
+        spec = dict(get_kernel_dict())
+        spec["argv"] = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+        spec["display_name"] = f"Python 3 ({sys.prefix})"
+        (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
+        old = os.environ.get("JUPYTER_PATH")
+        os.environ["JUPYTER_PATH"] = tmp if not old else tmp + os.pathsep + old
+        try:
+            yield KERNEL_NAME
+        finally:
+            if old is None:
+                os.environ.pop("JUPYTER_PATH", None)
+            else:
+                os.environ["JUPYTER_PATH"] = old
+
+
+def _kernel_manager_config() -> dict[str, Any]:
+    """Engine kwargs for nbclient: CurveZMQ-encrypted kernel transport where pyzmq supports it
+    (jupyter_client >= 8.7 defaults to plain TCP, which ipykernel >= 7 warns about)."""
+    try:
+        import zmq
+        from jupyter_client.manager import KernelManager
+        from traitlets.config import Config
+    except ImportError:  # pragma: no cover - all are dependencies of nbclient
+        return {}
+    if not zmq.has("curve") or not KernelManager.class_traits().get("transport_encryption"):
+        return {}
+    return {"config": Config({"KernelManager": {"transport_encryption": "auto"}})}
+
+
+def _cell_lines(path: Path, n_cells: int) -> list[int | None]:
+    """Best-effort 1-based line numbers of each cell's ``# %%`` marker in a py:percent file."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    markers = [i + 1 for i, line in enumerate(lines) if re.match(r"^# %%", line)]
+    if len(markers) == n_cells:
+        return list(markers)
+    if len(markers) == n_cells - 1:
+        return [None, *markers]
+    return [None] * n_cells
+
+
+def _strip_ansi(text: str) -> str:
+    return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
+
+
+def _say(message: str, progress: bool) -> None:
+    if progress:
+        print(f"[stereoprobe.book] {message}", file=sys.stderr, flush=True)
+
+
+def _select(notebooks: list[Chapter], only: Sequence[str] | None) -> list[Chapter]:
+    if only is None:
+        return notebooks
+    if isinstance(only, str):
+        only = [only]
+    by_key: dict[str, Chapter] = {}
+    for c in notebooks:
+        for key in (c.stem, c.file, c.file + ".py", c.source.name):
+            by_key[key] = c
+    picked: list[Chapter] = []
+    for name in only:
+        key = name[:-6] if name.endswith(".ipynb") else name
+        chapter = by_key.get(key) or by_key.get(Path(key).name) or by_key.get(Path(key).stem)
+        if chapter is None:
+            raise StereoprobeError(f"{name!r} is not a chapter notebook in _toc.yml: "
+                                   f"choose from {', '.join(c.stem for c in notebooks)}.")
+        if chapter not in picked:
+            picked.append(chapter)
+    return [c for c in notebooks if c in picked]  # toc order
+
+
+def _resolve_dir(path: os.PathLike[str] | str, root: Path) -> Path:
+    path = Path(path)
+    return path if path.is_absolute() else root / path
+
+
+def _execute_one(
+    chapter: Chapter,
+    nb: Any,
+    params: dict[str, Any],
+    profile_name: str,
+    out_path: Path,
+    kernel_name: str,
+    timeout: float | None,
+    start_timeout: float,
+    progress: bool,
+    root: Path,
+) -> None:
+    import nbformat
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    rel = _rel(chapter.source, root)
+    n_source_cells = len(nb.cells)
+    param_idx = _parameters_cell_index(nb)
+    try:
+        executed = papermill.execute_notebook(
+            nb,
+            None,  # nothing is written while running; the result is written atomically below
+            parameters=params,
+            kernel_name=kernel_name,
+            language="python",
+            progress_bar=progress,
+            start_timeout=int(start_timeout),
+            execution_timeout=timeout,
+            cwd=str(chapter.source.parent),
+            **_kernel_manager_config(),
+        )
+    except PapermillExecutionError as exc:
+        # papermill inserts an "injected-parameters" cell right after the parameters cell.
+        src_idx = exc.cell_index
+        if params and param_idx >= 0 and exc.cell_index > param_idx:
+            src_idx -= 1
+        line = _cell_lines(chapter.source, n_source_cells)[src_idx] if 0 <= src_idx < n_source_cells else None
+        first = next((ln.strip() for ln in str(exc.source).splitlines() if ln.strip()), "")
+        where = f"cell {src_idx + 1}" + (f" (line {line})" if line else "") + f", In [{exc.exec_count}]"
+        message = (f"Notebook {rel} failed in {where} `{first[:80]}` with {exc.ename}: "
+                   f"{_strip_ansi(str(exc.evalue)).strip()[:300]}")
+        details = _strip_ansi("\n".join(exc.traceback or []))
+        raise NotebookExecutionError(message, "\n".join(details.splitlines()[-25:])) from None
+    except StereoprobeError:
+        raise
+    except Exception as exc:  # kernel died, cell timeout, kernel failed to start, ...
+        kind = type(exc).__name__
+        hint = f" (per-cell timeout {timeout} s; raise --timeout)" if "Timeout" in kind else ""
+        raise NotebookExecutionError(f"Notebook {rel} could not be executed{hint}: {kind}: "
+                                     f"{_strip_ansi(str(exc)).strip().splitlines()[0] if str(exc).strip() else ''}",
+                                     _strip_ansi(str(exc))) from None
+
+    # Clean, portable metadata: never embed the input notebook (papermill stores the
+    # NotebookNode it was given as "input_path") or this machine's kernel name.
+    executed.metadata["kernelspec"] = dict(PORTABLE_KERNELSPEC)
+    pm = executed.metadata.setdefault("papermill", {})
+    pm["input_path"] = rel
+    pm["output_path"] = _rel(out_path, root)
+    executed.metadata["stereoprobe"] = {"profile": profile_name, "parameters": params, "source": rel}
+
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{out_path.stem}.", suffix=".ipynb.tmp", dir=out_path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            nbformat.write(executed, fh)
+        os.replace(tmp_name, out_path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp_name)
+        raise
+
+
+def run_notebooks(
+    profile: str,
+    only: Sequence[str] | None = None,
+    out_dir: os.PathLike[str] | str = Path("_build/executed"),
+    timeout: float | None = None,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    keep_going: bool = False,
+    progress: bool = True,
+    start_timeout: float = 120,
+    root: Path = ROOT,
+) -> list[Path]:
+    """Execute the chapter notebooks of ``_toc.yml`` with a parameter profile.
+
+    Parameters
+    ----------
+    profile : profile name (``smoke``, ``cpu``, ``gpu``: ``params/<name>.yaml``) or a path to
+        a YAML file of the same shape.
+    only : notebook names (stems such as ``"reasoning_errors"``, or toc paths) to execute;
+        ``None`` executes every chapter notebook, in toc order.
+    out_dir : where the executed ``<stem>.ipynb`` copies go (relative paths are taken from
+        the repository root). Each is written atomically: a failing notebook leaves the
+        previous copy (if any) untouched and no partial file.
+    timeout : per-cell execution timeout in seconds (``None``: no limit).
+    overrides : profile-shaped mapping applied on top of the profile (``--set``).
+    keep_going : run the remaining notebooks after a failure (the error is still raised
+        at the end, naming every failed notebook).
+    progress : print one line per notebook and papermill's per-cell progress bar.
+
+    Returns the paths of the executed notebooks, in toc order.
+
+    Raises :class:`StereoprobeError` for an unknown profile, unknown keys or invalid values,
+    and :class:`NotebookExecutionError` naming the notebook and failing cell.
+    """
+    name, data = load_profile(profile, root)
+    notebooks = [c for c in chapters(root) if c.kind == "notebook"]
+    loaded = {c.stem: _read_notebook(c.source) for c in notebooks}
+    declared = {stem: notebook_parameters(nb) for stem, nb in loaded.items()}
+    for c in notebooks:
+        if _parameters_cell_index(loaded[c.stem]) < 0:
+            raise StereoprobeError(f"Notebook {_rel(c.source, root)} has no cell tagged 'parameters': "
+                                   f'tag its parameters cell with `# %% tags=["parameters"]`.')
+    resolved = resolve_parameters(name, data, declared, overrides)
+    selected = _select(notebooks, only)
+    out = _resolve_dir(out_dir, root)
+
+    written: list[Path] = []
+    failures: list[NotebookExecutionError] = []
+    with _venv_kernel() as kernel_name:
+        for i, chapter in enumerate(selected, 1):
+            params = resolved[chapter.stem]
+            target = out / f"{chapter.stem}.ipynb"
+            shown = ", ".join(f"{k}={v!r}" for k, v in params.items() if k != "profile")
+            _say(f"[{i}/{len(selected)}] {_rel(chapter.source, root)} (profile {name}): {shown}", progress)
+            start = time.perf_counter()
+            try:
+                _execute_one(chapter, loaded[chapter.stem], params, name, target, kernel_name,
+                             timeout, start_timeout, progress, root)
+            except NotebookExecutionError as exc:
+                _say(f"[{i}/{len(selected)}] FAILED after {time.perf_counter() - start:.1f} s: {exc}", progress)
+                if not keep_going:
+                    raise
+                failures.append(exc)
+                continue
+            _say(f"[{i}/{len(selected)}] wrote {_rel(target, root)} in {time.perf_counter() - start:.1f} s", progress)
+            written.append(target)
+    if failures:
+        if len(failures) == 1:
+            raise failures[0]
+        raise NotebookExecutionError(f"{len(failures)} notebooks failed: " + "; ".join(str(f) for f in failures),
+                                     "\n\n".join(f.details for f in failures))
+    return written
+
+
+# --------------------------------------------------------------------------- book build
+
+
+def _jupyter_book_command() -> list[str]:
+    """``jupyter-book`` from the running environment (no reliance on PATH)."""
+    return [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())"]
+
+
+def _copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(src, dst)
+
+
+def _stage(root: Path, staging: Path, executed: Mapping[str, Path]) -> None:
+    """Copy config, toc, book/ and the executed notebooks into ``staging`` (same layout)."""
+    if staging.exists():
+        shutil.rmtree(staging)
+    staging.mkdir(parents=True)
+    for name in ("_config.yml", "_toc.yml"):
+        _copy(root / name, staging / name)
+    if (root / "book").is_dir():
+        shutil.copytree(root / "book", staging / "book",
+                        ignore=shutil.ignore_patterns("_build", ".ipynb_checkpoints", "__pycache__"))
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8")) or {}
+    bibs = config.get("bibtex_bibfiles") or []
+    for bib in [bibs] if isinstance(bibs, str) else bibs:
+        if (root / bib).is_file() and not (staging / bib).exists():
+            _copy(root / bib, staging / bib)
+    for chapter in chapters(root):
+        if chapter.kind == "notebook":
+            _copy(executed[chapter.stem], staging / Path(chapter.file).with_suffix(".ipynb"))
+        else:
+            rel = chapter.source.relative_to(root)
+            if not (staging / rel).exists():
+                _copy(chapter.source, staging / rel)
+
+
+def build_book(
+    profile: str = "cpu",
+    *,
+    only: Sequence[str] | None = None,
+    build_dir: os.PathLike[str] | str = Path("_build"),
+    timeout: float | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    execute: bool = True,
+    progress: bool = True,
+    root: Path = ROOT,
+) -> Path:
+    """Execute the notebooks (:func:`run_notebooks`), stage the sources, build the HTML.
+
+    Layout under ``build_dir`` (default ``_build`` at the repository root):
+    ``executed/`` (executed notebooks), ``src/`` (staged book sources: _config.yml,
+    _toc.yml, book/, notebooks/<stem>.ipynb), ``html/`` (the book), ``jupyter-book.log``.
+
+    ``only`` executes just those notebooks and reuses the executed copies of the others
+    (which must exist); ``execute=False`` reuses every executed copy (rebuild after editing
+    prose). The build runs ``jupyter-book build -W -n --keep-going``: any Sphinx warning
+    fails it with a :class:`BookBuildError` quoting the first warnings (the full log is
+    ``build_dir/jupyter-book.log``); a failed build leaves the previous ``html/`` in place.
+
+    Returns the HTML folder (``build_dir/html``; open ``index.html``).
+    """
+    build = _resolve_dir(build_dir, root)
+    executed_dir = build / "executed"
+    name, _ = load_profile(profile, root)
+    notebooks = [c for c in chapters(root) if c.kind == "notebook"]
+    to_run = _select(notebooks, only) if execute else []
+    executed = {c.stem: executed_dir / f"{c.stem}.ipynb" for c in notebooks}
+    missing = [c.stem for c in notebooks if c not in to_run and not executed[c.stem].is_file()]
+    if missing:  # checked before executing anything
+        raise StereoprobeError(f"No executed copy of {', '.join(missing)} in {_rel(executed_dir, root)}: "
+                               f"build once without --only/--no-execute to execute every chapter.")
+    if execute:
+        run_notebooks(profile, only=only, out_dir=executed_dir, timeout=timeout, overrides=overrides,
+                      progress=progress, root=root)
+    for stem, path in executed.items():
+        with contextlib.suppress(Exception):
+            made_with = json.loads(path.read_text(encoding="utf-8"))["metadata"]["stereoprobe"]["profile"]
+            if made_with != name:
+                _say(f"note: {stem} was executed with profile {made_with!r}, not {name!r}", progress)
+
+    staging = build / "src"
+    _stage(root, staging, executed)
+    cmd = [*_jupyter_book_command(), "build", str(staging), "--path-output", str(staging),
+           "--builder", "html", "-W", "-n", "--keep-going"]
+    log_path = build / "jupyter-book.log"
+    _say(f"building the book: jupyter-book build {_rel(staging, root)} -W -n --keep-going", progress)
+    start = time.perf_counter()
+    lines: list[str] = []
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          encoding="utf-8", errors="replace", cwd=str(staging), env=env) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if progress:
+                sys.stderr.write(line)
+        rc = proc.wait()
+    log_path.write_text("".join(lines), encoding="utf-8")
+    # Report warnings against the repository's paths, not the staged copies.
+    warnings = [_strip_ansi(ln).strip().replace(str(staging) + os.sep, "")
+                for ln in lines if re.search(r"WARNING|ERROR|CRITICAL", ln)]
+    if rc != 0:
+        first = "; ".join(warnings[:3]) or _strip_ansi("".join(lines[-5:])).strip()
+        raise BookBuildError(f"jupyter-book build failed (exit {rc}, {len(warnings)} warnings/errors, "
+                             f"log {_rel(log_path, root)}): {first}")
+    built = staging / "_build" / "html"
+    if not (built / "index.html").is_file():
+        raise BookBuildError(f"jupyter-book reported success but {_rel(built, root)}/index.html is missing; "
+                             f"see {_rel(log_path, root)}.")
+    html = build / "html"
+    if html.exists():
+        shutil.rmtree(html)
+    shutil.move(str(built), str(html))
+    _say(f"book built in {time.perf_counter() - start:.1f} s: {_rel(html / 'index.html', root)}", progress)
+    return html
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m stereoprobe.book",
+        description="Execute the chapter notebooks with a parameter profile and build the HTML book.")
+    p.add_argument("--profile", default="cpu",
+                   help="profile name (params/<name>.yaml: smoke, cpu, gpu) or path to a .yaml file [cpu]")
+    p.add_argument("--only", action="append", metavar="NOTEBOOK",
+                   help="execute only this chapter notebook (repeatable; others reuse earlier executed copies)")
+    p.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a parameter (VALUE in YAML), e.g. --set models='[my/qa-model]' or "
+                        "--set reasoning_errors.sample=0.1")
+    p.add_argument("--build-dir", default="_build", help="output folder, relative to the repository root [_build]")
+    p.add_argument("--timeout", type=float, default=None, help="per-cell timeout in seconds [none]")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--execute-only", action="store_true", help="execute the notebooks, do not build the HTML")
+    mode.add_argument("--no-execute", action="store_true", help="build the HTML from the existing executed notebooks")
+    p.add_argument("--keep-going", action="store_true",
+                   help="with --execute-only: run every notebook even if one fails")
+    p.add_argument("--list", action="store_true", help="list the profiles and chapters, then exit")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Command-line entry point; returns the exit status (0 ok, 1 a notebook or the build
+    failed, 2 bad input)."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.list:
+            print("profiles:", ", ".join(available_profiles()))
+            for c in chapters():
+                print(f"{c.kind:8s} {c.file}")
+            return 0
+        overrides = _overrides_from_assignments(args.assignments)
+        only = [n for item in args.only for n in item.split(",") if n] if args.only else None
+        if args.execute_only:
+            paths = run_notebooks(args.profile, only=only, out_dir=Path(args.build_dir) / "executed",
+                                  timeout=args.timeout, overrides=overrides, keep_going=args.keep_going,
+                                  progress=not args.quiet)
+            for path in paths:
+                print(path)
+        else:
+            html = build_book(args.profile, only=only, build_dir=args.build_dir, timeout=args.timeout,
+                              overrides=overrides, execute=not args.no_execute, progress=not args.quiet)
+            print(html / "index.html")
+    except NotebookExecutionError as exc:
+        if exc.details:
+            print(exc.details, file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except BookBuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except StereoprobeError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
