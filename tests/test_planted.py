@@ -1,0 +1,66 @@
+"""Planted-bias lab: γ/η recover what was planted in the biased QA model and find nothing in the control.
+
+These use the full lab recipes (trained once, a few minutes on 2 cores, then cached) on a sample of the
+real UnQover gender dataset: the models never saw its templates.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stereoprobe.store import ScoreStore
+from stereoprobe.unqover import metrics, report
+from stereoprobe.unqover.generate import DatasetSpec
+from stereoprobe.zoo.lab import LAB_RECIPES
+
+pytestmark = pytest.mark.slow
+SPEC = DatasetSpec("gender", sample=2000, seed=0)
+
+
+@pytest.fixture(scope="module")
+def gammas(tmp_path_factory):
+    store = ScoreStore(tmp_path_factory.mktemp("planted_scores"))
+    frames = report.gather(["lab:qa-biased", "lab:qa-control"], SPEC, store=store, device="cpu", progress=False)
+    return frames, {name: report.gender_gamma(f, n_boot=400, seed=0) for name, f in frames.items()}
+
+
+def test_planted_occupations_top_the_ranking_with_the_right_sign(gammas):
+    _, tables = gammas
+    planted = LAB_RECIPES["qa-biased"].planted_dict
+    rec = report.planted_recovery({"biased": tables["lab:qa-biased"]}, planted)
+    assert len(rec) == len(planted)
+    assert (rec["gamma"] > 0).all() and (rec["ci_low"] > 0).all()  # toward the planted gender, CI excludes 0
+    for gender in ("female", "male"):
+        k = sum(g == gender for g in planted.values())
+        top = report.top_occupations({"biased": tables["lab:qa-biased"]}, k=k)
+        top = top[top["gender"] == gender]
+        assert set(top["occupation"]) == {o for o, g in planted.items() if g == gender}
+    eta = rec["eta"].to_numpy()
+    assert (eta > 0.3).all()
+
+
+def test_control_shows_nothing_beyond_its_ci(gammas):
+    _, tables = gammas
+    control = tables["lab:qa-control"]
+    female = control[control["subject"] == "female"]
+    # multiple comparisons: 70 occupations at 95% -> a few may exclude 0 by chance, but none strongly
+    excluded = ((female["gamma_lo"] > 0) | (female["gamma_hi"] < 0)).sum()
+    assert excluded <= 7
+    biased = tables["lab:qa-biased"]
+    assert female["gamma"].abs().max() < 0.5 * biased[biased["subject"] == "female"]["gamma"].abs().max()
+    planted = LAB_RECIPES["qa-biased"].planted_dict
+    rec = report.planted_recovery({"control": control}, planted)
+    assert (rec["rank"] > 3).sum() >= len(planted) // 2  # the planted words do not cluster at the top
+
+
+def test_intensity_separates_biased_from_control(gammas):
+    frames, _ = gammas
+    mu = report.intensity(frames, n_boot=200, seed=0).set_index("model")
+    assert mu.loc["lab:qa-biased", "ci_low"] > mu.loc["lab:qa-control", "ci_high"]
+
+
+def test_gender_grouping_is_antisymmetric_on_real_scores(gammas):
+    _, tables = gammas
+    t = tables["lab:qa-biased"].pivot(index="attr", columns="subject", values="gamma")
+    np.testing.assert_allclose(t["male"], -t["female"], atol=1e-12)
