@@ -666,6 +666,24 @@ def _copy(src: Path, dst: Path) -> None:
     shutil.copy2(src, dst)
 
 
+def _stage_mathjax(folder: Path) -> None:
+    """MathJax 3 for offline reading, from the pinned ``django-static-mathjax`` package (no CDN at view time).
+
+    The SVG build is one self-contained file (no web fonts), served as ``_static/mathjax/tex-svg.js``;
+    ``_config.yml`` points Sphinx's ``mathjax_path`` at it.
+    """
+    import importlib.util
+
+    spec = importlib.util.find_spec("mathjax")
+    script = Path(spec.origin).parent / "static" / "mathjax" / "es5" / "tex-svg.js" if spec and spec.origin else None
+    if script is None or not script.is_file():
+        raise BookBuildError(
+            "MathJax is missing (the package django-static-mathjax provides it offline); "
+            "run `make setup` or `pip install -c constraints.txt -e '.[dev]'`."
+        )
+    _copy(script, folder / "tex-svg.js")
+
+
 def _stage(root: Path, staging: Path, executed: Mapping[str, Path]) -> None:
     """Copy config, toc, book/ and the executed notebooks into ``staging`` (same layout)."""
     if staging.exists():
@@ -681,6 +699,7 @@ def _stage(root: Path, staging: Path, executed: Mapping[str, Path]) -> None:
     for bib in [bibs] if isinstance(bibs, str) else bibs:
         if (root / bib).is_file() and not (staging / bib).exists():
             _copy(root / bib, staging / bib)
+    _stage_mathjax(staging / "_static" / "mathjax")
     for chapter in chapters(root):
         if chapter.kind == "notebook":
             _copy(executed[chapter.stem], staging / Path(chapter.file).with_suffix(".ipynb"))
