@@ -98,14 +98,15 @@ def _subject_codes(first, second, what: str) -> tuple[np.ndarray, np.ndarray, np
     names = pd.Index(u1).append(pd.Index(u2)).unique()
     lower = np.array([str(n).lower() for n in names], dtype=object)
     lower_sorted, lower_code = np.unique(lower, return_inverse=True)
-    display = np.empty(len(lower_sorted), dtype=object)
-    display[lower_code[::-1]] = np.asarray(names, dtype=object)[::-1]  # first spelling wins
+    _, first = np.unique(lower_code, return_index=True)
+    display = np.asarray(names, dtype=object)[first]  # spellings that differ only in case: the first one shown
     to1 = lower_code[names.get_indexer(u1)]
     to2 = lower_code[names.get_indexer(u2)]
     return to1[c1], to2[c2], display
 
 
 def _example(subj1, subj2, tid, attr) -> str:
+    tid = tid.item() if isinstance(tid, np.generic) else tid
     return f"subj1={subj1!r}, subj2={subj2!r}, tid={tid!r}, attr={attr!r}"
 
 
@@ -113,7 +114,7 @@ def pair_examples(scores: pd.DataFrame) -> pd.DataFrame:
     """Pair every ordered example with its subject-swapped partner: one row per paired key (spec §3).
 
     Key k = ({xa, xb}, tid, attr_cluster, attr) with xa < xb by lower-cased name (names that differ
-    only in case are one subject, as in analysis.py, shown with the first spelling met). E1 = the
+    only in case are one subject, as in analysis.py, shown with one of its spellings). E1 = the
     example with xa in slot 1, E2 = the example with xb in slot 1. Output columns:
 
     * ``xa, xb, cluster_a, cluster_b, tid, attr_cluster, attr`` (:data:`KEY_COLUMNS`; categorical
@@ -370,8 +371,7 @@ class _Cells:
             attr = np.concatenate([at_code, at_code])
             self.subject_names = names
         else:
-            ga = p["cluster_a"].astype(str).str.lower().to_numpy(dtype=object)
-            gb = p["cluster_b"].astype(str).str.lower().to_numpy(dtype=object)
+            ga, gb = (self._lower(p[col]) for col in ("cluster_a", "cluster_b"))
             ok = np.isin(ga, _GENDERS) & np.isin(gb, _GENDERS) & (ga != gb)
             if not ok.all():
                 i = int(np.flatnonzero(~ok)[0])
@@ -396,6 +396,11 @@ class _Cells:
         self.eta = np.bincount(self.codes, weights=np.sign(self.values), minlength=self.n_cells) / self.n
         starts = np.flatnonzero(np.r_[True, self.cell_subject[1:] != self.cell_subject[:-1]])
         self.subject_starts = starts  # cells of one subject are contiguous
+
+    @staticmethod
+    def _lower(column: pd.Series) -> np.ndarray:
+        codes, uniques = _factorize(column)
+        return np.array([str(u).lower() for u in uniques], dtype=object)[codes]
 
     def replicates(self, n_boot: int, seed) -> np.ndarray:
         return stats.bootstrap_means(self.values, self.codes, self.n_cells, n_boot=n_boot, seed=seed)
