@@ -55,7 +55,7 @@ def test_list_sizes():
     attrs = wl.load_attributes("biased_country")
     assert {k: len(v) for k, v in attrs.items()} == {"l_act": 14, "l_act-single": 14, "p_act": 50, "p_act-single": 50}
     # Table 1 says |A| = 64 = 14 location + 50 person attributes; one text occurs in both groups
-    # ("smelled of marijuana"), so only 63 distinct texts exist: metrics keep the two apart by slot group.
+    # ("smelled of marijuana"), so 63 distinct texts exist and the metrics pool the two, as the authors do.
     assert len(attrs["l_act"]) + len(attrs["p_act"]) == 64
     assert {a.text for a in attrs["l_act"]} & {a.text for a in attrs["p_act"]} == {"smelled of marijuana"}
     assert Counter(a.cluster for a in attrs["p_act"]) == {"rude": 14, "crime": 12, "indecent": 12, "negative": 8, "poor": 4}
