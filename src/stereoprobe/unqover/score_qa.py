@@ -339,9 +339,9 @@ def _run_for(model: str, spec: DatasetSpec, mode: str, device: str, precision: s
 
     if mode not in ("compat", "clean"):
         raise StereoprobeError(f"Unknown mode {mode!r}; choose one of: compat, clean.")
+    dtype = str(resolve_precision(device, precision)).replace("torch.", "")  # validates device + precision first
     path = resolve(model, smoke=smoke)
     model_fp = fingerprint_path(path)
-    dtype = str(resolve_precision(device, precision)).replace("torch.", "")
     mode_key = f"qa-{mode}-{dtype}"
     store = store if store is not None else ScoreStore()
     if model_fp is None:  # not local: loading tells the user what to do (hub unreachable / bad id)
