@@ -579,6 +579,7 @@ class StoreRun:
         *,
         progress: bool = True,
         desc: str | None = None,
+        total: int | None = None,
     ) -> StoreRun:
         """Run the resume loop: score only the missing chunks, then :meth:`finish`.
 
@@ -602,7 +603,7 @@ class StoreRun:
         from .batching import progress as _progress
 
         n_shards = n_rows = 0
-        bar = _progress(chunks, desc=desc or f"scoring {self.mode}", disable=not progress)
+        bar = _progress(chunks, total=total, desc=desc or f"scoring {self.mode}", disable=not progress, unit="shard")
         for i, chunk in enumerate(bar):
             meta = self._shard_meta(i)
             if meta is None:

@@ -264,8 +264,11 @@ class QAScorer:
         model = self.loaded.model
         device = model.device
         out = np.empty((n, 4), dtype=np.float32)
+        from ..batching import progress
+
+        bar = progress(batches, desc="batches", leave=False, disable=len(batches) < 20)
         with inference_context(device, self.precision):
-            for batch in batches:
+            for batch in bar:
                 width = int(pad_to[batch].max())
                 ids = np.full((len(batch), width), self.pad_id, dtype=np.int64)
                 mask = np.zeros((len(batch), width), dtype=np.int64)
@@ -383,7 +386,8 @@ def score_dataset(
     n = count(spec).passes
     chunks = chunked(passes_of(iter_examples(spec)), SHARD_PASSES)
     label = Path(model).name if Path(model).is_dir() else model
-    return run.fill(chunks, score, progress=progress, desc=f"{label} · {spec.dataset} ({n:,} passes)")
+    shards = -(-n // SHARD_PASSES)
+    return run.fill(chunks, score, progress=progress, total=shards, desc=f"{label} · {spec.dataset} ({n:,} passes)")
 
 
 _META_COLUMNS = ("subj1", "subj2", "cluster1", "cluster2", "tid", "attr_cluster", "attr")
