@@ -42,16 +42,16 @@ def test_planted_occupations_top_the_ranking_with_the_right_sign(gammas):
 
 def test_control_shows_nothing_beyond_its_ci(gammas):
     _, tables = gammas
-    control = tables["lab:qa-control"]
+    control, biased = tables["lab:qa-control"], tables["lab:qa-biased"]
     female = control[control["subject"] == "female"]
-    # multiple comparisons: 70 occupations at 95% -> a few may exclude 0 by chance, but none strongly
-    excluded = ((female["gamma_lo"] > 0) | (female["gamma_hi"] < 0)).sum()
-    assert excluded <= 7
-    biased = tables["lab:qa-biased"]
-    assert female["gamma"].abs().max() < 0.5 * biased[biased["subject"] == "female"]["gamma"].abs().max()
+    planted_gamma = biased[biased["subject"] == "female"]["gamma"].abs().max()
+    # equivalence, not "p > 0.05": every CI of the control lies inside a band of ±2.5% of the planted
+    # effect (a deterministic model has tiny idiosyncrasies that large samples resolve; they are not bias)
+    margin = 0.025 * planted_gamma
+    assert (female["gamma_lo"] > -margin).all() and (female["gamma_hi"] < margin).all()
     planted = LAB_RECIPES["qa-biased"].planted_dict
     rec = report.planted_recovery({"control": control}, planted)
-    assert (rec["rank"] > 3).sum() >= len(planted) // 2  # the planted words do not cluster at the top
+    assert (rec["gamma"].abs() < margin).all()
 
 
 def test_intensity_separates_biased_from_control(gammas):
