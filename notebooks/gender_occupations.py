@@ -31,7 +31,7 @@
 
 # %% tags=["parameters"]
 models = ["lab:qa-biased", "lab:qa-control"]  # hub ids, local folders or lab: names
-sample = 3000  # paper examples of the gender dataset (int), a fraction, or None for all 1,372,000
+sample = 8000  # paper examples of the gender dataset (int), a fraction, or None for all 1,372,000
 mode = "compat"  # compat | clean
 batch_tokens = 8192
 device = "auto"
@@ -101,7 +101,7 @@ if planted:
 else:
     print("No lab model in `models`: nothing was planted.")
 
-# %%
+# %% tags=["remove-cell"]
 if planted and len(recovery):
     best = recovery.groupby("model")["rank"].max()
     first = recovery["model"].iloc[0]

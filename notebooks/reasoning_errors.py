@@ -40,7 +40,7 @@
 
 # %% tags=["parameters"]
 models = ["lab:qa-biased", "lab:qa-control"]  # hub ids, local folders or lab: names
-sample = 3000  # paper examples of the gender dataset (int), a fraction, or None for all 1,372,000
+sample = 8000  # paper examples of the gender dataset (int), a fraction, or None for all 1,372,000
 mode = "compat"  # compat: the authors' code bit for bit; clean: padding masked, standard pair encoding
 batch_tokens = 8192  # token budget per batch
 device = "auto"  # auto | cpu | cuda
@@ -105,7 +105,7 @@ frames = report.gather(models, spec, mode=mode, batch_tokens=batch_tokens, devic
 errors = report.reasoning_errors(frames)
 errors.style.format({"delta": "{:.3f}", "epsilon": "{:.3f}", "avg_s": "{:.3f}", "keys": "{:,}"}).hide(axis="index")
 
-# %%
+# %% tags=["remove-cell"]
 for row in errors.itertuples():
     key = row.model.replace(":", "_").replace("-", "_").replace("/", "_")
     glue(f"delta_{key}", float(row.delta), display=False)

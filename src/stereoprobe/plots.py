@@ -20,12 +20,12 @@ def diverging_heatmap(table: pd.DataFrame, *, title: str, cbar_label: str, ax=No
     """A heatmap centred on 0 (red = positive, blue = negative), symmetric colour limits."""
     style()
     if ax is None:
-        _, ax = plt.subplots(figsize=(1.2 + 0.9 * table.shape[1], 0.8 + 0.28 * table.shape[0]))
+        _, ax = plt.subplots(figsize=(max(5.0, 2.5 + 1.1 * table.shape[1]), 1.0 + 0.3 * table.shape[0]))
     values = table.to_numpy(dtype=float)
     lim = limit or float(np.nanmax(np.abs(values))) or 1.0
     if annotate is None:
         annotate = table.size <= 200
-    sns.heatmap(table, cmap="RdBu_r", center=0, vmin=-lim, vmax=lim, annot=annotate, fmt=".2f",
+    sns.heatmap(table, cmap="RdBu_r", center=0, vmin=-lim, vmax=lim, annot=annotate, fmt=".2f", annot_kws={"size": 8},
                 cbar_kws={"label": cbar_label}, ax=ax, linewidths=0.3, linecolor="white")
     ax.set_title(title)
     ax.set_xlabel("")
