@@ -80,3 +80,13 @@ def test_score_and_report_on_a_local_model(capsys, tmp_path, tiny_bert_qa):
     assert list(errors.columns) == ["model", "delta", "epsilon", "avg_s", "keys"] and errors["keys"].iloc[0] == 40
     top = pd.read_csv(tmp_path / "rep" / "gender_top_gamma.csv")
     assert set(top["gender"]) == {"female", "male"} and len(top) == 6
+
+
+def test_newsqa_models_get_the_header():
+    from stereoprobe.unqover.generate import DatasetSpec
+    from stereoprobe.unqover.report import spec_for
+
+    spec = DatasetSpec("gender", sample=10)
+    assert spec_for("tli8hf/unqover-roberta-base-newsqa", spec).newsqa
+    assert not spec_for("tli8hf/unqover-roberta-base-squad", spec).newsqa
+    assert spec_for("tli8hf/unqover-roberta-base-newsqa", spec).sample == 10

@@ -6,6 +6,7 @@ The notebooks call these; they hold no algorithm themselves. Paper values come f
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -29,9 +30,19 @@ def short_name(model: str) -> str:
     return model.rstrip("/").split("/")[-1]
 
 
+def spec_for(model: str, spec: DatasetSpec) -> DatasetSpec:
+    """The dataset a model reads: NewsQA-trained QA models (name contains ``newsqa``) get the NewsQA header."""
+    if spec.variant == "qa" and "newsqa" in model.lower() and not spec.newsqa:
+        return dataclasses.replace(spec, newsqa=True)
+    return spec
+
+
 def gather(models: Sequence[str], spec: DatasetSpec, **options) -> dict[str, pd.DataFrame]:
-    """Per-example scores (:func:`~stereoprobe.unqover.score_qa.load_scores`) for each model, by label."""
-    return {short_name(m): load_scores(m, spec, **options) for m in models}
+    """Per-example scores (:func:`~stereoprobe.unqover.score_qa.load_scores`) for each model, by label.
+
+    NewsQA models read the dataset with the NewsQA header (:func:`spec_for`); the sample is the same.
+    """
+    return {short_name(m): load_scores(m, spec_for(m, spec), **options) for m in models}
 
 
 def lab_card(model: str, smoke: bool = False) -> dict | None:
