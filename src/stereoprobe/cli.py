@@ -54,7 +54,7 @@ DatasetOpt = typer.Option("gender", "--dataset", "-d", help="gender, nationality
 SampleOpt = typer.Option(None, "--sample", help="Paper examples to keep: a fraction (0.01), a count (5000) or 'all'.")
 SeedOpt = typer.Option(0, "--seed", help="Seed of the sampling.")
 ModeOpt = typer.Option("compat", "--mode", help="compat (the authors' code, bit for bit) or clean.")
-NewsqaOpt = typer.Option(False, "--newsqa", help="Prepend the NewsQA header (for the NewsQA-trained models only).")
+NewsqaOpt = typer.Option(False, "--newsqa", help="Prepend the NewsQA header (automatic for models whose name contains 'newsqa').")
 
 
 @unqover_app.command("count")
@@ -155,11 +155,12 @@ def score_cmd(
     store: Optional[Path] = StoreOpt,
 ):
     """Score a dataset with one or more QA models into the score store (a killed run resumes)."""
+    from .unqover.report import spec_for
     from .unqover.score_qa import score_dataset
 
     spec = _spec(dataset, sample, seed, mode, newsqa)
     for name in model:
-        run = score_dataset(name, spec, mode=mode, **_score_options(batch_tokens, device, precision, store))
+        run = score_dataset(name, spec_for(name, spec), mode=mode, **_score_options(batch_tokens, device, precision, store))
         typer.echo(f"{name}: {run.n_rows():,} passes stored in {run.path}")
 
 
