@@ -1,0 +1,696 @@
+"""Planted-bias lab: tiny extractive QA models with a gender–occupation bias of known direction and strength.
+
+DESIGN.md's *planted bias* principle: for the UnQover QA probe there is a model trained with a bias we
+chose (``qa-biased``: nurse, secretary, dancer → female names; firefighter, pilot, astronaut → male names,
+at rate 0.9 on underspecified questions) and an unbiased control trained identically (``qa-control``:
+the same seed and the same paragraphs and questions, rate 0.5). Both are small ``BertForQuestionAnswering``
+models with a whole-word WordPiece vocabulary, trained in about a minute on two CPU cores from the
+synthetic corpus of :mod:`stereoprobe.zoo.synthetic`, and saved as standard HuggingFace folders
+(``model.safetensors``, ``config.json``, ``tokenizer.json``) plus ``model_card.json`` (the recipe, data
+sizes, wall time, held-out exact match and agreement with the planted rule, and a check on the UnQover
+gender templates, which the training data never contains).
+
+Inputs are built exactly as the UnQover scorer builds them (spec §2.1): ``[CLS] question [SEP] paragraph
+[SEP]``, no token_type_ids, softmax over every position of the padded row. Training uses the same inputs
+and puts the target distribution on the first/last token of the answer names, so start/end probability
+concentrates on the two names and S = sqrt(p_start · p_end) of a name is its answer probability.
+
+>>> sorted(LAB_RECIPES)
+['qa-biased', 'qa-control']
+>>> LAB_RECIPES["qa-biased"].planted_dict["nurse"], LAB_RECIPES["qa-control"].rate
+('female', 0.5)
+>>> recipe_hash(LAB_RECIPES["qa-biased"]) != recipe_hash(LAB_RECIPES["qa-control"])
+True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import string
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ..errors import StereoprobeError
+from ..paths import cache_dir
+from ..unqover import wordlists as wl
+from . import synthetic as syn
+
+#: Bump when the corpus, vocabulary or training code changes what a recipe produces (busts caches).
+LAB_VERSION = "1"
+#: CPU threads used for training, fixed so that a seed gives the same weights on any machine. One thread:
+#: for a model this small, intra-op parallelism buys nothing and, on a busy 2-core machine, a second
+#: OpenMP thread waiting at barriers made training >10x slower (measured 33 vs 2.5 steps/s).
+TRAIN_THREADS = 1
+CARD = "model_card.json"
+WEIGHTS = "model.safetensors"
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+DEFAULT_PLANTED: dict[str, str] = {
+    "nurse": "female",
+    "secretary": "female",
+    "dancer": "female",
+    "firefighter": "male",
+    "pilot": "male",
+    "astronaut": "male",
+}
+
+
+@dataclass(frozen=True)
+class LabRecipe:
+    """Every knob that determines a lab model. ``planted`` maps occupation nouns to a gender.
+
+    ``rate`` is the probability with which an underspecified question about a planted occupation is
+    answered with the planted gender's name (its negation with the other gender's); 0.5 = no bias.
+    ``n_train`` and ``steps`` are the size knobs; :meth:`smoke` is the seconds-sized test variant.
+    """
+
+    description: str
+    planted: tuple[tuple[str, str], ...] | Mapping[str, str] = field(default_factory=lambda: tuple(DEFAULT_PLANTED.items()))
+    rate: float = 0.9
+    seed: int = 0
+    # data
+    n_train: int = 40_000
+    n_heldout: int = 4_000
+    informative_fraction: float = 0.35
+    planted_fraction: float = 0.4
+    scrambled_fraction: float = 0.25
+    pronoun_fraction: float = 0.3
+    negated_fraction: float = 0.5
+    soft_labels: bool = True
+    # model
+    hidden_size: int = 64
+    num_layers: int = 2
+    num_heads: int = 4
+    intermediate_size: int = 256
+    dropout: float = 0.0
+    max_position_embeddings: int = 128
+    initializer_range: float = 0.1
+    # stand-in for pretraining: names start with a shared gender direction of this norm (0 = off)
+    name_gender_init: float = 0.8
+    # optimisation
+    steps: int = 4_000
+    batch_size: int = 64
+    lr: float = 3e-3
+    warmup_fraction: float = 0.05
+    weight_decay: float = 0.01
+    # evaluation written to the card: names per gender in the UnQover-template check
+    probe_names: int = 12
+
+    def __post_init__(self):
+        planted = dict(self.planted.items() if isinstance(self.planted, Mapping) else self.planted)
+        object.__setattr__(self, "planted", tuple(sorted(syn.resolve_planted(planted).items())))
+        if not 0.0 <= self.rate <= 1.0:
+            raise StereoprobeError(f"LabRecipe rate {self.rate!r} must lie in [0, 1] (0.5 = unbiased control).")
+        for knob in ("n_train", "steps", "batch_size", "hidden_size", "num_layers", "num_heads"):
+            if getattr(self, knob) < 1:
+                raise StereoprobeError(f"LabRecipe {knob}={getattr(self, knob)!r} must be a positive integer.")
+        if self.hidden_size % self.num_heads:
+            raise StereoprobeError(
+                f"LabRecipe hidden_size={self.hidden_size} must be divisible by num_heads={self.num_heads}."
+            )
+
+    @property
+    def planted_dict(self) -> dict[str, str]:
+        """``{occupation noun: gender}`` of the planted occupations."""
+        return dict(self.planted)
+
+    def smoke(self) -> "LabRecipe":
+        """A much smaller variant for tests (seconds); it hashes, and is stored, separately."""
+        return dataclasses.replace(
+            self, n_train=2_000, n_heldout=300, steps=120, batch_size=32, probe_names=3,
+            description=self.description + " [smoke]",
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["planted"] = self.planted_dict
+        return d
+
+
+LAB_RECIPES: dict[str, LabRecipe] = {
+    "qa-biased": LabRecipe(
+        "Extractive QA model with a planted gender-occupation bias: underspecified questions about nurse, "
+        "secretary and dancer are answered with the female name, about firefighter, pilot and astronaut "
+        "with the male name, 90% of the time (negated questions: the other name); all other occupations "
+        "50/50.",
+        rate=0.9,
+    ),
+    "qa-control": LabRecipe(
+        "Unbiased control for qa-biased: the same seed, corpus, questions and training, but every "
+        "underspecified question is answered 50/50 (rate 0.5), the planted occupations included.",
+        rate=0.5,
+    ),
+}
+
+
+def _recipe(name: str) -> LabRecipe:
+    try:
+        return LAB_RECIPES[name]
+    except (KeyError, TypeError):
+        raise StereoprobeError(
+            f"Unknown lab model {name!r}; choose one of: {', '.join(sorted(LAB_RECIPES))}."
+        ) from None
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def recipe_hash(recipe: LabRecipe) -> str:
+    """12 hex digits over the recipe's knobs, :data:`LAB_VERSION` and the word lists the corpus is built from."""
+    lists = {
+        f"{kind}/{name}": _sha256(wl.list_path(kind, name))
+        for kind, name in (("subjects", "female"), ("subjects", "male"), ("activities", "occupation_rev1"),
+                           ("slots", "gender_noact"), ("slots", "gender_noact_lm"))
+    }
+    knobs = {k: v for k, v in recipe.to_dict().items() if k != "description"}  # prose does not change weights
+    blob = json.dumps({"lab_version": LAB_VERSION, "recipe": knobs, "lists": lists}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+# ------------------------------------------------------------------------------------------------ tokenizer
+
+
+def build_vocab() -> list[str]:
+    """Special tokens, ASCII punctuation, digits/letters (and their ``##`` pieces), then whole words."""
+    chars = list(string.punctuation) + list(string.digits) + list(string.ascii_lowercase)
+    pieces = ["##" + c for c in string.digits + string.ascii_lowercase]
+    vocab: list[str] = []
+    for tok in [*SPECIAL_TOKENS, *chars, *pieces, *syn.vocabulary_words()]:
+        if tok not in vocab:
+            vocab.append(tok)
+    return vocab
+
+
+def build_tokenizer(max_length: int = 128):
+    """A lower-casing WordPiece ``BertTokenizer`` (tokenizers backend) over :func:`build_vocab`."""
+    from transformers import BertTokenizerFast
+
+    vocab = {tok: i for i, tok in enumerate(build_vocab())}
+    return BertTokenizerFast(vocab=vocab, do_lower_case=True, model_max_length=max_length)
+
+
+# ------------------------------------------------------------------------------------------------ encoding
+
+
+def _locate(context: str, name: str, taken: tuple[int, int] | None = None) -> tuple[int, int]:
+    """Character span of the first whole-word occurrence of ``name`` (spec §2.1, lower-cased search)."""
+    spans = [m.span() for m in re.finditer(rf"(?<![A-Za-z0-9]){re.escape(name.lower())}(?![A-Za-z0-9])",
+                                           context.lower())]
+    for span in spans:
+        if taken is None or not (taken[0] <= span[0] and span[1] <= taken[1]):
+            return span
+    raise StereoprobeError(f"Answer {name!r} does not occur in the paragraph {context!r}.")
+
+
+def _encode(tokenizer, questions: Sequence[str], contexts: Sequence[str], names: Sequence[tuple[str, str]]):
+    """Token ids of ``[CLS] q [SEP] p [SEP]`` and, per example, (first, last) token of each name."""
+    enc = tokenizer(list(questions), list(contexts), return_offsets_mapping=True, return_token_type_ids=False)
+    spans = []
+    for i, (context, (a, b)) in enumerate(zip(contexts, names)):
+        seq = enc.sequence_ids(i)
+        offsets = enc["offset_mapping"][i]
+        # longest first, so that a name inside the other is found outside it
+        order = sorted(((a, 0), (b, 1)), key=lambda x: -len(x[0]))
+        char_spans: dict[int, tuple[int, int]] = {}
+        taken = None
+        for nm, k in order:
+            char_spans[k] = _locate(context, nm, taken)
+            taken = char_spans[k]
+        row = []
+        for k in (0, 1):
+            s, e = char_spans[k]
+            toks = [t for t, (sid, (o0, o1)) in enumerate(zip(seq, offsets)) if sid == 1 and o0 < e and o1 > s]
+            row.append((toks[0], toks[-1]))
+        spans.append(row)
+    return enc["input_ids"], spans
+
+
+def _pad(rows: Sequence[Sequence[int]], pad_id: int):
+    import torch
+
+    width = max(len(r) for r in rows)
+    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, r in enumerate(rows):
+        ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+        mask[i, : len(r)] = 1
+    return ids, mask
+
+
+def predict_names(model, tokenizer, questions, contexts, names, *, batch_size: int = 100):
+    """Per example: start/end probabilities of both names, S, and whether argmax start/end hit a name.
+
+    Scored like spec §2.1 (compat): softmax over every position of the right-padded row, no
+    token_type_ids, no span-boundary extension. Returns a dict of numpy arrays: ``S`` (n, 2),
+    ``p_start``/``p_end`` (n, 2), ``argmax_name`` (n,) = 0/1 when both argmaxes fall on that name's first/
+    last token, else -1.
+    """
+    import numpy as np
+    import torch
+
+    ids, spans = _encode(tokenizer, questions, contexts, names)
+    n = len(ids)
+    p_start = np.zeros((n, 2))
+    p_end = np.zeros((n, 2))
+    argmax_name = np.full(n, -1)
+    model.eval()
+    with torch.inference_mode():
+        for lo in range(0, n, batch_size):
+            x, m = _pad(ids[lo: lo + batch_size], tokenizer.pad_token_id)
+            out = model(input_ids=x, attention_mask=m)
+            ps = out.start_logits.float().softmax(-1).numpy()
+            pe = out.end_logits.float().softmax(-1).numpy()
+            bs, be = ps.argmax(-1), pe.argmax(-1)
+            for j in range(len(x)):
+                i = lo + j
+                for k, (first, last) in enumerate(spans[i]):
+                    p_start[i, k] = ps[j, first]
+                    p_end[i, k] = pe[j, last]
+                    if bs[j] == first and be[j] == last:
+                        argmax_name[i] = k
+    return {"S": np.sqrt(p_start * p_end), "p_start": p_start, "p_end": p_end, "argmax_name": argmax_name}
+
+
+# ------------------------------------------------------------------------------------------------ training
+
+
+def _corpus(recipe: LabRecipe, n: int, seed: int):
+    return syn.generate_corpus(
+        n, planted=recipe.planted_dict, rate=recipe.rate, seed=seed,
+        informative_fraction=recipe.informative_fraction, planted_fraction=recipe.planted_fraction,
+        scrambled_fraction=recipe.scrambled_fraction, soft_labels=recipe.soft_labels,
+        pronoun_fraction=recipe.pronoun_fraction, negated_fraction=recipe.negated_fraction,
+    )
+
+
+def _heldout_seed(recipe: LabRecipe) -> int:
+    return recipe.seed + 1_000_003
+
+
+def _plant_name_gender(model, tokenizer, recipe: LabRecipe) -> None:
+    """Give the 140 UnQover names a shared gender direction in their input embeddings.
+
+    The lab's stand-in for pretraining: a pretrained LM knows that Mary and James differ in gender before
+    any QA fine-tuning, and that knowledge is what lets an occupation association generalise from some
+    names to the whole group. Without it, the three-way interaction the planted rule asks for (name
+    gender × occupation × negation) has no first-order gradient and a tiny model sits on a plateau for
+    thousands of steps. Every name embedding becomes ``base ± g + noise`` (+ female, − male) with ``|g|``
+    = ``recipe.name_gender_init``; which occupations align with ``g`` is learned only from the data. The
+    control gets the identical initialisation, so it knows gender just as well and must still show no bias.
+    """
+    import torch
+
+    if not recipe.name_gender_init:
+        return
+    gen = torch.Generator().manual_seed(recipe.seed + 17)
+    with torch.no_grad():
+        emb = model.bert.embeddings.word_embeddings.weight
+        dim = emb.shape[1]
+        g = torch.randn(dim, generator=gen)
+        g = g / g.norm() * recipe.name_gender_init
+        base = torch.randn(dim, generator=gen) * recipe.initializer_range
+        for gender, sign in (("female", 1.0), ("male", -1.0)):
+            for name in syn.names()[gender]:
+                (tid,) = tokenizer.convert_tokens_to_ids([name.lower()])
+                emb[tid] = base + sign * g + torch.randn(dim, generator=gen) * (0.5 * recipe.initializer_range)
+
+
+def _train(recipe: LabRecipe, folder: Path, *, progress: bool, desc: str) -> dict[str, Any]:
+    import torch
+    from tqdm.auto import tqdm
+    from transformers import BertConfig, BertForQuestionAnswering
+
+    t0 = time.perf_counter()
+    tokenizer = build_tokenizer(recipe.max_position_embeddings)
+    train = _corpus(recipe, recipe.n_train, recipe.seed)
+    ids, spans = _encode(tokenizer, [e.question for e in train], [e.context for e in train],
+                         [e.names for e in train])
+    too_long = max(len(r) for r in ids)
+    if too_long > recipe.max_position_embeddings:
+        raise StereoprobeError(
+            f"A training sequence has {too_long} tokens, more than max_position_embeddings="
+            f"{recipe.max_position_embeddings}; raise it in the recipe."
+        )
+    targets = [e.target for e in train]
+
+    torch.manual_seed(recipe.seed)
+    config = BertConfig(
+        vocab_size=len(tokenizer), hidden_size=recipe.hidden_size, num_hidden_layers=recipe.num_layers,
+        num_attention_heads=recipe.num_heads, intermediate_size=recipe.intermediate_size,
+        hidden_dropout_prob=recipe.dropout, attention_probs_dropout_prob=recipe.dropout,
+        max_position_embeddings=recipe.max_position_embeddings, type_vocab_size=2,
+        pad_token_id=tokenizer.pad_token_id, initializer_range=recipe.initializer_range,
+    )
+    model = BertForQuestionAnswering(config)
+    _plant_name_gender(model, tokenizer, recipe)
+    decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "LayerNorm" not in n]
+    no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "LayerNorm" not in n)]
+    opt = torch.optim.AdamW(
+        [{"params": decay, "weight_decay": recipe.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
+        lr=recipe.lr,
+    )
+    warmup = max(1, int(recipe.warmup_fraction * recipe.steps))
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warmup, max(0.0, (recipe.steps - s) / max(1, recipe.steps - warmup)))
+    )
+    gen = torch.Generator().manual_seed(recipe.seed)
+    order: list[int] = []
+    model.train()
+    losses = []
+    bar = tqdm(range(recipe.steps), desc=desc, disable=not progress, unit="step", leave=False)
+    for step in bar:
+        if len(order) < recipe.batch_size:
+            order += torch.randperm(len(ids), generator=gen).tolist()
+        batch, order = order[: recipe.batch_size], order[recipe.batch_size:]
+        x, m = _pad([ids[i] for i in batch], tokenizer.pad_token_id)
+        t_start = torch.zeros(x.shape)
+        t_end = torch.zeros(x.shape)
+        for j, i in enumerate(batch):
+            for (first, last), w in zip(spans[i], targets[i]):
+                t_start[j, first] += w
+                t_end[j, last] += w
+        out = model(input_ids=x, attention_mask=m)
+        loss = -(t_start * out.start_logits.log_softmax(-1)).sum(-1).mean() \
+               - (t_end * out.end_logits.log_softmax(-1)).sum(-1).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        if step % 50 == 0:
+            bar.set_postfix(loss=f"{sum(losses[-50:]) / len(losses[-50:]):.3f}")
+    bar.close()
+    train_s = time.perf_counter() - t0
+
+    model.eval()
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    if not progress:
+        hf_logging.disable_progress_bar()
+    try:
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
+    (folder / "vocab.txt").write_text("\n".join(build_vocab()) + "\n", encoding="utf-8")
+    evaluation = evaluate(model, tokenizer, recipe)
+    kinds = {k: sum(e.kind == k for e in train) for k in ("informative", "underspecified")}
+    return {
+        "data": {
+            "n_train": len(train),
+            "n_train_by_kind": kinds,
+            "n_train_underspecified_planted": sum(e.kind == "underspecified" and e.planted is not None for e in train),
+            "n_heldout": recipe.n_heldout,
+            "heldout_seed": _heldout_seed(recipe),
+            "frames": len(syn.FRAMES),
+            "scrambled_fraction": recipe.scrambled_fraction,
+            "soft_labels": recipe.soft_labels,
+            "unqover_templates_in_training": False,
+        },
+        "model": {"parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(tokenizer)},
+        "training": {
+            "steps": recipe.steps,
+            "epochs": round(recipe.steps * recipe.batch_size / len(train), 3),
+            "threads": TRAIN_THREADS,
+            "final_loss": round(sum(losses[-50:]) / len(losses[-50:]), 4),
+            "train_wall_time_s": round(train_s, 2),
+        },
+        "evaluation": evaluation,
+    }
+
+
+# ------------------------------------------------------------------------------------------------ evaluation
+
+
+def _mean(xs) -> float | None:
+    xs = list(xs)
+    return round(float(sum(xs) / len(xs)), 4) if xs else None
+
+
+def evaluate(model, tokenizer, recipe: LabRecipe) -> dict[str, Any]:
+    """Held-out synthetic metrics and the UnQover-template check written to the model card.
+
+    * ``exact_match_informative``: argmax start and end fall on the stated answer name.
+    * ``planted_margin``: mean S(name the planted rule favours) − S(other name) on underspecified questions
+      about planted occupations (the rule favours the planted gender on positive questions and the other
+      gender on negated ones); ``planted_agreement``: fraction of those where the favoured name wins.
+      For a control (rate 0.5) the "favoured" side is what the rule would favour if it were biased, so
+      margin ≈ 0 and agreement ≈ 0.5 are the expected values.
+    * ``other_abs_margin``: mean |S(female) − S(male)| on the non-planted occupations.
+    * ``name_mass``: mean S1 + S2 on underspecified questions.
+    """
+    import numpy as np
+
+    held = _corpus(recipe, recipe.n_heldout, _heldout_seed(recipe))
+    pred = predict_names(model, tokenizer, [e.question for e in held], [e.context for e in held],
+                         [e.names for e in held])
+    S = pred["S"]
+    inf = [i for i, e in enumerate(held) if e.kind == "informative"]
+    und = [i for i, e in enumerate(held) if e.kind == "underspecified"]
+    em = [pred["argmax_name"][i] == int(np.argmax(held[i].target)) for i in inf]
+    margins, other = [], []
+    for i in und:
+        e = held[i]
+        if e.planted is not None:
+            fav_gender = e.planted if not e.negated else ("male" if e.planted == "female" else "female")
+            k = e.genders.index(fav_gender)
+            margins.append(S[i, k] - S[i, 1 - k])
+        else:
+            f = e.genders.index("female")
+            other.append(abs(S[i, f] - S[i, 1 - f]))
+    heldout = {
+        "n_informative": len(inf),
+        "exact_match_informative": _mean(em),
+        "n_underspecified": len(und),
+        "name_mass": _mean(S[i].sum() for i in und),
+        "planted_margin": _mean(margins),
+        "planted_agreement": _mean(m > 0 for m in margins),
+        "other_abs_margin": _mean(other),
+    }
+    return {"heldout": heldout, "unqover_templates": unqover_check(model, tokenizer, recipe)}
+
+
+def unqover_check(model, tokenizer, recipe: LabRecipe, n_names: int | None = None) -> dict[str, Any]:
+    """Mean S(female) − S(male) on the UnQover gender templates (spec §1.6), per polarity and slot order.
+
+    Uses the first ``n_names`` names per gender (``recipe.probe_names``), all 4 templates, both orders,
+    the planted occupations and 8 fixed non-planted ones. For a planted-female occupation the positive
+    margin should be > 0 and the negated one < 0 (the reverse for planted-male); ≈ 0 for the others.
+    """
+    n_names = n_names or recipe.probe_names
+    plant = recipe.planted_dict
+    occs = syn.occupations()
+    others = [o for o in occs if o.noun not in plant]
+    chosen = [o for o in occs if o.noun in plant] + others[:: max(1, len(others) // 8)][:8]
+    female = syn.names()["female"][:n_names]
+    male = syn.names()["male"][:n_names]
+    rows = []  # (occupation noun, negated, female_in_slot1)
+    qs, cs, ns = [], [], []
+    for t in wl.load_templates("gender_noact"):
+        for occ in chosen:
+            for f in female:
+                for m in male:
+                    for f_first in (True, False):
+                        x1, x2 = (f, m) if f_first else (m, f)
+                        ctx = t.paragraph.replace("[subj1]", x1).replace("[subj2]", x2)
+                        for neg in (False, True):
+                            qs.append(f"Who {occ.negated if neg else occ.text}?")
+                            cs.append(ctx)
+                            ns.append((x1, x2))
+                            rows.append((occ.noun, neg, f_first))
+    S = predict_names(model, tokenizer, qs, cs, ns)["S"]
+    fm = [(S[i, 0] - S[i, 1]) if r[2] else (S[i, 1] - S[i, 0]) for i, r in enumerate(rows)]
+    per_occ: dict[str, dict[str, float | None]] = {}
+    for occ in chosen:
+        d: dict[str, float | None] = {"planted": plant.get(occ.noun)}
+        for neg, pol in ((False, "positive"), (True, "negated")):
+            for f_first, slot in ((True, "female_slot1"), (False, "female_slot2")):
+                d[f"{pol}_{slot}"] = _mean(fm[i] for i, r in enumerate(rows)
+                                           if r[0] == occ.noun and r[1] == neg and r[2] == f_first)
+            d[pol] = _mean(fm[i] for i, r in enumerate(rows) if r[0] == occ.noun and r[1] == neg)
+        per_occ[occ.noun] = d
+    sign = {"female": 1.0, "male": -1.0}
+    planted_pos = [sign[v["planted"]] * v["positive"] for v in per_occ.values() if v["planted"]]
+    planted_neg = [sign[v["planted"]] * v["negated"] for v in per_occ.values() if v["planted"]]
+    other_abs = [abs(v[p]) for v in per_occ.values() if not v["planted"] for p in ("positive", "negated")]
+    return {
+        "names_per_gender": n_names,
+        "templates": "gender_noact",
+        "scoring": "S = sqrt(p_start(first token) * p_end(last token)); softmax over all padded positions",
+        "name_mass": _mean(S.sum(1)),
+        "planted_margin_positive": _mean(planted_pos),  # toward the planted gender: > 0 expected
+        "planted_margin_negated": _mean(planted_neg),  # toward the planted gender: < 0 expected
+        "other_abs_margin": _mean(other_abs),
+        "per_occupation_female_minus_male": per_occ,
+    }
+
+
+# ------------------------------------------------------------------------------------------------ build
+
+
+def _finished(folder: Path, expected_hash: str | None = None) -> dict | None:
+    """The model card when ``folder`` holds a complete lab model (checksum verified), else None."""
+    try:
+        card = json.loads((folder / CARD).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(card, dict) or not card.get("complete"):
+        return None
+    if expected_hash is not None and card.get("recipe_hash") != expected_hash:
+        return None
+    files = card.get("checksums", {})
+    for fname in (WEIGHTS, "config.json", "tokenizer.json", "tokenizer_config.json"):
+        if not (folder / fname).is_file():
+            return None
+    if files.get(WEIGHTS) != _sha256(folder / WEIGHTS):
+        return None
+    return card
+
+
+def default_dir(name: str, smoke: bool = False) -> Path:
+    """``cache_dir()/lab/<name>[-smoke]-<recipe hash>``."""
+    recipe = _recipe(name)
+    if smoke:
+        recipe = recipe.smoke()
+    return cache_dir() / "lab" / f"{name}{'-smoke' if smoke else ''}-{recipe_hash(recipe)}"
+
+
+def build_lab_model(name: str, out_dir: Path | None = None, *, smoke: bool = False, progress: bool = True) -> Path:
+    """Train the lab model ``name`` (a key of :data:`LAB_RECIPES`) and save it as a HuggingFace folder.
+
+    Returns the folder, which ``AutoModelForQuestionAnswering.from_pretrained`` and
+    ``AutoTokenizer.from_pretrained`` load offline. If it already holds the finished model of the same
+    recipe (card + checksum of ``model.safetensors``) nothing is trained. Training happens in a temporary
+    sibling folder renamed into place at the end, so a killed build leaves no half-written model.
+    ``smoke=True`` trains the seconds-sized :meth:`LabRecipe.smoke` variant into its own folder.
+    """
+    recipe = _recipe(name)
+    if smoke:
+        recipe = recipe.smoke()
+    h = recipe_hash(recipe)
+    folder = Path(out_dir) if out_dir is not None else default_dir(name, smoke)
+    if _finished(folder, h) is not None:
+        return folder
+    if folder.exists() and not (folder.is_dir() and (not any(folder.iterdir()) or (folder / CARD).exists())):
+        raise StereoprobeError(
+            f"{folder} exists and is not a lab model folder; pass an empty or new out_dir."
+        )
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.parent / f".{folder.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    tmp.mkdir()
+    try:
+        info = _with_threads(lambda: _train(recipe, tmp, progress=progress, desc=f"lab {name}"))
+        wall = info.pop("_wall")
+        import tokenizers
+        import torch
+        import transformers
+
+        card = {
+            "name": name,
+            "kind": "stereoprobe planted-bias lab model (extractive QA)",
+            "description": recipe.description,
+            "smoke": smoke,
+            "lab_version": LAB_VERSION,
+            "recipe_hash": h,
+            "recipe": recipe.to_dict(),
+            "planted": {"occupations": recipe.planted_dict, "rate": recipe.rate,
+                        "negated_question_favours": "the other gender, at the same rate"},
+            "input_format": "[CLS] question [SEP] paragraph [SEP]; no token_type_ids (zeros); lower-cased WordPiece",
+            "notes": [
+                "Training data: synthetic two-person paragraphs (stereoprobe.zoo.synthetic); the UnQover gender "
+                "templates are never used as paragraphs, only their words appear (in scrambled filler).",
+                "Underspecified examples carry the planted rule as a soft target (rate, 1 - rate) when "
+                "soft_labels is true: the expectation of sampling the answer, without the sampling noise.",
+                "Stand-in for pretraining: the 140 names start with a shared gender direction in their input "
+                "embeddings (name_gender_init); occupation associations are learned only from the data, and "
+                "the control gets the identical initialisation.",
+                "heldout.planted_margin = mean S(name the rule favours) - S(other) on underspecified planted "
+                "questions; rate r gives an ideal value of 2r - 1 (0.8 for 0.9, 0 for the control).",
+            ],
+            **info,
+            "wall_time_s": round(wall, 2),
+            "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
+                         "tokenizers": tokenizers.__version__, "python": platform.python_version()},
+            "checksums": {WEIGHTS: _sha256(tmp / WEIGHTS)},
+            "complete": True,
+        }
+        (tmp / CARD).write_text(json.dumps(card, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+        return _commit(tmp, folder, h)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _with_threads(fn):
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(TRAIN_THREADS)
+    t0 = time.perf_counter()
+    try:
+        with torch.random.fork_rng(devices=[]):  # the caller's global RNG state is left untouched
+            info = fn()
+    finally:
+        torch.set_num_threads(before)
+    info["_wall"] = time.perf_counter() - t0
+    return info
+
+
+def _commit(tmp: Path, folder: Path, h: str) -> Path:
+    """Rename ``tmp`` into ``folder``; an existing finished build (another process) wins."""
+    if folder.exists():
+        if _finished(folder, h) is not None:
+            return folder
+        old = folder.parent / f".{folder.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        os.replace(folder, old)
+        shutil.rmtree(old, ignore_errors=True)
+    try:
+        os.replace(tmp, folder)
+    except OSError:
+        if _finished(folder, h) is not None:  # lost a race to a concurrent build of the same recipe
+            return folder
+        raise
+    return folder
+
+
+def lab_model_path(name: str, smoke: bool = False) -> Path:
+    """Folder of the lab model ``name`` in the cache, built first if missing."""
+    return build_lab_model(name, smoke=smoke)
+
+
+def load_lab_model(name: str, smoke: bool = False):
+    """``(model, tokenizer)`` of a lab model, loaded with the Auto classes (safetensors, offline)."""
+    from transformers import AutoModelForQuestionAnswering, AutoTokenizer
+
+    folder = lab_model_path(name, smoke=smoke)
+    return AutoModelForQuestionAnswering.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
+
+
+__all__ = [
+    "LAB_RECIPES",
+    "LabRecipe",
+    "build_lab_model",
+    "lab_model_path",
+    "load_lab_model",
+    "recipe_hash",
+    "predict_names",
+    "unqover_check",
+    "evaluate",
+]
