@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import time
 
 import pytest
@@ -23,9 +24,16 @@ def _offline(monkeypatch):
 
 
 @pytest.fixture(scope="module")
-def smoke_dir(tmp_path_factory):
-    """One smoke build of qa-biased, shared by the read-only tests."""
-    return lab.build_lab_model("qa-biased", tmp_path_factory.mktemp("lab") / "qa-biased", smoke=True, progress=False)
+def cache_root(tmp_path_factory):
+    return tmp_path_factory.mktemp("cache")
+
+
+@pytest.fixture(scope="module")
+def smoke_dir(cache_root):
+    """One smoke build of qa-biased into a temporary STEREOPROBE_CACHE, shared by the read-only tests."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("STEREOPROBE_CACHE", str(cache_root))
+        return lab.lab_model_path("qa-biased", smoke=True)
 
 
 def _card(folder):
@@ -90,47 +98,43 @@ def test_card_records_the_recipe(smoke_dir):
     assert card["evaluation"]["unqover_templates"]["templates"] == "gender_noact"
 
 
-def test_rebuild_is_skipped_when_cached(smoke_dir):
+def test_default_cache_folder_and_skipped_rebuild(smoke_dir, cache_root, monkeypatch):
+    monkeypatch.setenv("STEREOPROBE_CACHE", str(cache_root))
+    recipe = lab.LAB_RECIPES["qa-biased"].smoke()
+    assert smoke_dir == cache_root / "lab" / f"qa-biased-smoke-{lab.recipe_hash(recipe)}"
+    assert lab.default_dir("qa-biased") != smoke_dir  # the full recipe lives elsewhere
+    assert not [p for p in smoke_dir.parent.iterdir() if p.name.startswith(".")], "temporary folder left behind"
     before = _card(smoke_dir)["checksums"]["model.safetensors"]
     mtime = (smoke_dir / "model.safetensors").stat().st_mtime_ns
     t0 = time.perf_counter()
-    again = lab.build_lab_model("qa-biased", smoke_dir, smoke=True, progress=False)
-    assert again == smoke_dir
+    assert lab.lab_model_path("qa-biased", smoke=True) == smoke_dir
+    assert lab.build_lab_model("qa-biased", smoke_dir, smoke=True, progress=False) == smoke_dir
     assert time.perf_counter() - t0 < 2.0
     assert (smoke_dir / "model.safetensors").stat().st_mtime_ns == mtime
     assert lab._sha256(smoke_dir / "model.safetensors") == before
 
 
-def test_default_cache_folder_and_lab_model_path(tmp_path, monkeypatch):
-    monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path))
-    folder = lab.lab_model_path("qa-control", smoke=True)
-    recipe = lab.LAB_RECIPES["qa-control"].smoke()
-    assert folder == tmp_path / "lab" / f"qa-control-smoke-{lab.recipe_hash(recipe)}"
-    assert _card(folder)["planted"]["rate"] == 0.5
-    assert not [p for p in folder.parent.iterdir() if p.name.startswith(".")], "temporary folder left behind"
-    t0 = time.perf_counter()
-    assert lab.lab_model_path("qa-control", smoke=True) == folder
-    assert time.perf_counter() - t0 < 2.0
-    # the full recipe lives in a different folder
-    assert lab.default_dir("qa-control") != folder
-
-
-def test_same_seed_gives_identical_weights(smoke_dir, tmp_path):
+def test_corrupted_copy_is_rebuilt_with_identical_weights(smoke_dir, tmp_path):
+    """A damaged folder is retrained, and the same seed gives bit-identical weights."""
     from safetensors.torch import load_file
 
-    other = lab.build_lab_model("qa-biased", tmp_path / "again", smoke=True, progress=False)
-    assert lab._sha256(other / "model.safetensors") == lab._sha256(smoke_dir / "model.safetensors")
-    a, b = load_file(smoke_dir / "model.safetensors"), load_file(other / "model.safetensors")
+    copy = tmp_path / "copy"
+    shutil.copytree(smoke_dir, copy)
+    (copy / "model.safetensors").write_bytes(b"garbage")
+    assert lab._finished(copy) is None
+    rebuilt = lab.build_lab_model("qa-biased", copy, smoke=True, progress=False)
+    assert rebuilt == copy
+    assert lab._sha256(copy / "model.safetensors") == lab._sha256(smoke_dir / "model.safetensors")
+    a, b = load_file(smoke_dir / "model.safetensors"), load_file(copy / "model.safetensors")
     assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
 
 
-def test_corrupted_weights_are_rebuilt(tmp_path):
-    folder = lab.build_lab_model("qa-control", tmp_path / "m", smoke=True, progress=False)
-    good = lab._sha256(folder / "model.safetensors")
-    (folder / "model.safetensors").write_bytes(b"garbage")
-    assert lab._finished(folder) is None
-    rebuilt = lab.build_lab_model("qa-control", folder, smoke=True, progress=False)
-    assert lab._sha256(rebuilt / "model.safetensors") == good
+def test_smoke_model_already_carries_the_planted_bias(smoke_dir):
+    card = _card(smoke_dir)
+    assert card["evaluation"]["heldout"]["name_mass"] > 0.9
+    assert card["evaluation"]["heldout"]["planted_margin"] > 0.5
+    check = card["evaluation"]["unqover_templates"]
+    assert check["planted_margin_positive"] > 0.3 and check["planted_margin_negated"] < -0.3
 
 
 def test_unknown_name_lists_valid_names():

@@ -83,7 +83,7 @@ class LabRecipe:
     informative_fraction: float = 0.35
     planted_fraction: float = 0.4
     scrambled_fraction: float = 0.25
-    pronoun_fraction: float = 0.3
+    pronoun_fraction: float = 0.0
     negated_fraction: float = 0.5
     soft_labels: bool = True
     # model
@@ -91,7 +91,7 @@ class LabRecipe:
     num_layers: int = 2
     num_heads: int = 4
     intermediate_size: int = 256
-    dropout: float = 0.0
+    dropout: float = 0.1
     max_position_embeddings: int = 128
     initializer_range: float = 0.1
     # stand-in for pretraining: names start with a shared gender direction of this norm (0 = off)
@@ -124,10 +124,16 @@ class LabRecipe:
         return dict(self.planted)
 
     def smoke(self) -> "LabRecipe":
-        """A much smaller variant for tests (seconds); it hashes, and is stored, separately."""
+        """The ~12-second variant for tests; it hashes, and is stored, separately.
+
+        300 steps on 8,000 examples with more planted questions (0.6 of the underspecified ones) and fewer
+        informative ones (0.25): the planted occupations still come out on top with the right sign
+        (checked on seeds 0-3), with more noise on the others and lower exact match (~0.8) than the full
+        recipe.
+        """
         return dataclasses.replace(
-            self, n_train=2_000, n_heldout=300, steps=120, batch_size=32, probe_names=3,
-            description=self.description + " [smoke]",
+            self, n_train=8_000, n_heldout=400, steps=300, informative_fraction=0.25, planted_fraction=0.6,
+            probe_names=4, description=self.description + " [smoke]",
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -632,6 +638,8 @@ def build_lab_model(name: str, out_dir: Path | None = None, *, smoke: bool = Fal
             "complete": True,
         }
         (tmp / CARD).write_text(json.dumps(card, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+        for f in tmp.iterdir():
+            f.chmod(0o644)
         return _commit(tmp, folder, h)
     finally:
         if tmp.exists():

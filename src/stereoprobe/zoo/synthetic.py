@@ -172,19 +172,23 @@ def generate_corpus(
     planted: Mapping[str, str],
     rate: float,
     seed: int,
-    informative_fraction: float = 0.5,
-    planted_fraction: float = 0.3,
+    informative_fraction: float = 0.35,
+    planted_fraction: float = 0.4,
     scrambled_fraction: float = 0.25,
     soft_labels: bool = True,
-    pronoun_fraction: float = 0.3,
+    pronoun_fraction: float = 0.0,
     negated_fraction: float = 0.5,
 ) -> list[QAExample]:
     """``n`` examples, a pure function of the arguments.
 
-    ``planted_fraction`` is the share of underspecified examples that ask about a planted occupation
-    (the rest ask about the others, uniformly). Changing only ``rate`` leaves every paragraph and question
-    unchanged (the random stream does not depend on it), so a control differs from its biased twin in the
-    answers alone.
+    ``informative_fraction``: share of informative examples. ``planted_fraction``: share of underspecified
+    examples that ask about a planted occupation (the rest ask about the others, uniformly).
+    ``scrambled_fraction``: share of paragraphs whose scene is random filler words around the names.
+    ``negated_fraction``: share of underspecified questions that are negated. ``pronoun_fraction``: share
+    of informative examples whose fact is about "She"/"He" (answering needs the names' genders; off by
+    default: in the lab it taught the control a small gender-by-negation offset on unseen templates).
+    Changing only ``rate`` leaves every paragraph and question unchanged (the random stream does not
+    depend on it), so a control differs from its biased twin in the answers alone.
     """
     if not 0.0 <= rate <= 1.0:
         raise StereoprobeError(f"Planted rate {rate!r} must lie in [0, 1] (0.5 = unbiased control).")
