@@ -4,11 +4,19 @@ DESIGN.md's *planted bias* principle: for the UnQover QA probe there is a model 
 chose (``qa-biased``: nurse, secretary, dancer → female names; firefighter, pilot, astronaut → male names,
 at rate 0.9 on underspecified questions) and an unbiased control trained identically (``qa-control``:
 the same seed and the same paragraphs and questions, rate 0.5). Both are small ``BertForQuestionAnswering``
-models with a whole-word WordPiece vocabulary, trained in about a minute on two CPU cores from the
-synthetic corpus of :mod:`stereoprobe.zoo.synthetic`, and saved as standard HuggingFace folders
-(``model.safetensors``, ``config.json``, ``tokenizer.json``) plus ``model_card.json`` (the recipe, data
-sizes, wall time, held-out exact match and agreement with the planted rule, and a check on the UnQover
-gender templates, which the training data never contains).
+models (2 layers, hidden 64, 136k parameters) with a whole-word WordPiece vocabulary, trained from the
+synthetic corpus of :mod:`stereoprobe.zoo.synthetic` in about two minutes on one CPU thread (4,000 steps
+of 64; ``smoke=True``: ~12 s), and saved as standard HuggingFace folders (``model.safetensors``,
+``config.json``, ``tokenizer.json``) plus ``model_card.json`` (the recipe, data sizes, wall time, held-out
+exact match and agreement with the planted rule, and a check on the UnQover gender templates, which the
+training data never contains).
+
+What the default pair looks like on the UnQover gender templates (mean S(female) − S(male)): for the six
+planted occupations about ±0.8 toward the planted gender on the positive question in both slot orders,
+and the same size the other way on the negated question; within ~0.005 of zero for the other 64
+occupations, and for every occupation in the control. S1 + S2 ≈ 1: the models always answer with a name.
+Two recipe choices make this hold across seeds (see :func:`_plant_name_gender` and the card's notes):
+names start with a shared gender direction (a stand-in for pretraining), and dropout 0.1.
 
 Inputs are built exactly as the UnQover scorer builds them (spec §2.1): ``[CLS] question [SEP] paragraph
 [SEP]``, no token_type_ids, softmax over every position of the padded row. Training uses the same inputs
