@@ -86,7 +86,7 @@ report.paper_table2().style.format({"gamma": "{:+.2f}", "eta": "{:.2f}"}, na_rep
 # was trained so that, in underspecified paragraphs, certain occupations are answered with a name of
 # one gender 90% of the time; the control was trained identically with 50%. Neither ever saw the
 # UnQover templates. A sound metric puts the planted occupations at the top with the planted sign,
-# and finds nothing in the control beyond its confidence intervals.
+# and finds nothing of that size in the control.
 
 # %%
 planted = {}
@@ -116,7 +116,13 @@ else:
 # %% [markdown]
 # For {glue:text}`planted_model`, every one of the {glue:text}`planted_n` planted occupations ranks
 # within the top {glue:text}`planted_worst_rank` of its planted gender. Compare the control's rows: the
-# same occupations, trained with the same data at a 50% rate, scatter around zero.
+# same occupations, trained with the same data at a 50% rate, sit near zero and rank anywhere.
+#
+# Read the control's intervals with care. A trained model is deterministic, so with enough examples
+# even its tiny idiosyncrasies (here a few thousandths) get intervals that exclude zero. "Excludes
+# zero" is not "biased": the question is whether the effect is *large*. The tests therefore use an
+# equivalence margin — every control interval lies within ±2.5% of the planted effect — instead of
+# asking for intervals that straddle zero.
 
 # %% [markdown]
 # ## Occupations shared across models (Table 3)
@@ -158,8 +164,10 @@ mu.style.format({"mu": "{:.3f}", "ci_low": "{:.3f}", "ci_high": "{:.3f}", "eta":
 #
 # * $\gamma(x, a)$ averages the position- and negation-cancelling comparative score $C$; with gender
 #   grouping, $\gamma(\text{male}, a) = -\gamma(\text{female}, a)$.
-# * On the biased lab model the planted occupations come out on top with the planted sign; the control
-#   shows no such ranking beyond its confidence intervals.
+# * On the biased lab model the planted occupations come out on top with the planted sign; in the
+#   control every γ, planted occupations included, is hundreds of times smaller.
+# * A confidence interval that excludes zero says an effect is resolved, not that it matters: judge
+#   size against a margin.
 # * $\mu$ (per name) and $\eta$ summarise a model; both have a small-sample floor above zero.
 #
 # ## Exercises
