@@ -158,7 +158,9 @@ mu.style.format({"mu": "{:.3f}", "ci_low": "{:.3f}", "ci_high": "{:.3f}", "eta":
 
 # %% [markdown]
 # $\mu$ is a maximum over 70 noisy means, so it is biased upward at small samples: even the control
-# has $\mu > 0$. Compare models at the same sample size, and read the CI.
+# has $\mu > 0$. The interval is a *basic* bootstrap interval, which undoes that upward shift; when
+# noise dominates (the control) it can therefore lie below the point estimate — a sign that the
+# plug-in $\mu$ mostly measures noise there. Compare models at the same sample size, and read the CI.
 #
 # ## Summary
 #
