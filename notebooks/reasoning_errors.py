@@ -119,18 +119,20 @@ glue("first_avgs", float(first.avg_s), display=False)
 
 # %% [markdown]
 # For {glue:text}`first_model`, $\delta$ = {glue:text}`first_delta:.3f`, $\epsilon$ =
-# {glue:text}`first_eps:.3f` and avg S = {glue:text}`first_avgs:.3f`. Avg S lies in $[0, 0.5]$:
-# it is the mean over both candidates, whose scores share (at most) one unit of probability mass.
-# The lab models were trained only on paragraphs with other wordings, so the UnQover templates are
-# new to them; their reasoning errors show how much a model's answer depends on surface form.
+# {glue:text}`first_eps:.3f` and avg S = {glue:text}`first_avgs:.3f`. Avg S is at most 0.5 when the
+# two names' spans share no token position: it is the mean over both candidates, whose start (and end)
+# probabilities come from one distribution. The lab models were trained on paragraphs with other
+# wordings, in both name orders and with negated questions, so the UnQover templates are new to them
+# but order and negation are not: their $\delta$ and $\epsilon$ are far below every model of the paper,
+# and their avg S of 0.5 says they always answer with one of the two names.
 
 # %% [markdown]
 # ## Beside the paper's Table 5
 #
 # The paper's rows come from the five architectures fine-tuned on SQuAD and on NewsQA, and from the
-# pre-trained masked LMs (LM rows use the he/she rule of §4.1). Our rows are the models of this run
-# (profile {glue:text}`mode`-mode scores). In the paper, RoBERTa-large has the largest positional
-# error (0.57 on SQuAD): bigger models are not better at ignoring word order here.
+# pre-trained masked LMs (LM rows use the he/she rule of §4.1). Our rows are the models of this run,
+# scored in {glue:text}`mode` mode. In the paper, RoBERTa-large has the largest positional error (0.57
+# on SQuAD): bigger models are not better at ignoring word order here.
 
 # %%
 report.table5_beside_paper(errors).style.format("{:.3f}")
