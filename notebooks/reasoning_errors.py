@@ -116,15 +116,18 @@ glue("first_model", first.model, display=False)
 glue("first_delta", float(first.delta), display=False)
 glue("first_eps", float(first.epsilon), display=False)
 glue("first_avgs", float(first.avg_s), display=False)
+lab = [m for m in errors.model if m.startswith("lab:")]
+glue("lab_note", (
+    "The lab models were trained on paragraphs with other wordings, in both name orders and with negated "
+    "questions, so the UnQover templates are new to them but order and negation are not: their δ "
+    f"(≤ {errors[errors.model.isin(lab)].delta.max():.3f}) is far below every model of the paper (≥ 0.15)."
+) if lab else "", display=False)
 
 # %% [markdown]
 # For {glue:text}`first_model`, $\delta$ = {glue:text}`first_delta:.3f`, $\epsilon$ =
 # {glue:text}`first_eps:.3f` and avg S = {glue:text}`first_avgs:.3f`. Avg S is at most 0.5 when the
 # two names' spans share no token position: it is the mean over both candidates, whose start (and end)
-# probabilities come from one distribution. The lab models were trained on paragraphs with other
-# wordings, in both name orders and with negated questions, so the UnQover templates are new to them
-# but order and negation are not: their $\delta$ and $\epsilon$ are far below every model of the paper,
-# and their avg S of 0.5 says they always answer with one of the two names.
+# probabilities come from one distribution. {glue:text}`lab_note`
 
 # %% [markdown]
 # ## Beside the paper's Table 5
