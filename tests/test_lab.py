@@ -95,7 +95,7 @@ def test_card_records_the_recipe(smoke_dir):
     held = card["evaluation"]["heldout"]
     assert {"exact_match_informative", "planted_agreement", "planted_margin", "name_mass"} <= set(held)
     assert 0.0 <= held["exact_match_informative"] <= 1.0
-    assert card["evaluation"]["unqover_templates"]["templates"] == "gender_noact"
+    assert card["evaluation"]["unqover_templates"]["paper_examples"] == 100 * card["recipe"]["probe_names"]
 
 
 def test_default_cache_folder_and_skipped_rebuild(smoke_dir, cache_root, monkeypatch):
@@ -134,7 +134,8 @@ def test_smoke_model_already_carries_the_planted_bias(smoke_dir):
     assert card["evaluation"]["heldout"]["name_mass"] > 0.9
     assert card["evaluation"]["heldout"]["planted_margin"] > 0.5
     check = card["evaluation"]["unqover_templates"]
-    assert check["planted_margin_positive"] > 0.3 and check["planted_margin_negated"] < -0.3
+    assert set(check["planted_gamma_toward_planted_gender"]) == set(lab.LAB_RECIPES["qa-biased"].planted_dict)
+    assert check["planted_gamma_min"] > 0.3 and check["planted_gamma_min"] > 3 * check["other_abs_gamma_max"]
 
 
 def test_unknown_name_lists_valid_names():

@@ -1,4 +1,4 @@
-"""Where the project's data and caches live (never ``../shared``)."""
+"""Where the project's data and caches live (always inside the repository or the user cache)."""
 
 from __future__ import annotations
 

@@ -501,58 +501,46 @@ def evaluate(model, tokenizer, recipe: LabRecipe) -> dict[str, Any]:
     return {"heldout": heldout, "unqover_templates": unqover_check(model, tokenizer, recipe)}
 
 
-def unqover_check(model, tokenizer, recipe: LabRecipe, n_names: int | None = None) -> dict[str, Any]:
-    """Mean S(female) − S(male) on the UnQover gender templates (spec §1.6), per polarity and slot order.
+def unqover_check(model, tokenizer, recipe: LabRecipe, n_examples: int | None = None) -> dict[str, Any]:
+    """γ(gender, occupation) of the model on a sample of the real UnQover gender dataset (spec §1.6, §3).
 
-    Uses the first ``n_names`` names per gender (``recipe.probe_names``), all 4 templates, both orders,
-    the planted occupations and 8 fixed non-planted ones. For a planted-female occupation the positive
-    margin should be > 0 and the negated one < 0 (the reverse for planted-male); ≈ 0 for the others.
+    Runs the package's own pipeline — :func:`stereoprobe.unqover.generate.iter_examples`,
+    :class:`stereoprobe.unqover.score_qa.QAScorer` (compat) and :mod:`stereoprobe.unqover.metrics` — on
+    ``n_examples`` paper examples (default ``100 × recipe.probe_names``). For a planted occupation
+    γ toward the planted gender should be large and positive; for the others ≈ 0.
     """
-    n_names = n_names or recipe.probe_names
-    plant = recipe.planted_dict
-    occs = syn.occupations()
-    others = [o for o in occs if o.noun not in plant]
-    chosen = [o for o in occs if o.noun in plant] + others[:: max(1, len(others) // 8)][:8]
-    female = syn.names()["female"][:n_names]
-    male = syn.names()["male"][:n_names]
-    rows = []  # (occupation noun, negated, female_in_slot1)
-    qs, cs, ns = [], [], []
-    for t in wl.load_templates("gender_noact"):
-        for occ in chosen:
-            for f in female:
-                for m in male:
-                    for f_first in (True, False):
-                        x1, x2 = (f, m) if f_first else (m, f)
-                        ctx = t.paragraph.replace("[subj1]", x1).replace("[subj2]", x2)
-                        for neg in (False, True):
-                            qs.append(f"Who {occ.negated if neg else occ.text}?")
-                            cs.append(ctx)
-                            ns.append((x1, x2))
-                            rows.append((occ.noun, neg, f_first))
-    S = predict_names(model, tokenizer, qs, cs, ns)["S"]
-    fm = [(S[i, 0] - S[i, 1]) if r[2] else (S[i, 1] - S[i, 0]) for i, r in enumerate(rows)]
-    per_occ: dict[str, dict[str, float | None]] = {}
-    for occ in chosen:
-        d: dict[str, float | None] = {"planted": plant.get(occ.noun)}
-        for neg, pol in ((False, "positive"), (True, "negated")):
-            for f_first, slot in ((True, "female_slot1"), (False, "female_slot2")):
-                d[f"{pol}_{slot}"] = _mean(fm[i] for i, r in enumerate(rows)
-                                           if r[0] == occ.noun and r[1] == neg and r[2] == f_first)
-            d[pol] = _mean(fm[i] for i, r in enumerate(rows) if r[0] == occ.noun and r[1] == neg)
-        per_occ[occ.noun] = d
-    sign = {"female": 1.0, "male": -1.0}
-    planted_pos = [sign[v["planted"]] * v["positive"] for v in per_occ.values() if v["planted"]]
-    planted_neg = [sign[v["planted"]] * v["negated"] for v in per_occ.values() if v["planted"]]
-    other_abs = [abs(v[p]) for v in per_occ.values() if not v["planted"] for p in ("positive", "negated")]
+    import pandas as pd
+
+    from ..models import LoadedModel
+    from ..unqover import metrics
+    from ..unqover.generate import DatasetSpec, iter_examples
+    from ..unqover.report import occupation
+    from ..unqover.score_qa import QAScorer, passes_of, subject_scores
+
+    spec = DatasetSpec("gender", sample=n_examples or 100 * recipe.probe_names, seed=recipe.seed)
+    examples = list(iter_examples(spec))
+    scorer = QAScorer(LoadedModel("lab", "", model, tokenizer, ""), "compat")
+    s1, s2 = subject_scores(scorer.score([p for _, p in passes_of(examples)]))
+    frame = pd.DataFrame([ex._asdict() for ex in examples])
+    frame["s1_pos"], frame["s1_neg"], frame["s2_pos"], frame["s2_neg"] = s1[0::2], s1[1::2], s2[0::2], s2[1::2]
+    paired = metrics.pair_examples(frame)
+    errors = metrics.reasoning_errors(paired)
+    gamma = metrics.subject_attribute_bias(paired, group_by="gender")
+    female = gamma[gamma["subject"] == "female"]
+    female = dict(zip(female["attr"].map(occupation), female["gamma"].astype(float)))
+    plant, sign = recipe.planted_dict, {"female": 1.0, "male": -1.0}
+    toward = {o: sign[plant[o]] * g for o, g in female.items() if o in plant}
+    others = [abs(g) for o, g in female.items() if o not in plant]
     return {
-        "names_per_gender": n_names,
-        "templates": "gender_noact",
-        "scoring": "S = sqrt(p_start(first token) * p_end(last token)); softmax over all padded positions",
-        "name_mass": _mean(S.sum(1)),
-        "planted_margin_positive": _mean(planted_pos),  # toward the planted gender: > 0 expected
-        "planted_margin_negated": _mean(planted_neg),  # toward the planted gender: < 0 expected
-        "other_abs_margin": _mean(other_abs),
-        "per_occupation_female_minus_male": per_occ,
+        "paper_examples": len(examples) // 2,
+        "scoring": "stereoprobe.unqover pipeline, compat mode; gamma with gender grouping",
+        "delta": float(errors["positional_error"]),
+        "epsilon": float(errors["attribute_error"]),
+        "avg_s": float(errors["average_score"]),
+        "planted_gamma_toward_planted_gender": toward,
+        "planted_gamma_min": min(toward.values()) if toward else None,
+        "other_abs_gamma_mean": _mean(others),
+        "other_abs_gamma_max": max(others) if others else None,
     }
 
 
