@@ -16,16 +16,17 @@ from pathlib import Path
 
 from .errors import ModelLoadError
 
-HEADS = ("qa", "mlm", "nli", "mcq")
+HEADS = ("qa", "mlm", "nli", "mcq", "base")
 _AUTO = {
+    "base": "AutoModel",
     "qa": "AutoModelForQuestionAnswering",
     "mlm": "AutoModelForMaskedLM",
     "nli": "AutoModelForSequenceClassification",
     "mcq": "AutoModelForMultipleChoice",
 }
-_HEAD_WEIGHTS = {"qa": "qa_outputs", "mlm": ("cls.predictions", "lm_head", "vocab_projector"), "nli": "classifier",
+_HEAD_WEIGHTS = {"base": (), "qa": "qa_outputs", "mlm": ("cls.predictions", "lm_head", "vocab_projector"), "nli": "classifier",
                  "mcq": "classifier"}
-_DESCRIBE = {"qa": "an extractive-QA model (AutoModelForQuestionAnswering)", "mlm": "a masked LM",
+_DESCRIBE = {"base": "an encoder", "qa": "an extractive-QA model (AutoModelForQuestionAnswering)", "mlm": "a masked LM",
              "nli": "a sequence-classification (NLI) model", "mcq": "a multiple-choice model"}
 
 
@@ -47,13 +48,20 @@ def lab_names() -> list[str]:
 
 
 def resolve(name: str, *, smoke: bool = False) -> str:
-    """Turn a project name (``lab:qa-biased``) into a local folder; other names pass through."""
+    """Turn a project name (``lab:qa-biased``, ``asset:minilm``) into a local folder; other names pass through."""
     if name.startswith("lab:"):
         from .zoo.lab import LAB_RECIPES, lab_model_path
 
         if name[4:] not in LAB_RECIPES:
             raise ModelLoadError(f"Unknown lab model {name!r}; valid names: {', '.join(lab_names())}.")
         return str(lab_model_path(name[4:], smoke=smoke))
+    if name.startswith("asset:"):
+        from .assets import ASSETS, asset_folder
+
+        if name[6:] != "minilm":
+            raise ModelLoadError(f"Unknown model asset {name!r}; the model asset is asset:minilm (GloVe loads "
+                                 "with stereoprobe.assets.glove()).")
+        return str(asset_folder(name[6:]))
     if name.startswith("zoo:"):
         raise ModelLoadError(
             f"Unknown zoo model {name!r}: the offline zoo is not built in this version; "
