@@ -9,6 +9,8 @@ import time
 
 import pytest
 
+from stereoprobe.paths import sha256_file
+
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.unqover import wordlists as wl
 from stereoprobe.zoo import lab
@@ -91,7 +93,7 @@ def test_card_records_the_recipe(smoke_dir):
     assert card["data"]["n_train"] == recipe.n_train
     assert sum(card["data"]["n_train_by_kind"].values()) == recipe.n_train
     assert card["training"]["steps"] == recipe.steps and card["wall_time_s"] > 0
-    assert card["checksums"]["model.safetensors"] == lab._sha256(smoke_dir / "model.safetensors")
+    assert card["checksums"]["model.safetensors"] == sha256_file(smoke_dir / "model.safetensors")
     held = card["evaluation"]["heldout"]
     assert {"exact_match_informative", "planted_agreement", "planted_margin", "name_mass"} <= set(held)
     assert 0.0 <= held["exact_match_informative"] <= 1.0
@@ -111,7 +113,7 @@ def test_default_cache_folder_and_skipped_rebuild(smoke_dir, cache_root, monkeyp
     assert lab.build_lab_model("qa-biased", smoke_dir, smoke=True, progress=False) == smoke_dir
     assert time.perf_counter() - t0 < 2.0
     assert (smoke_dir / "model.safetensors").stat().st_mtime_ns == mtime
-    assert lab._sha256(smoke_dir / "model.safetensors") == before
+    assert sha256_file(smoke_dir / "model.safetensors") == before
 
 
 def test_corrupted_copy_is_rebuilt_with_identical_weights(smoke_dir, tmp_path):
@@ -124,7 +126,7 @@ def test_corrupted_copy_is_rebuilt_with_identical_weights(smoke_dir, tmp_path):
     assert lab._finished(copy) is None
     rebuilt = lab.build_lab_model("qa-biased", copy, smoke=True, progress=False)
     assert rebuilt == copy
-    assert lab._sha256(copy / "model.safetensors") == lab._sha256(smoke_dir / "model.safetensors")
+    assert sha256_file(copy / "model.safetensors") == sha256_file(smoke_dir / "model.safetensors")
     a, b = load_file(smoke_dir / "model.safetensors"), load_file(copy / "model.safetensors")
     assert a.keys() == b.keys() and all((a[k] == b[k]).all() for k in a)
 

@@ -157,3 +157,15 @@ def test_unknown_names(monkeypatch):
         load("./no/such/folder", "qa")
     with pytest.raises(ModelLoadError, match="hub is unreachable"):
         load("example-org/not-a-cached-model", "qa")
+
+
+def test_fingerprint_follows_file_contents(tiny_bert_qa, tmp_path):
+    import shutil
+
+    from stereoprobe.models import fingerprint_path
+
+    copy = shutil.copytree(tiny_bert_qa, tmp_path / "m")
+    before = fingerprint_path(str(copy))
+    config = copy / "config.json"
+    config.write_text(config.read_text().replace('"hidden_act"', '"hidden_act" ', 1))  # rewritten in place
+    assert fingerprint_path(str(copy)) != before

@@ -17,7 +17,6 @@ against the SHA-256 recorded here before use. Any GloVe or word2vec *text* file 
 from __future__ import annotations
 
 import gzip
-import hashlib
 import importlib.util
 from dataclasses import dataclass
 from functools import lru_cache
@@ -27,6 +26,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .errors import StereoprobeError
+from .paths import sha256_file
 
 
 @dataclass(frozen=True)
@@ -57,17 +57,9 @@ class AssetError(StereoprobeError):
     """A missing or corrupted asset package."""
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 @lru_cache(maxsize=None)
 def _verified(path: str, size: int, mtime: float, expected: str) -> bool:
-    return _sha256(Path(path)) == expected
+    return sha256_file(path) == expected
 
 
 def asset_folder(name: str, *, verify: bool = True) -> Path:

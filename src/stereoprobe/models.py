@@ -90,8 +90,13 @@ def _files_fingerprint(folder: Path) -> str:
 
 
 @lru_cache(maxsize=32)
-def _fingerprint_cached(folder: str, mtime: float) -> str:
+def _fingerprint_cached(folder: str, stats: tuple) -> str:
     return _files_fingerprint(Path(folder))
+
+
+def _stats(folder: Path) -> tuple:
+    """(name, size, mtime) of every file: the cache key, so a file rewritten in place is re-hashed."""
+    return tuple(sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir() if p.is_file()))
 
 
 def hub_reachable(timeout: float = 3.0) -> bool:
@@ -129,7 +134,7 @@ def fingerprint_path(path: str) -> str | None:
     folder = local_folder(path)
     if folder is None:
         return None
-    return _fingerprint_cached(str(folder.resolve()), folder.stat().st_mtime)
+    return _fingerprint_cached(str(folder.resolve()), _stats(folder))
 
 
 def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> LoadedModel:

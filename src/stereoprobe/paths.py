@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -19,3 +20,12 @@ def cache_dir() -> Path:
     path = Path(os.environ.get("STEREOPROBE_CACHE", ROOT / ".cache" / "stereoprobe"))
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def sha256_file(path: str | os.PathLike) -> str:
+    """SHA-256 hex digest of a file, read in 4 MiB blocks (weights, word lists, asset files)."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            h.update(block)
+    return h.hexdigest()

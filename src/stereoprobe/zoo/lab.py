@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from ..errors import StereoprobeError
-from ..paths import cache_dir
+from ..paths import cache_dir, sha256_file
 from ..unqover import wordlists as wl
 from . import synthetic as syn
 
@@ -175,18 +175,10 @@ def _recipe(name: str) -> LabRecipe:
         ) from None
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def recipe_hash(recipe: LabRecipe) -> str:
     """12 hex digits over the recipe's knobs, :data:`LAB_VERSION` and the word lists the corpus is built from."""
     lists = {
-        f"{kind}/{name}": _sha256(wl.list_path(kind, name))
+        f"{kind}/{name}": sha256_file(wl.list_path(kind, name))
         for kind, name in (("subjects", "female"), ("subjects", "male"), ("activities", "occupation_rev1"),
                            ("slots", "gender_noact"), ("slots", "gender_noact_lm"))
     }
@@ -561,7 +553,7 @@ def _finished(folder: Path, expected_hash: str | None = None) -> dict | None:
     for fname in (WEIGHTS, "config.json", "tokenizer.json", "tokenizer_config.json"):
         if not (folder / fname).is_file():
             return None
-    if files.get(WEIGHTS) != _sha256(folder / WEIGHTS):
+    if files.get(WEIGHTS) != sha256_file(folder / WEIGHTS):
         return None
     return card
 
@@ -630,7 +622,7 @@ def build_lab_model(name: str, out_dir: Path | None = None, *, smoke: bool = Fal
             "wall_time_s": round(wall, 2),
             "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                          "tokenizers": tokenizers.__version__, "python": platform.python_version()},
-            "checksums": {WEIGHTS: _sha256(tmp / WEIGHTS)},
+            "checksums": {WEIGHTS: sha256_file(tmp / WEIGHTS)},
             "complete": True,
         }
         (tmp / CARD).write_text(json.dumps(card, indent=2, sort_keys=False) + "\n", encoding="utf-8")
