@@ -199,12 +199,18 @@ def report_cmd(
         typer.echo(f"\nwrote {len(tables)} tables to {out}")
 
 
-@app.command("book")
-def book_cmd(profile: str = typer.Option("cpu", "--profile", help="smoke, cpu or gpu (params/<profile>.yaml).")):
-    """Execute every chapter notebook with a parameter profile and build the HTML book into _build/html."""
-    from .book import build_book
+@app.command("book", context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
+                                         "help_option_names": []})
+def book_cmd(ctx: typer.Context):
+    """Execute every chapter notebook with a profile and build _build/html (options: `stereoprobe book --help`).
 
-    build_book(profile)
+    The same command as ``python -m stereoprobe.book``: --profile, --set KEY=VALUE, --only, --no-execute, …
+    """
+    from .book import main as book_main
+
+    code = book_main(ctx.args)
+    if code:
+        sys.exit(code)
 
 
 def main(argv: list[str] | None = None) -> None:
