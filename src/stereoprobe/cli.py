@@ -4,6 +4,8 @@
     stereoprobe unqover generate -d gender -o gender.jsonl --sample 1000
     stereoprobe unqover score -m lab:qa-biased -d gender --sample 2000
     stereoprobe unqover report -m lab:qa-biased -d gender --sample 2000 -o reports/
+    stereoprobe zoo list                            # the zoo models, their cards' quality numbers
+    stereoprobe zoo build minilm-qa                 # rerun a recipe from scratch (writes data/zoo/)
     stereoprobe book --profile cpu
 
 Every bad input stops with one sentence naming the culprit and the fix, and exit status 2.
@@ -25,6 +27,8 @@ from .errors import StereoprobeError
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Stereotyping-bias probes: UnQover, SODAPOP, Bias-NLI.")
 unqover_app = typer.Typer(no_args_is_help=True, help="UnQover: underspecified questions for QA models (Li et al. 2020).")
 app.add_typer(unqover_app, name="unqover")
+zoo_app = typer.Typer(no_args_is_help=True, help="The offline model zoo: MiniLM fine-tuned by the project's recipes.")
+app.add_typer(zoo_app, name="zoo")
 
 
 def _sample(value: Optional[str]) -> float | int | None:
@@ -197,6 +201,38 @@ def report_cmd(
             table.to_csv(tmp, index=False)
             os.replace(tmp, target)
         typer.echo(f"\nwrote {len(tables)} tables to {out}")
+
+
+@zoo_app.command("list")
+def zoo_list_cmd():
+    """The zoo models with their held-out quality numbers and whether each part checks out."""
+    from .zoo.recipes import ZOO, ZooError, check_part
+
+    for name, r in ZOO.items():
+        try:
+            _, card = check_part(name)
+            m = card["metrics"]
+            quality = ", ".join(f"{k} {v:.3f}" for k, v in m.items() if isinstance(v, float))
+            status = f"ok ({card['part']['bytes'] / 1e6:.1f} MB; {quality})"
+        except ZooError as err:
+            status = f"NOT AVAILABLE: {err}"
+        typer.echo(f"zoo:{name:<12} {r.head:<4} {r.summary}: {status}")
+
+
+@zoo_app.command("build")
+def zoo_build_cmd(
+    names: Optional[List[str]] = typer.Argument(None, help="recipes to run (default: all), e.g. minilm-qa"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for the parts and cards (default: data/zoo)"),
+    smoke: bool = typer.Option(False, help="tiny sizes: checks the recipe end to end in seconds"),
+):
+    """Train zoo models from scratch with their seeded recipes (the whole zoo: about 25 min on 2 cores)."""
+    from .zoo.recipes import build, recipe
+
+    for name in names or []:
+        recipe(name)  # unknown names fail before anything trains
+    for card in build(names, out, smoke=smoke):
+        quality = ", ".join(f"{k} {v:.3f}" for k, v in card["metrics"].items() if isinstance(v, float))
+        typer.echo(f"{card['name']}: {quality}; trained in {card['training']['wall_s']['train']:.0f} s")
 
 
 @app.command("book", context_settings={"allow_extra_args": True, "ignore_unknown_options": True,

@@ -19,3 +19,7 @@ class StoreError(StereoprobeError):
 
 class MetricsError(StereoprobeError):
     """Scores that cannot be turned into metrics (e.g. a missing swapped partner)."""
+
+
+class CorpusError(StereoprobeError):
+    """A training-corpus source (e.g. the WordNet database files) that is missing or unreadable."""

@@ -41,6 +41,13 @@ class LoadedModel:
     fingerprint: str  # hash of the weight/config/tokenizer files
 
 
+def project_names() -> list[str]:
+    """Every project model name: the zoo (the chapters' defaults), then the planted-bias lab."""
+    from .zoo.recipes import zoo_names
+
+    return zoo_names() + lab_names()
+
+
 def lab_names() -> list[str]:
     from .zoo.lab import LAB_RECIPES
 
@@ -48,7 +55,7 @@ def lab_names() -> list[str]:
 
 
 def resolve(name: str, *, smoke: bool = False) -> str:
-    """Turn a project name (``lab:qa-biased``, ``asset:minilm``) into a local folder; other names pass through."""
+    """Turn a project name (``zoo:minilm-qa``, ``lab:qa-biased``, ``asset:minilm``) into a local folder; other names pass through."""
     if name.startswith("lab:"):
         from .zoo.lab import LAB_RECIPES, lab_model_path
 
@@ -63,10 +70,9 @@ def resolve(name: str, *, smoke: bool = False) -> str:
                                  "with stereoprobe.assets.glove()).")
         return str(asset_folder(name[6:]))
     if name.startswith("zoo:"):
-        raise ModelLoadError(
-            f"Unknown zoo model {name!r}: the offline zoo is not built in this version; "
-            f"use one of {', '.join(lab_names())}, a local folder, or a hub id."
-        )
+        from .zoo.recipes import zoo_model_path
+
+        return str(zoo_model_path(name))
     return name
 
 

@@ -178,6 +178,20 @@ def intensity(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, seed: i
     return pd.DataFrame(rows)
 
 
+def side_by_side(mu: pd.DataFrame, top: pd.DataFrame, errors: pd.DataFrame) -> pd.DataFrame:
+    """One row per model: μ with its CI, δ, the top occupation per gender with γ (the models chapter)."""
+    rows = []
+    errs = errors.set_index("model")
+    for model in mu.index:
+        row = {"model": model, "mu": mu.loc[model, "mu"], "mu 95% CI": f"[{mu.loc[model, 'ci_low']:.3f}, "
+               f"{mu.loc[model, 'ci_high']:.3f}]", "delta": errs.loc[model, "delta"]}
+        for gender in ("female", "male"):
+            best = top[(top.model == model) & (top.gender == gender)].sort_values("rank")
+            row[f"top {gender} occupations (γ)"] = ", ".join(f"{r.occupation} ({r.gamma:+.2f})" for r in best.itertuples())
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
 def model_report(models: Sequence[str], spec: DatasetSpec, *, mode: str = "compat", n_boot: int = 1000, top: int = 3,
                  seed: int = 0, **options) -> dict[str, pd.DataFrame]:
     """The CLI's report: reasoning errors, intensity, and top γ (per gender, or per subject γ(x))."""
