@@ -399,6 +399,7 @@ def _train(r, size, out, smoke, progress, train_items, held, t_start, t_data) ->
     }
     if fills is not None:
         card["probes"] = fills
+    card = json.loads(json.dumps(card))  # exactly what the file will hold (tuples become lists)
     card_tmp = out / f".{r.name}.{os.getpid()}.card.json"
     card_tmp.write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
     os.replace(tmp, part_path(r.name, out))
