@@ -54,7 +54,7 @@ from stereoprobe.zoo import recipes
 
 cards = recipes.cards()
 zoo = recipes.zoo_table(cards)
-zoo.style.hide(axis="index")
+zoo.set_index("model").T  # one column per model
 
 # %% tags=["remove-cell"]
 for name, card in cards.items():
@@ -131,9 +131,11 @@ glue("lab_mu", f"{mu.loc['lab:qa-biased', 'mu']:.3f}" if "lab:qa-biased" in mu.i
 # %% [markdown]
 # The planted model's μ ({glue:text}`lab_mu`) is the size of a bias put there on purpose at a 90% rate;
 # the zoo model's ({glue:text}`zoo_mu`) is what a small real encoder brings with it. The paper's SQuAD
-# models have μ between 0.08 and 0.42 (Fig. 3). The top occupations say *which* associations: for the
-# lab model the planted ones, for the zoo model whatever pre-training left — the subject of the next
-# chapters.
+# models have μ between 0.08 and 0.42 (Fig. 3). μ is computed per *name* (each name's most biased
+# occupation), so it also counts associations of single names; the top occupations per *gender*
+# (γ with gender grouping) say whether those associations line up with gender. For the lab model they
+# do, by construction; read the zoo model's row with its δ: like the paper's models, it depends on
+# word order far more than on gender — the subject of the next chapters.
 #
 # ## Swapping in any model
 #
