@@ -870,40 +870,36 @@ def _adj_for(b: _Builder, n: _Noun) -> str | None:
     return b.choice((p.a, p.b) + p.sats_a + p.sats_b)
 
 
-def e_drop_info(b: _Builder) -> Pair:
+def _with_info(b: _Builder, in_premise: bool) -> Pair | None:
+    """The same sentence with and without a modifier, an adverbial or a place: the side that has it says
+    more (premise → entailment, hypothesis → neutral). The random draws are the same for both sides."""
+    side = "p" if in_premise else "h"
     if b.rng.random() < 0.5:
         n = b.choice(b.pool.nouns)
         adj = _adj_for(b, n)
         if adj is None:
             return None
-        return _object_frame(b, n.lemma, n.lemma, n.mass, n.mass, adj_p=adj)
+        return _object_frame(b, n.lemma, n.lemma, n.mass, n.mass, **{f"adj_{side}": adj})
     if b.rng.random() < 0.5:
         n = b.choice(b.pool.nouns)
-        return _object_frame(b, n.lemma, n.lemma, n.mass, n.mass, extra_p=b.info())
+        return _object_frame(b, n.lemma, n.lemma, n.mass, n.mass, **{f"extra_{side}": b.info()})
     act = b.choice(b.pool.activities)
     subj = b.subject()
     sp = b.premise_subject(subj)
     phrase = b.act_phrase(act)
-    return (b.act_clause(sp, subj.plural, phrase, b.info(act)),
-            b.act_clause(b.hyp_subject(subj, sp), subj.plural, phrase))
+    if in_premise:  # (the draws in the order the corpus has always made them)
+        premise = b.act_clause(sp, subj.plural, phrase, b.info(act))
+        return premise, b.act_clause(b.hyp_subject(subj, sp), subj.plural, phrase)
+    hyp_subject = b.hyp_subject(subj, sp)
+    return b.act_clause(sp, subj.plural, phrase), b.act_clause(hyp_subject, subj.plural, phrase, b.info(act))
 
 
-def n_add_info(b: _Builder) -> Pair:
-    if b.rng.random() < 0.5:
-        n = b.choice(b.pool.nouns)
-        adj = _adj_for(b, n)
-        if adj is None:
-            return None
-        return _object_frame(b, n.lemma, n.lemma, n.mass, n.mass, adj_h=adj)
-    if b.rng.random() < 0.5:
-        n = b.choice(b.pool.nouns)
-        return _object_frame(b, n.lemma, n.lemma, n.mass, n.mass, extra_h=b.info())
-    act = b.choice(b.pool.activities)
-    subj = b.subject()
-    sp = b.premise_subject(subj)
-    phrase = b.act_phrase(act)
-    return (b.act_clause(sp, subj.plural, phrase),
-            b.act_clause(b.hyp_subject(subj, sp), subj.plural, phrase, b.info(act)))
+def e_drop_info(b: _Builder) -> Pair | None:
+    return _with_info(b, in_premise=True)
+
+
+def n_add_info(b: _Builder) -> Pair | None:
+    return _with_info(b, in_premise=False)
 
 
 def e_subject_general(b: _Builder) -> Pair:
