@@ -225,7 +225,7 @@ def zoo_build_cmd(
     out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for the parts and cards (default: data/zoo)"),
     smoke: bool = typer.Option(False, help="tiny sizes: checks the recipe end to end in seconds"),
 ):
-    """Train zoo models from scratch with their seeded recipes (the whole zoo: about 25 min on 2 cores)."""
+    """Train zoo models from scratch with their seeded recipes (the whole zoo: about 30 min on 2 idle cores)."""
     from .zoo.recipes import build, recipe
 
     for name in names or []:

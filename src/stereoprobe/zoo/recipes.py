@@ -22,7 +22,7 @@ trained tensors — the *part*, a few MB of safetensors — are committed in ``d
 Loading ``zoo:NAME`` checks the part's checksum (and the asset's), merges the adapters into the
 encoder once and caches a standard HuggingFace folder under ``.cache/stereoprobe/zoo/``, which then
 loads like any local model. ``stereoprobe zoo build`` reruns a recipe from scratch (the whole zoo takes
-about 25 minutes on 2 CPU cores).
+about 30 minutes on 2 idle CPU cores: 29 min measured, see the cards).
 
 >>> sorted(ZOO)
 ['minilm-mcq', 'minilm-mlm', 'minilm-nli', 'minilm-qa']
