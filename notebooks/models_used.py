@@ -54,7 +54,7 @@ from stereoprobe.zoo import recipes
 
 cards = recipes.cards()
 zoo = recipes.zoo_table(cards)
-zoo.set_index("model").T  # one column per model
+zoo.set_index("model").T.style  # one column per model (a Styler: no truncated cells)
 
 # %% tags=["remove-cell"]
 for name, card in cards.items():
