@@ -138,11 +138,13 @@ def _score_options(batch_tokens, device, precision, store):
                 store=ScoreStore(store) if store else None)
 
 
-ModelOpt = typer.Option(..., "--model", "-m", help="Hub id, local folder, or lab:qa-biased / lab:qa-control.")
+ModelOpt = typer.Option(..., "--model", "-m", help="Hub id, local folder, zoo: or lab: name (zoo:minilm-qa, lab:qa-biased …).")
 BatchOpt = typer.Option(8192, "--batch-tokens", help="Token budget per batch (padded tokens).")
 DeviceOpt = typer.Option("auto", "--device", help="auto, cpu or cuda.")
 PrecisionOpt = typer.Option("auto", "--precision", help="auto (bf16 on GPU, fp32 on CPU), fp32, bf16 or fp16.")
 StoreOpt = typer.Option(None, "--store", help="Score-store folder (default: .cache/stereoprobe/scores).")
+VariantOpt = typer.Option("qa", "--variant", help="qa (extractive-QA models), lm-bert or lm-roberta (masked LMs, "
+                          "e.g. zoo:minilm-mlm with lm-bert).")
 
 
 @unqover_app.command("score")
@@ -157,12 +159,13 @@ def score_cmd(
     device: str = DeviceOpt,
     precision: str = PrecisionOpt,
     store: Optional[Path] = StoreOpt,
+    variant: str = VariantOpt,
 ):
-    """Score a dataset with one or more QA models into the score store (a killed run resumes)."""
+    """Score a dataset with one or more QA models (or masked LMs, --variant lm-bert) into the score store."""
     from .unqover.report import spec_for
     from .unqover.score_qa import score_dataset
 
-    spec = _spec(dataset, sample, seed, mode, newsqa)
+    spec = _spec(dataset, sample, seed, mode, newsqa, variant)
     for name in model:
         run = score_dataset(name, spec_for(name, spec), mode=mode, **_score_options(batch_tokens, device, precision, store))
         typer.echo(f"{name}: {run.n_rows():,} passes stored in {run.path}")
@@ -183,11 +186,12 @@ def report_cmd(
     device: str = DeviceOpt,
     precision: str = PrecisionOpt,
     store: Optional[Path] = StoreOpt,
+    variant: str = VariantOpt,
 ):
     """Reasoning errors (δ, ε, avg S), bias intensity μ and the top γ(x, a) per subject group."""
     from .unqover import report
 
-    spec = _spec(dataset, sample, seed, mode, newsqa)
+    spec = _spec(dataset, sample, seed, mode, newsqa, variant)
     opts = _score_options(batch_tokens, device, precision, store)
     tables = report.model_report(model, spec, mode=mode, n_boot=n_boot, top=top, seed=seed, **opts)
     for name, table in tables.items():

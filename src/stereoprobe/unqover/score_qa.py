@@ -335,6 +335,11 @@ def subject_scores(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 SHARD_PASSES = 20_000  # passes per store shard (a multiple of AUTHORS_BATCH, so compat padding is shard-local)
 
 
+def _head(spec: DatasetSpec) -> str:
+    """QA variants are read by extractive-QA models, LM variants (spec §1.2) by masked LMs."""
+    return "qa" if spec.variant == "qa" else "mlm"
+
+
 def _run_for(model: str, spec: DatasetSpec, mode: str, device: str, precision: str, store, smoke: bool):
     from ..batching import resolve_precision
     from ..models import fingerprint_path, resolve
@@ -345,10 +350,11 @@ def _run_for(model: str, spec: DatasetSpec, mode: str, device: str, precision: s
     dtype = str(resolve_precision(device, precision)).replace("torch.", "")  # validates device + precision first
     path = resolve(model, smoke=smoke)
     model_fp = fingerprint_path(path)
-    mode_key = f"qa-{mode}-{dtype}"
+    head = _head(spec)
+    mode_key = f"{'qa' if head == 'qa' else 'lm'}-{mode}-{dtype}"
     store = store if store is not None else ScoreStore()
     if model_fp is None:  # not local: loading tells the user what to do (hub unreachable / bad id)
-        model_fp = load(model, "qa", device=device, smoke=smoke).fingerprint
+        model_fp = load(model, head, device=device, smoke=smoke).fingerprint
     return store.run(model_fp, fingerprint(spec), mode_key, {c: np.float32 for c in SCORE_COLUMNS})
 
 
@@ -366,6 +372,9 @@ def score_dataset(
 ):
     """Score every pass of ``spec`` with ``model`` into the score store (resuming; nothing twice).
 
+    QA variants are scored by :class:`QAScorer`, LM variants by :class:`~stereoprobe.unqover.score_lm.LMScorer`
+    (stored as start = end = p, so S = p downstream).
+
     Returns the complete :class:`~stereoprobe.store.StoreRun`. The model is loaded only when some
     shard is missing.
     """
@@ -374,11 +383,17 @@ def score_dataset(
     run = _run_for(model, spec, mode, device, precision, store, smoke)
     if run.is_complete():
         return run
-    scorer: list[QAScorer] = []
+    scorer: list = []
 
     def score(chunk):
         if not scorer:
-            scorer.append(QAScorer(load(model, "qa", device=device, smoke=smoke), mode, batch_tokens, precision))
+            loaded = load(model, _head(spec), device=device, smoke=smoke)
+            if _head(spec) == "qa":
+                scorer.append(QAScorer(loaded, mode, batch_tokens, precision))
+            else:
+                from .score_lm import LMScorer
+
+                scorer.append(LMScorer(loaded, spec, mode, batch_tokens, precision))
         ids = np.fromiter((p for p, _ in chunk), dtype=np.int64, count=len(chunk))
         out = scorer[0].score([x for _, x in chunk])
         return {"pass_id": ids, **{c: out[:, k] for k, c in enumerate(SCORE_COLUMNS)}}
