@@ -45,6 +45,18 @@ def gather(models: Sequence[str], spec: DatasetSpec, **options) -> dict[str, pd.
     return {short_name(m): load_scores(m, spec_for(m, spec), **options) for m in models}
 
 
+def lm_spec_for(model: str, spec: DatasetSpec) -> DatasetSpec:
+    """The LM variant a masked LM reads (spec §1.2): RoBERTa models (name contains ``roberta``) the
+    ``_roberta`` lists and ``<mask>``, every other (BERT-family) model the ``_bert`` lists and ``[MASK]``."""
+    variant = "lm-roberta" if "roberta" in model.lower() else "lm-bert"
+    return dataclasses.replace(spec, variant=variant, newsqa=False, mask=None)
+
+
+def gather_lm(models: Sequence[str], spec: DatasetSpec, **options) -> dict[str, pd.DataFrame]:
+    """Per-example scores of masked LMs on the LM variant of ``spec`` (:func:`lm_spec_for`), by label."""
+    return {short_name(m): load_scores(m, lm_spec_for(m, spec), **options) for m in models}
+
+
 def lab_card(model: str, smoke: bool = False) -> dict | None:
     """The model card of a ``lab:`` model (its recipe says what was planted), else None."""
     if not model.startswith("lab:"):
@@ -85,14 +97,20 @@ def reasoning_errors(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def table5_beside_paper(ours: pd.DataFrame) -> pd.DataFrame:
-    """Our δ/ε/avg S rows next to the paper's SQuAD, NewsQA and LM rows (long format, one value column)."""
+def table5_beside_paper(ours: pd.DataFrame, ours_lm: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Our δ/ε/avg S rows (QA models, and masked LMs when given) next to the paper's SQuAD, NewsQA and LM
+    rows (one row per source × model)."""
     paper = paper_table5().melt(id_vars=["metric", "training"], var_name="model", value_name="value")
     paper["source"] = "paper: " + paper["training"]
-    mine = ours.melt(id_vars=["model"], value_vars=["delta", "epsilon", "avg_s"], var_name="metric", value_name="value")
-    mine["source"] = "ours"
-    table = pd.concat([paper[["source", "model", "metric", "value"]], mine[["source", "model", "metric", "value"]]])
-    return table.pivot_table(index=["source", "model"], columns="metric", values="value", sort=False)[
+    parts = [paper[["source", "model", "metric", "value"]]]
+    for label, table in (("ours: QA", ours), ("ours: LM", ours_lm)):
+        if table is None or not len(table):
+            continue
+        mine = table.melt(id_vars=["model"], value_vars=["delta", "epsilon", "avg_s"], var_name="metric",
+                          value_name="value")
+        mine["source"] = label
+        parts.append(mine[["source", "model", "metric", "value"]])
+    return pd.concat(parts).pivot_table(index=["source", "model"], columns="metric", values="value", sort=False)[
         ["delta", "epsilon", "avg_s"]
     ]
 
