@@ -41,13 +41,6 @@ class LoadedModel:
     fingerprint: str  # hash of the weight/config/tokenizer files
 
 
-def project_names() -> list[str]:
-    """Every project model name: the zoo (the chapters' defaults), then the planted-bias lab."""
-    from .zoo.recipes import zoo_names
-
-    return zoo_names() + lab_names()
-
-
 def lab_names() -> list[str]:
     from .zoo.lab import LAB_RECIPES
 

@@ -1126,20 +1126,22 @@ def n_negated_contrary(b: _Builder) -> Pair | None:
     return _negated_premise(b, [p for p in b.pool.pairs if p.negation == "contrary"])
 
 
-def e_satellite(b: _Builder) -> Pair | None:
+def _satellite_example(b: _Builder, from_satellite: bool) -> Pair | None:
+    """A satellite adjective and its head ("acidic" / "sour"): satellite → head entails, head → satellite
+    is neutral (the head is the wider word)."""
     def pick(p: _AdjPair):
         options = [(s, p.a) for s in p.sats_a] + [(s, p.b) for s in p.sats_b]
         sat, head = b.choice(options)
-        return sat, head, False
+        return (sat, head, False) if from_satellite else (head, sat, False)
     return _adj_pair_example(b, pick, sats_only=True)
+
+
+def e_satellite(b: _Builder) -> Pair | None:
+    return _satellite_example(b, from_satellite=True)
 
 
 def n_head_to_satellite(b: _Builder) -> Pair | None:
-    def pick(p: _AdjPair):
-        options = [(s, p.a) for s in p.sats_a] + [(s, p.b) for s in p.sats_b]
-        sat, head = b.choice(options)
-        return head, sat, False
-    return _adj_pair_example(b, pick, sats_only=True)
+    return _satellite_example(b, from_satellite=False)
 
 
 def n_other_attribute(b: _Builder) -> Pair | None:

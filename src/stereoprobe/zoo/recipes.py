@@ -147,21 +147,6 @@ def read_card(name: str, folder: Path | None = None) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------- data
 
 
-def _probe_words() -> set[str]:
-    """Every word of the bias-probe lists shipped in data/ (kept out of the MLM text)."""
-    words: set[str] = set()
-    for sub in ("unqover/word_lists/nouns", "nli/word_lists"):
-        root = data_dir() / sub
-        if root.is_dir():
-            for path in root.rglob("*"):
-                if path.is_file():
-                    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-                        for w in line.replace("\t", " ").split():
-                            if w.isalpha() and len(w) > 2:
-                                words.add(w.lower())
-    return words
-
-
 def corpus(r: ZooRecipe, smoke: bool = False) -> tuple[list, list]:
     """(train, held-out) items of recipe ``r`` at full or smoke size; a pure function of the seed."""
     size = r.sized(smoke)
