@@ -11,6 +11,7 @@ probabilities are a softmax over the three logits in fp32.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -21,7 +22,7 @@ import pandas as pd
 from ..errors import StereoprobeError
 from ..models import LoadedModel, load
 from . import measures
-from .templates import TemplateSpec, count, fingerprint, iter_pairs
+from .templates import TemplateSpec, count, fingerprint, iter_pairs, templates
 
 SHARD_PAIRS = 20_000
 PROB_COLUMNS = measures.PROB_COLUMNS
@@ -66,34 +67,46 @@ class NLIScorer:
         return out
 
 
-def _run_for(model: str, spec: TemplateSpec, device: str, precision: str, store, smoke: bool, label_order):
+def _run_for(model: str, spec: TemplateSpec, device: str, precision: str, store, smoke: bool, label_order,
+             suffix: str = "", loaded: LoadedModel | None = None):
     from ..batching import resolve_precision
     from ..models import fingerprint_path, resolve
     from ..store import ScoreStore
 
     dtype = str(resolve_precision(device, precision)).replace("torch.", "")
-    model_fp = fingerprint_path(resolve(model, smoke=smoke))
+    model_fp = loaded.fingerprint if loaded is not None else fingerprint_path(resolve(model, smoke=smoke))
     if model_fp is None:  # not local: loading says what to do (hub unreachable / bad id)
         model_fp = load(model, "nli", device=device, smoke=smoke).fingerprint
     order = "-".join(label_order) if label_order else "id2label"
     store = store if store is not None else ScoreStore()
-    return store.run(model_fp, fingerprint(spec), f"nli-{order}-{dtype}", {c: np.float32 for c in PROB_COLUMNS})
+    return store.run(model_fp, fingerprint(spec), f"nli-{order}-{dtype}{suffix}", {c: np.float32 for c in PROB_COLUMNS})
 
 
 def score_pairs(model: str, spec: TemplateSpec, *, batch_tokens: int = 8192, device: str = "auto",
                 precision: str = "auto", store=None, smoke: bool = False, progress: bool = True,
-                label_order: Sequence[str] | None = None):
+                label_order: Sequence[str] | None = None, projection=None, sentences: Sequence[str] | None = None):
     """Score every pair of ``spec`` with ``model`` into the score store (resuming; nothing twice).
 
+    ``projection`` scores the model with a *test-time* projection (spec §5.5; see
+    :func:`stereoprobe.nli.contextual.test_time_projection`): ``"gender"`` (proj@test), ``"random:<i>"``
+    (rand@test control i), ``"layers:all"`` (every layer; ``sentences`` estimate its directions) or a
+    (k, d) array of input directions. Such scores are stored apart, under a digest of the directions.
     The model is loaded (and its labels checked) as soon as some shard is missing, before any scoring.
     Returns the complete :class:`~stereoprobe.store.StoreRun`.
     """
     from ..batching import chunked
 
-    run = _run_for(model, spec, device, precision, store, smoke, label_order)
+    loaded, context, suffix = None, contextlib.nullcontext(), ""
+    if projection is not None:
+        from .contextual import test_time_projection
+
+        loaded = load(model, "nli", device=device, smoke=smoke)
+        context, suffix = test_time_projection(loaded, projection, sentences)
+    run = _run_for(model, spec, device, precision, store, smoke, label_order, suffix, loaded)
     if run.is_complete():
         return run
-    scorer = NLIScorer(load(model, "nli", device=device, smoke=smoke), batch_tokens, precision, label_order)
+    loaded = loaded or load(model, "nli", device=device, smoke=smoke)
+    scorer = NLIScorer(loaded, batch_tokens, precision, label_order)
 
     def score(chunk):
         out = scorer.score([(p.premise, p.hypothesis) for p in chunk])
@@ -102,28 +115,35 @@ def score_pairs(model: str, spec: TemplateSpec, *, batch_tokens: int = 8192, dev
 
     n = count(spec).pairs
     label = Path(model).name if Path(model).is_dir() else model
-    return run.fill(chunked(iter_pairs(spec), SHARD_PAIRS), score, progress=progress, total=-(-n // SHARD_PAIRS),
-                    desc=f"{label} · Bias-NLI {spec.probe} ({n:,} pairs)")
+    what = f" · {projection}" if isinstance(projection, str) else (" · projected" if projection is not None else "")
+    with context:
+        return run.fill(chunked(iter_pairs(spec), SHARD_PAIRS), score, progress=progress, total=-(-n // SHARD_PAIRS),
+                        desc=f"{label}{what} · Bias-NLI {spec.probe} ({n:,} pairs)")
 
 
 def pairs_frame(spec: TemplateSpec) -> pd.DataFrame:
-    """The pairs of ``spec`` without their sentences: ``index, premise_word, hypothesis_word, tid``."""
+    """The pairs of ``spec`` without their sentences: ``index, premise_word, hypothesis_word, tid, verb, object``
+    (``verb``/``object``: the template, as the paper's Tables 2, 4 and 6 print it)."""
     cols: dict[str, list] = {"index": [], "premise_word": [], "hypothesis_word": [], "tid": []}
     for p in iter_pairs(spec):
         cols["index"].append(p.index)
         cols["premise_word"].append(p.premise_filler)
         cols["hypothesis_word"].append(p.hypothesis_filler)
         cols["tid"].append(p.tid)
+    tid = np.asarray(cols["tid"], dtype=np.int16)
+    table = templates()
+    verbs = pd.Categorical([t.verb for t in table])
+    objects = pd.Categorical([t.obj for t in table])
     return pd.DataFrame({"index": np.asarray(cols["index"], dtype=np.int64),
                          "premise_word": pd.Categorical(cols["premise_word"]),
                          "hypothesis_word": pd.Categorical(cols["hypothesis_word"]),
-                         "tid": np.asarray(cols["tid"], dtype=np.int16)})
+                         "tid": tid, "verb": verbs[tid], "object": objects[tid]})
 
 
 def load_probabilities(model: str, spec: TemplateSpec, **options) -> pd.DataFrame:
     """Per-pair probabilities of ``model`` on ``spec`` (scoring whatever the store lacks): the input of
-    :mod:`stereoprobe.nli.measures` — ``index, premise_word, hypothesis_word, tid, entail, neutral,
-    contradiction``."""
+    :mod:`stereoprobe.nli.measures` — ``index, premise_word, hypothesis_word, tid, verb, object, entail,
+    neutral, contradiction``. ``options`` go to :func:`score_pairs` (e.g. ``projection="gender"``)."""
     from ..errors import StoreError
 
     run = score_pairs(model, spec, **options)

@@ -24,6 +24,17 @@ encoder once and caches a standard HuggingFace folder under ``.cache/stereoprobe
 loads like any local model. ``stereoprobe zoo build`` reruns a recipe from scratch (the whole zoo takes
 about 30 minutes on 2 idle CPU cores: 29 min measured, see the cards).
 
+**Projection variants** (Dev et al. 2020 proj@train/test and its random controls, spec ``nli.md`` §5.5).
+``zoo:minilm-nli-proj`` and ``zoo:minilm-nli-rand0`` … ``zoo:minilm-nli-rand7`` are *derived* names, not
+entries of :data:`ZOO` (so the default zoo, its list and its build stay the four models): the recipe of
+``minilm-nli`` — same corpus, seed, steps and hyper-parameters — with ``projection="gender"`` (the he − she
+word-piece direction of the pretrained MiniLM) or ``"random:<i>"`` (seeded Gaussian direction i, the
+same as rand@test direction i). The direction is projected out of every word-piece embedding by a
+forward hook during fine-tuning and held-out evaluation; the word embeddings are frozen, so the merged
+model carries it as a one-off edit of the word-embedding matrix. The card records it (``"projection"``).
+Build them like the others, e.g. ``stereoprobe zoo build minilm-nli-proj minilm-nli-rand0`` (≈ 8 min each
+on 2 idle cores).
+
 >>> sorted(ZOO)
 ['minilm-mcq', 'minilm-mlm', 'minilm-nli', 'minilm-qa']
 >>> ZOO["minilm-qa"].head, ZOO["minilm-nli"].label_smoothing
@@ -38,6 +49,7 @@ import json
 import os
 import platform
 import random
+import re
 import shutil
 import time
 import uuid
@@ -87,6 +99,21 @@ class ZooRecipe:
     smoke_steps: int = 3
     smoke_n_train: int = 48
     smoke_n_heldout: int = 24
+    # a direction projected out of the word-piece embeddings in training and at test (None: no projection)
+    projection: str | None = None
+
+    def __post_init__(self):
+        if self.projection is not None:
+            from ..errors import ProjectionError
+            from ..nli.contextual import parse_projection
+
+            try:
+                parse_projection(self.projection)
+            except ProjectionError as err:
+                raise ZooError(f"Recipe {self.name}: {err}") from None
+            if self.head == "mlm":
+                raise ZooError(f"Recipe {self.name}: a projection needs an untied head; the masked LM's decoder is tied "
+                               "to the word embeddings, which the exported weight edit would change too.")
 
     def sized(self, smoke: bool) -> dict[str, int]:
         if smoke:
@@ -117,11 +144,46 @@ def zoo_names() -> list[str]:
     return [f"zoo:{n}" for n in ZOO]
 
 
+#: Recipes with projection variants ``<base>-proj`` and ``<base>-rand<i>`` (derived names, see the module doc).
+PROJECTION_BASES = ("minilm-nli",)
+#: Random controls listed by :func:`variant_names` (the paper averages over 8).
+N_RANDOM_VARIANTS = 8
+_VARIANT_RE = re.compile(r"^(?P<base>[a-z0-9-]+?)-(?:(?P<proj>proj)|rand(?P<seed>0|[1-9][0-9]*))$")
+
+
+def variant_names(base: str = "minilm-nli") -> list[str]:
+    """The projection variants of ``base``: proj@train/test, then the random controls rand0 … rand7.
+
+    >>> variant_names()[:3]
+    ['zoo:minilm-nli-proj', 'zoo:minilm-nli-rand0', 'zoo:minilm-nli-rand1']
+    """
+    if base not in PROJECTION_BASES:
+        raise ZooError(f"{base!r} has no projection variants; only {', '.join(PROJECTION_BASES)} has.")
+    return [f"zoo:{base}-proj"] + [f"zoo:{base}-rand{i}" for i in range(N_RANDOM_VARIANTS)]
+
+
+def _variant(base: ZooRecipe, key: str, projection: str) -> ZooRecipe:
+    what = ("the he − she word-piece direction" if projection == "gender"
+            else f"random direction {projection.split(':')[1]}")
+    return dataclasses.replace(base, name=key, projection=projection,
+                               summary=f"{base.summary}, {what} projected out in fine-tuning and at test")
+
+
 def recipe(name: str) -> ZooRecipe:
+    """The recipe of a zoo name (``zoo:`` optional), a projection variant included.
+
+    >>> recipe("zoo:minilm-nli-rand3").projection, recipe("minilm-nli-proj").steps == recipe("minilm-nli").steps
+    ('random:3', True)
+    """
     key = name[4:] if name.startswith("zoo:") else name
-    if key not in ZOO:
-        raise ZooError(f"Unknown zoo model {name!r}; valid names: {', '.join(zoo_names())}.")
-    return ZOO[key]
+    if key in ZOO:
+        return ZOO[key]
+    m = _VARIANT_RE.match(key)
+    if m and m["base"] in PROJECTION_BASES:
+        return _variant(ZOO[m["base"]], key, "gender" if m["proj"] else f"random:{m['seed']}")
+    variants = variant_names(PROJECTION_BASES[0])
+    raise ZooError(f"Unknown zoo model {name!r}; valid names: {', '.join(zoo_names())}; projection variants: "
+                   f"{variants[0]}, {variants[1]} … {variants[-1]}.")
 
 
 def parts_dir() -> Path:
@@ -234,8 +296,9 @@ def _part_tensors(peft_model) -> dict[str, Any]:
     return {n: p.detach().to("cpu").contiguous().clone() for n, p in peft_model.named_parameters() if p.requires_grad}
 
 
-def _merged(r: ZooRecipe, part: dict[str, Any]):
-    """Base model + part → a plain transformers model with the adapters merged in."""
+def _merged(r: ZooRecipe, part: dict[str, Any], projection: dict[str, Any] | None = None):
+    """Base model + part → a plain transformers model with the adapters merged in (and the recipe's
+    projection applied to the frozen word embeddings; ``projection``: the card's record, checked)."""
     import torch
 
     model, tok = _base_model(r)
@@ -249,7 +312,57 @@ def _merged(r: ZooRecipe, part: dict[str, Any]):
     with torch.no_grad():
         for n, t in part.items():
             names[n].copy_(t)
-    return peft_model.merge_and_unload().eval(), tok
+    merged = peft_model.merge_and_unload().eval()
+    return _project_merged(r, merged, tok, projection), tok
+
+
+def _projection(r: ZooRecipe, model, tok) -> tuple[Any, dict[str, Any]] | None:
+    """(basis (k, d), the card's record) of recipe ``r``'s projection for the pretrained ``model``; None if none."""
+    if r.projection is None:
+        return None
+    import numpy as np
+
+    from ..nli.contextual import parse_projection, projection_directions, word_piece, word_piece_direction
+    from ..nli.projection import orthonormalize
+
+    kind, seed = parse_projection(r.projection)
+    basis = orthonormalize(projection_directions(model, tok, r.projection))
+    gender = word_piece_direction(model, tok)
+    dim = int(basis.shape[1])
+    record = {
+        "spec": r.projection,
+        "operator": "x' = x - (x.b) b on every word-piece embedding ([CLS]/[SEP] included), before the position "
+                    "and token-type embeddings and LayerNorm (Dev et al. 2020, BERT branch)",
+        "direction": ("normalize(normalize(e_he) - normalize(e_she)) of the pretrained MiniLM word-piece rows"
+                      if kind == "gender" else
+                      f"seeded Gaussian unit vector stereoprobe.nli.projection.random_directions({dim}, 1, seed={seed}) "
+                      f"(= row {seed} of random_directions({dim}, 8, 0), the rand@test set)"),
+        "pieces": [word_piece(tok, "he")[1], word_piece(tok, "she")[1]] if kind == "gender" else None,
+        "k": int(basis.shape[0]), "dim": dim,
+        "cos_gender": round(float(abs(basis[0] @ gender)), 6),
+        "direction_head": [round(float(x), 7) for x in basis[0, :8]],
+        "applied": "forward hook on the frozen word embeddings during fine-tuning and held-out evaluation "
+                   "(proj@train/test); the merged model carries it as the one-off edit E <- E - (E b) b^T of "
+                   "the word-embedding matrix (equivalent for frozen embeddings)",
+        "baseline": next((f"zoo:{b}" for b in PROJECTION_BASES if r.name.startswith(f"{b}-")), None),
+    }
+    return np.asarray(basis), record
+
+
+def _project_merged(r: ZooRecipe, model, tok, recorded: dict[str, Any] | None):
+    """Apply recipe ``r``'s projection to the merged ``model`` as a weight edit (checked against the card)."""
+    projection = _projection(r, model, tok)
+    if projection is None:
+        return model
+    import numpy as np
+
+    from ..nli.contextual import project_input_embeddings_
+
+    basis, record = projection
+    if recorded is not None and not np.allclose(record["direction_head"], recorded.get("direction_head", []), atol=1e-5):
+        raise ZooError(f"The {r.name} projection direction recomputed here differs from the one on its card; "
+                       f"rebuild it with `stereoprobe zoo build {r.name}`.")
+    return project_input_embeddings_(model, basis)
 
 
 # ------------------------------------------------------------------------------------------ training
@@ -326,10 +439,18 @@ def _train(r, size, out, smoke, progress, train_items, held, t_start, t_data) ->
 
     the_task = task(r.head, label_smoothing=r.label_smoothing)
     rng = random.Random(r.seed)
-    with torch.random.fork_rng(devices=[]):
+    with torch.random.fork_rng(devices=[]), contextlib.ExitStack() as hooks:
         torch.manual_seed(r.seed)
         model, tok = _base_model(r)
         peft_model = _adapted(r, model)
+        projection = _projection(r, model, tok)  # draws no random numbers: the batches match the baseline's
+        if projection is not None:  # in training and in the held-out evaluation (removed on leaving the block)
+            from ..nli.contextual import projected
+
+            if model.get_input_embeddings().weight.requires_grad:
+                raise ZooError(f"Recipe {r.name}: the word embeddings are trainable, so the projection cannot be "
+                               "exported as a weight edit; freeze them.")
+            hooks.enter_context(projected(model, projection[0]))
         trainable = [p for p in peft_model.parameters() if p.requires_grad]
         opt = torch.optim.AdamW(trainable, lr=r.lr, weight_decay=0.01)
         sched = transformers.get_linear_schedule_with_warmup(opt, int(r.warmup * size["steps"]), size["steps"])
@@ -382,6 +503,8 @@ def _train(r, size, out, smoke, progress, train_items, held, t_start, t_data) ->
         "metrics": metrics,
         "part": {"file": part_path(r.name).name, "bytes": tmp.stat().st_size, "sha256": sha256_file(tmp)},
     }
+    if projection is not None:
+        card["projection"] = projection[1]
     if fills is not None:
         card["probes"] = fills
     card = json.loads(json.dumps(card))  # exactly what the file will hold (tuples become lists)
@@ -436,7 +559,7 @@ def zoo_model_path(name: str, folder: Path | None = None) -> Path:
 
     asset_folder(BASE_ASSET)  # checks the encoder's checksum (and says how to install it)
     with _quiet():
-        model, tok = _merged(r, load_file(str(path)))
+        model, tok = _merged(r, load_file(str(path)), card.get("projection"))
         tmp = target.parent / f".{target.name}.{os.getpid()}-{uuid.uuid4().hex[:6]}"
         tmp.mkdir(parents=True)
         model.save_pretrained(tmp)
@@ -451,9 +574,10 @@ def zoo_model_path(name: str, folder: Path | None = None) -> Path:
     return target
 
 
-def cards(folder: Path | None = None) -> dict[str, dict[str, Any]]:
-    """The committed model cards, by zoo name."""
-    return {f"zoo:{n}": read_card(n, folder) for n in ZOO if card_path(n, folder).is_file()}
+def cards(folder: Path | None = None, variants: bool = False) -> dict[str, dict[str, Any]]:
+    """The committed model cards, by zoo name (with ``variants``, also those of the built projection variants)."""
+    names = list(ZOO) + ([v[4:] for b in PROJECTION_BASES for v in variant_names(b)] if variants else [])
+    return {f"zoo:{n}": read_card(n, folder) for n in names if card_path(n, folder).is_file()}
 
 
 # ------------------------------------------------------------------------------------- book tables
@@ -510,5 +634,5 @@ def paper_models_table():
 
 
 __all__ = ["ZOO", "ZooRecipe", "ZooError", "build", "train", "zoo_model_path", "check_part", "cards", "read_card",
-           "recipe", "zoo_names", "corpus", "parts_dir", "zoo_table",
+           "recipe", "zoo_names", "variant_names", "PROJECTION_BASES", "corpus", "parts_dir", "zoo_table",
            "fills_table", "paper_models_table"]
