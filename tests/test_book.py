@@ -86,6 +86,10 @@ def test_book_builds_with_warnings_as_errors(smoke_executed: tuple[Path, list[Pa
     for text in ("larger QA models are more biased", "NewsQA models are less biased than SQuAD models",
                  "fine-tuning shifts bias", "zoo:minilm-mlm"):
         assert text in comparing, f"the comparing-models chapter lacks {text!r}"
+    nli = (html / "notebooks" / "biased_inferences.html").read_text(encoding="utf-8")
+    for text in ("1,936,512", "Table 7", "Tables 8–10", "Table 15", "proj@train/test", "rand@test", "−gen",
+                 "zoo:minilm-nli-proj", "Rude × Iraqi", "static layer"):
+        assert text in nli, f"the Bias-NLI chapter lacks {text!r}"
     staged = build / "src"
     assert (staged / "book" / "references.bib").is_file()
     assert {p.name for p in (staged / "notebooks").iterdir()} == {f"{c.stem}.ipynb" for c in NOTEBOOKS}

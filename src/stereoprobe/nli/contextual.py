@@ -20,9 +20,8 @@ transformer's forward pass:
   embeddings of "he" and "she" at that layer (:func:`layer_directions`). :func:`layer_diagnostics` tabulates
   per layer how stable the direction is and how much of the he/she difference each variant removes.
 
-Unlike :func:`stereoprobe.nli.projection.projection_hook`, the hooks here compute the projection in fp32
-with autocast disabled: under the scorers' bf16 autocast on a GPU the projection would otherwise be
-rounded to bf16 and leave ≈ 0.5 % of the component in place. In fp32 both give the same numbers.
+All hooks compute the projection in fp32 with autocast disabled: under the scorers' bf16 autocast on a GPU
+the projection would otherwise be rounded to bf16 and leave ≈ 0.5 % of the component in place.
 
 >>> parse_projection("random:3"), parse_projection("gender")
 (('random', 3), ('gender', None))
@@ -40,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProjectionError
-from .projection import gender_direction, orthonormalize, principal_value_ratios, random_directions, unit_rows
+from .projection import gender_direction, orthonormalize, projection_hook, principal_value_ratios, random_directions, unit_rows
 
 __all__ = [
     "DEFAULT_SENTENCES",
@@ -281,9 +280,11 @@ def projected(model, directions, *, tokenizer=None) -> Iterator[Any]:
     else:
         if isinstance(directions, str):
             directions = projection_directions(model, _tokenizer_of(model, tokenizer), directions)
-        basis = _basis_tensor(directions, int(emb.weight.shape[1]))
-        handle = emb.register_forward_hook(_output_hook(lambda x: _project(x, basis)))
-        yielded = basis.numpy().astype(float)
+        yielded = orthonormalize(directions)
+        if yielded.shape[1] != int(emb.weight.shape[1]):
+            raise ProjectionError(f"The embeddings have dimension {int(emb.weight.shape[1])} but the directions "
+                                  f"{yielded.shape[1]}; build the directions from this model.")
+        handle = projection_hook(emb, yielded)
     try:
         yield yielded
     finally:

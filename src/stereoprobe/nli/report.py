@@ -92,7 +92,7 @@ def measures_table(probs: Mapping[tuple, pd.DataFrame], names: Sequence[str] = (
         ref = table[table[col] == base].set_index(others)[list(MEASURES)]
         if ref.empty:
             raise StereoprobeError(f"No row has {col} = {base!r}; the baseline must be one of the keys.")
-        joined = table.join(ref, on=others, rsuffix="_base") if others else table.assign(
+        joined = table.join(ref.add_suffix("_base"), on=others) if others else table.assign(
             **{f"{m}_base": ref[m].iloc[0] for m in MEASURES})
         for m in MEASURES:
             table[f"diff_{m}"] = (joined[m] - joined[f"{m}_base"]) / joined[f"{m}_base"] * 100
@@ -186,3 +186,17 @@ def static_probabilities(model, spec: TemplateSpec, *, progress: bool = True, th
     for k, c in enumerate(measures.PROB_COLUMNS):
         frame[c] = out[:, k]
     return frame
+
+
+def word_pair_pairs(probe: str, premise_word: str, hypothesis_word: str, **options) -> list:
+    """Every template of one word pair (e.g. rude × Iraqi: 1,968 pairs), without enumerating the others."""
+    from .templates import fillers, pair_at, templates
+
+    spec = TemplateSpec(probe, **options)
+    prem, hyp = fillers(spec)
+    for word, words, what in ((premise_word, prem, "premise"), (hypothesis_word, hyp, "hypothesis")):
+        if word not in words:
+            raise StereoprobeError(f"{word!r} is not a {what} word of the {probe} probe; some are: {', '.join(words[:8])}.")
+    n_t = len(templates())
+    start = (prem.index(premise_word) * len(hyp) + hyp.index(hypothesis_word)) * n_t
+    return [pair_at(spec, start + k) for k in range(n_t)]

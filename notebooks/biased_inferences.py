@@ -1,0 +1,428 @@
+# ---
+# jupyter:
+#   jupytext:
+#     formats: py:percent
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Measuring and mitigating biased inferences
+#
+# An NLI model reads a premise and a hypothesis and says whether the first *entails*, *contradicts*
+# or is *neutral* toward the second. Dev et al. {cite:p}`dev2020measuring` probe it with pairs that
+# differ in one word and should always be neutral:
+#
+# > premise "An accountant ate a bagel ." — hypothesis "A woman ate a bagel ."
+#
+# Nothing about an accountant says whether that person is a woman. A model that answers *entailment*
+# or *contradiction* with confidence has filled the gap with a stereotype. Three probes fill the same
+# 1,968 verb–object templates with different subjects:
+#
+# * **gender** — 164 occupations ⇒ 6 gendered words (man, gentleman, guy, woman, lady, girl);
+# * **nationality** — 25 polarity adjectives ("A rude person …") ⇒ 32 demonyms ("An Iraqi person …");
+# * **religion** — the same adjectives ⇒ 17 adherents ("A Muslim person …").
+#
+# Four measures say how neutral a model is over M pairs with probabilities $(e_i, n_i, c_i)$, each
+# ideally 1: **Net Neutral** NN $=\frac1M\sum n_i$; **Fraction Neutral** FN, the share of pairs whose
+# top label is neutral; and **T:τ**, the share with $n_i > τ$ for τ = 0.5 and 0.7.
+#
+# The paper then *mitigates*: it removes a bias direction (he − she; a demonym or adherent subspace)
+# from every word vector of a static-embedding NLI model and retrains it, and it does the same for the
+# word-piece embeddings of BERT, at test time only or during fine-tuning too. This chapter does all
+# of it on models built here: the zoo's MiniLM NLI model (contextual) and the paper's
+# decomposable-attention model over frozen GloVe vectors (static), trained on the project's offline
+# NLI corpus. Neither is the paper's model, so absolute numbers differ; the questions are the
+# paper's.
+
+# %% tags=["parameters"]
+nli_models = ["zoo:minilm-nli"]  # NLI classifiers: hub ids, local folders, zoo: names
+embeddings = "glove-6b-50d"  # static vectors: 'glove-6b-50d' (packaged) or a GloVe/word2vec text file
+snli_train = None  # None: the project's offline NLI corpus; or an SNLI-format file (.jsonl / .txt) to train on
+snli_dev = None  # the held-out file that goes with snli_train (SNLI dev)
+sample = 5000  # pairs per probe (int), a fraction, or None for all (1,936,512 / 1,574,400 / 836,400)
+random_controls = 8  # random directions for the test-time controls (paper: 8)
+random_retrains = 2  # random directions for the retrained static controls (paper: 8); each is one more training
+contextual_model = "zoo:minilm-nli"  # the model of the contextual projection section (Table 15)
+proj_finetuned = "zoo:minilm-nli-proj"  # the same model fine-tuned with the projection (None: skip)
+rand_finetuned = ["zoo:minilm-nli-rand0"]  # ... fine-tuned with random projections (paper: 8; zoo: rand0-rand7)
+batch_tokens = 8192
+device = "auto"
+precision = "auto"
+seed = 0
+n_boot = 1000
+smoke_models = False
+profile = "cpu"
+
+# %%
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from myst_nb import glue
+
+from stereoprobe.nli import measures, report
+from stereoprobe.nli.score import load_probabilities
+from stereoprobe.nli.templates import iter_pairs
+
+specs = report.probe_specs(sample=sample, seed=seed)
+options = dict(batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models)
+fmt3 = "{:.3f}"
+diff_cols = [f"diff_{m}" for m in report.MEASURES]  # relative change against the unprojected model (%)
+print(f"profile {profile}: {len(nli_models)} NLI model(s); "
+      + ", ".join(f"{p} {len(list(iter_pairs(s))):,} pairs" for p, s in specs.items()))
+
+# %% [markdown]
+# ## The pair sets
+#
+# The authors' code, not the paper's formula, defines the pairs: each verb class takes only its own
+# object type (commerce × objects, interaction × people, driving × vehicles, eating × food), giving
+# 1,968 templates instead of 27 × 95 = 2,565. Every example the paper prints ("spoke to crew", "loved
+# urchin") exists only in the code's set, so the code's counts are the right ones. The paper's
+# formula also counts the polarity list's duplicate "terrible".
+
+# %%
+report.count_table().style.format({c: "{:,}" for c in ("pairs", "formula value")}).hide(axis="index")
+
+# %% [markdown]
+# Sentences follow the code: a capitalised indefinite article and " ." at the end. Its article rule
+# looks only at the first letter, so it writes "a SUV", "A honest person" and "An Ukrainian person";
+# `articles="fixed"` corrects them, and static models lowercase everything anyway.
+
+# %%
+pd.DataFrame([p._asdict() for p in (next(iter_pairs(s)) for s in specs.values())])[
+    ["pair_type", "premise", "hypothesis", "template_type"]].style.hide(axis="index")
+
+# %% [markdown]
+# ## How neutral is a contextual NLI model? (Tables 1, 3, 5)
+#
+# Each model scores the same sample of every probe. The intervals are percentile bootstrap 95%
+# intervals over sentence pairs. The paper's rows (GloVe, ELMo, BERT trained on SNLI) are shown for
+# scale; our models are trained on other data, so only the *pattern* can be compared: gender far from
+# neutral, nationality and religion much closer.
+
+# %%
+probs = {(m, p): load_probabilities(m, s, **options) for m in nli_models for p, s in specs.items()}
+contextual = report.measures_table(probs, ("model", "probe"), n_boot=n_boot, seed=seed)
+paper_orig = report.reference("measures").query("variant == 'orig' and table in [1, 3, 5]")
+shown = pd.concat([contextual.assign(source="here"),
+                   paper_orig.rename(columns={"embedding": "model"}).assign(source="paper")], ignore_index=True)
+(shown[["source", "model", "probe", "pairs", *report.MEASURES]].sort_values(["probe", "source"], kind="stable")
+ .style.format({m: fmt3 for m in report.MEASURES} | {"pairs": "{:,.0f}"}, na_rep="").hide(axis="index"))
+
+# %%
+fig, axes = plt.subplots(1, 4, figsize=(12, 3), sharey=True)
+for ax, m in zip(axes, report.MEASURES):
+    for i, (model, rows) in enumerate(contextual.groupby("model", sort=False)):
+        x = np.arange(len(rows)) + 0.8 * i / max(1, contextual["model"].nunique())
+        ax.errorbar(x, rows[m], yerr=[rows[m] - rows[f"{m}_lo"], rows[f"{m}_hi"] - rows[m]], fmt="o", label=model)
+    ax.set_xticks(np.arange(len(specs)), list(specs), rotation=30)
+    ax.set_title(m)
+    ax.set_ylim(0, 1)
+axes[0].set_ylabel("measure (1 = always neutral)")
+axes[-1].legend(fontsize=8, loc="lower right")
+plt.tight_layout()
+plt.show()
+
+# %% tags=["remove-cell"]
+first = contextual.iloc[0]
+nn_of = contextual[contextual["model"] == first["model"]].set_index("probe")["NN"]
+glue("ctx_model", first["model"], display=False)
+for probe, key in (("gender", "ctx_gender_nn"), ("nationality", "ctx_nat_nn"), ("religion", "ctx_rel_nn")):
+    glue(key, f"{nn_of[probe]:.3f}", display=False)
+
+# %% [markdown]
+# For {glue:text}`ctx_model`, NN is {glue:text}`ctx_gender_nn` on gender against
+# {glue:text}`ctx_nat_nn` (nationality) and {glue:text}`ctx_rel_nn` (religion): the same ordering as
+# the paper's models.
+#
+# ## The most entailed and contradicted templates (Tables 2, 4, 6)
+#
+# Single templates — premise word, verb, object, hypothesis word — with the highest mean entailment
+# and contradiction probability. The paper's examples come from its GloVe model; below them, the
+# same templates as scored here (empty where the sample does not contain them).
+
+# %%
+for probe in specs:
+    for model in nli_models:
+        for label in ("entail", "contradiction"):
+            t = report.top_templates(probs[(model, probe)], label, k=3)
+            display(t.style.format({c: fmt3 for c in measures.PROB_COLUMNS}).hide(axis="index")
+                    .set_caption(f"{model} · {probe} · most {label}"))
+    display(report.paper_pairs_here(probs[(nli_models[0], probe)], probe)
+            .style.format({c: fmt3 for c in measures.PROB_COLUMNS}, na_rep="").hide(axis="index")
+            .set_caption(f"the paper's examples ({probe}) and {nli_models[0]} on the same templates"))
+
+# %% [markdown]
+# ## Which words? Breakdowns
+#
+# The measures can be taken over any slice of the pairs: one occupation, one gendered word, or one
+# polarity word × one demonym, as in the paper's "rude × Iraqi" example (`measures.breakdown`). Below,
+# the ten word pairs of each probe with the lowest mean neutral probability over their sampled
+# templates. The rude × Iraqi cell, over all its 1,968 templates, comes back in the static section.
+
+# %%
+for probe in specs:
+    p = probs[(nli_models[0], probe)]
+    wp = (p.groupby(list(measures.WORD_COLUMNS), observed=True)[list(measures.PROB_COLUMNS)].mean()
+          .assign(n=p.groupby(list(measures.WORD_COLUMNS), observed=True).size()).reset_index())
+    display(wp.sort_values("neutral").head(10).style.format({c: fmt3 for c in measures.PROB_COLUMNS})
+            .hide(axis="index").set_caption(f"{nli_models[0]} · {probe}: least neutral word pairs"))
+
+# %%
+rude_iraqi_pairs = report.word_pair_pairs("nationality", "rude", "Iraqi")
+print(f"rude × Iraqi: {len(rude_iraqi_pairs):,} templates, e.g. {rude_iraqi_pairs[0].premise!r} ⇒ "
+      f"{rude_iraqi_pairs[0].hypothesis!r}")
+
+# %% [markdown]
+# ## Static embeddings: the paper's model on GloVe
+#
+# The paper's first model reads frozen GloVe vectors: a BiLSTM encoder, decomposable attention between
+# premise and hypothesis, compare and aggregate MLPs (spec §5.6; `stereoprobe.nli.static`). Here it
+# reads GloVe 6B 50d (the paper: 840B 300d) and is trained on the project's offline NLI corpus (the
+# paper: SNLI) for a few epochs with the best held-out epoch kept (the paper: 100 epochs). Pass
+# `snli_train`/`snli_dev` to train on SNLI, and `embeddings` for other vectors.
+#
+# ### Are the bias directions stable? (Table 7)
+#
+# Before removing a direction, the paper checks that it is one: the principal values of the nine
+# gendered pair differences, of the 40 demonyms and of the 25 adherents. A dominant first value
+# (small ratios) means one direction captures the set; the cosine says whether the direction learnt
+# from the small Train list agrees with the one of the whole set. The authors' script is not released,
+# so both recipes — uncentred SVD of unit rows, and centred PCA — are shown beside the paper.
+
+# %%
+from stereoprobe.assets import load_embeddings
+from stereoprobe.nli import projection, static
+
+vectors = load_embeddings(embeddings)
+t7 = pd.concat([report.table7(vectors, method).assign(method=method) for method in projection.SUBSPACE_METHODS])
+paper7 = report.reference("table7").query("table == 7").set_index("set")
+t7 = t7.join(paper7[["s2/s1", "s3/s1", "s4/s1", "cosine"]].add_prefix("paper "), on="set")
+t7.style.format(precision=2).hide(axis="index")
+
+# %% [markdown]
+# ### Training one model per projection (Tables 8–10)
+#
+# Each variant removes its directions from *every* word vector (and the `<s>` and unknown-word
+# vectors) and is trained from scratch: **−gen** the he − she direction; **−nat** the first principal
+# direction of the 8 DemonymsTrain words; **−rel** the top two of the 8 AdherentsTrain words; **rand**
+# the first principal direction of 20 random GloVe words (the authors' random control for GloVe),
+# one training per direction. The probes use only the *Test* lists, so no word that defines a
+# direction is probed.
+
+# %%
+if snli_train:
+    train_set, held_set = static.read_snli(snli_train), static.read_snli(snli_dev)
+elif smoke_models:
+    train_set, held_set = static.default_corpus(3000, 300)
+else:
+    train_set, held_set = static.default_corpus()
+settings = dict(epochs=1) if smoke_models else {}
+directions = {"orig": None, **{f"-{b[:3]}": report.bias_directions(vectors, b) for b in report.BIASES}}
+randoms = projection.random_word_pc_directions(vectors.vectors, n=random_retrains, seed=1)
+directions |= {f"rand{i}": randoms[i][None, :] for i in range(random_retrains)}
+static_models = {name: static.cached_train(train_set, held_set, vectors, directions=d, name=f"static{name}",
+                                           threads=1, **settings)
+                 for name, d in directions.items()}
+static_probs = {(name, p): report.static_probabilities(m, s) for name, m in static_models.items()
+                for p, s in specs.items()}
+
+# %%
+runs = report.measures_table(static_probs, ("variant", "probe"), baseline={"variant": "orig"}, n_boot=n_boot, seed=seed)
+runs["kind"] = runs["variant"].str.replace(r"\d+$", "", regex=True)
+static_table = report.averaged(runs, ["kind", "probe"])
+paper89 = (report.reference("measures").query("table in [1, 3, 5, 8, 9] and embedding == 'GloVe'")
+           .assign(kind=lambda t: t["variant"].map({"orig": "orig", "rand": "rand"}).fillna(
+               t["probe"].map({"gender": "-gen", "nationality": "-nat", "religion": "-rel"})))
+           .set_index(["kind", "probe"]))
+static_table = static_table.join(paper89[list(report.MEASURES)].add_prefix("paper "), on=["kind", "probe"])
+own = static_table["kind"].isin(["orig", "rand"]) | (static_table["kind"].str[1:] == static_table["probe"].str[:3])
+(static_table[own].sort_values(["probe", "kind"])[["probe", "kind", "repeats", *report.MEASURES, *diff_cols,
+                                                  *[f"paper {m}" for m in report.MEASURES]]].style
+ .format({m: fmt3 for m in report.MEASURES} | {f"paper {m}": fmt3 for m in report.MEASURES}
+         | {c: "{:+.1f}%" for c in diff_cols}, na_rep="").hide(axis="index"))
+
+# %% [markdown]
+# Each probe's rows: the unprojected model, its own projection (−gen for gender, −nat for nationality,
+# −rel for religion) and the random control averaged over its directions; "diff" is the relative
+# change against the unprojected model. The paper's GloVe model gained 12–25% NN from its projection
+# and moved little under random directions. Every variant on every probe:
+
+# %%
+(runs.pivot_table(index="variant", columns="probe", values="NN", sort=False).style.format(fmt3))
+
+# %% [markdown]
+# **Accuracy before and after (Table 10).** A debiasing step is only useful if the model still does
+# its job: the held-out accuracy of every variant, beside the paper's SNLI dev/test accuracy.
+
+# %%
+acc = pd.DataFrame([{"variant": n, "held-out accuracy": m.metadata.get("heldout_accuracy"),
+                     "best epoch": m.metadata.get("best_epoch"), "trained on": f"{len(train_set):,} pairs"}
+                    for n, m in static_models.items()])
+paper10 = report.reference("accuracy").query("table == 10").set_index("variant")[["dev", "test"]]
+acc.join(paper10.add_prefix("paper "), on="variant").style.format(
+    {"held-out accuracy": "{:.3f}", "paper dev": "{:.2f}", "paper test": "{:.2f}"}, na_rep="").hide(axis="index")
+
+# %% [markdown]
+# **Rude × Iraqi.** The paper's example: over all 1,968 templates of "A rude person …" ⇒ "An Iraqi
+# person …", its GloVe model's mean entailment fell from 99.3% to 62.9% after the demonym projection.
+
+# %%
+pairs_ri = [(p.premise, p.hypothesis) for p in rude_iraqi_pairs]
+pd.DataFrame({name: static_models[name].predict(pairs_ri, progress=False, threads=1).mean(0)
+              for name in ("orig", "-nat")}, index=["entail", "neutral", "contradiction"]).T.style.format(fmt3)
+
+# %% [markdown]
+# ## Does the measure find what was planted? (lab)
+#
+# The paper's explanation of biased inferences is a chain: occupation vectors carry a gender
+# component, the NLI model has learnt to use gender, so "A surveyor …" ⇒ "A woman …" stops being
+# neutral. The lab (`stereoprobe.nli.lab`) builds that chain with a known answer:
+#
+# * the static model is trained on the offline corpus plus pairs that teach gender ("A queen is
+#   sitting on a bench ." ⇒ "A woman …" entailment, ⇒ "A man …" contradiction, "A tourist …" ⇒
+#   "A woman …" neutral);
+# * **biased**: three occupations (surveyor, geologist, pharmacist; an arbitrary choice) get a strong
+#   component along the lab's gender direction d (the mean female − male training subject); the
+#   **control** reads plain GloVe. No planted word occurs in training, so both share one training;
+# * **projected**: d is removed from every vector and the model retrained; the planted rows then equal
+#   the control's.
+#
+# A sound measure drops for the planted occupations only, in the planted direction (entailing the
+# female words, contradicting the male ones), and comes back after the projection.
+
+# %%
+from stereoprobe.nli import lab
+
+lab_size = dict(n_train=3000, n_heldout=300, epochs=1) if smoke_models else {}
+lab_models = {"biased": lab.lab_model(vectors, **lab_size), "control": lab.lab_model(vectors, variant="control", **lab_size),
+              "biased, d projected": lab.lab_model(vectors, project=True, **lab_size),
+              "control, d projected": lab.lab_model(vectors, variant="control", project=True, **lab_size)}
+lab_spec = report.TemplateSpec("gender", sample=30000, seed=seed)  # 587 planted pairs
+lab_effect = lab.planted_effect({k: report.static_probabilities(m, lab_spec) for k, m in lab_models.items()},
+                                n_boot=n_boot, seed=seed)
+lab_effect.style.format(precision=3).hide(axis="index")
+
+# %% [markdown]
+# The "other" rows of the biased model and its control are identical: same weights, same vectors.
+# Note also what the *control* says about real GloVe: over all the other occupations, the lab model
+# entails the male words far more often than the female ones — the gender component of real
+# occupation vectors, read by a model that has learnt to use gender.
+
+# %% [markdown]
+# ## Contextual embeddings: projecting BERT's word pieces (Table 15)
+#
+# For BERT the paper takes the he − she direction from the *pretrained* word-piece embedding matrix
+# (the rows of the first piece of "he" and "she", each normalized, then their normalized difference)
+# and removes it from every word-piece embedding — [CLS] and [SEP] included — before position and
+# type embeddings are added (spec §5.5). Two ways to use it:
+#
+# * **proj@test**: the model is fine-tuned as usual; the projection is switched on only at test time;
+# * **proj@train/test**: the projection is on during fine-tuning too, so the model learns without the
+#   direction.
+#
+# Each has a control that removes random unit directions instead (rand@test: 8 directions on the
+# same model; rand train/test: one fine-tuning per direction). Here the model is the zoo's MiniLM NLI
+# model; `zoo:minilm-nli-proj` and `zoo:minilm-nli-rand<i>` are the same recipe (same corpus, seed,
+# steps) with the projection applied during fine-tuning — built with `stereoprobe zoo build
+# minilm-nli-proj` etc. (about 8 minutes each on 2 CPU cores).
+
+# %%
+from stereoprobe.zoo.recipes import read_card
+
+gender = specs["gender"]
+variants = {("orig", 0): load_probabilities(contextual_model, gender, **options),
+            ("proj@test", 0): load_probabilities(contextual_model, gender, projection="gender", **options)}
+for i in range(random_controls):
+    variants[("rand@test", i)] = load_probabilities(contextual_model, gender, projection=f"random:{i}", **options)
+if proj_finetuned:
+    variants[("proj@train/test", 0)] = load_probabilities(proj_finetuned, gender, **options)
+for i, name in enumerate(rand_finetuned or []):
+    variants[("rand@train/test", i)] = load_probabilities(name, gender, **options)
+table15_runs = report.measures_table(variants, ("variant", "repeat"), baseline={"variant": "orig"},
+                                     n_boot=n_boot, seed=seed)
+table15 = report.averaged(table15_runs, ["variant"])
+paper15 = report.reference("measures").query("table == 15").set_index("variant")
+table15 = table15.join(paper15[list(report.MEASURES)].add_prefix("paper "), on="variant")
+(table15[["variant", "repeats", *report.MEASURES, *diff_cols, *[f"paper {m}" for m in report.MEASURES]]].style
+ .format({m: fmt3 for m in report.MEASURES} | {f"paper {m}": fmt3 for m in report.MEASURES}
+         | {c: "{:+.1f}%" for c in diff_cols}, na_rep="").hide(axis="index"))
+
+# %% [markdown]
+# `repeats` is the number of random directions (or fine-tunings) averaged; the table's diffs are
+# averaged per run. The spread of the random rows shows how much a *random* projection moves the
+# measures, which is the yardstick for the he − she row:
+
+# %%
+spread = table15_runs[table15_runs["variant"].str.startswith("rand")]
+(spread[["variant", "repeat", *report.MEASURES]].style.format({m: fmt3 for m in report.MEASURES})
+ .hide(axis="index"))
+
+# %%
+accuracy = {name: read_card(name)["metrics"]["accuracy"]
+            for name in [contextual_model, proj_finetuned, *(rand_finetuned or [])]
+            if name and name.startswith("zoo:")}
+pd.Series(accuracy, name="held-out accuracy").to_frame().style.format("{:.3f}")
+
+# %% [markdown]
+# The paper's BERT found that projecting at test time alone does not help (it *lowers* the measures,
+# as random directions do), while fine-tuning with the projection raises all four. Its SNLI accuracy
+# did not suffer (90.30 → 90.70 dev). Compare the held-out accuracy of the zoo variants above.
+#
+# ### The static layer or all layers? (ELMo, Tables 11–13)
+#
+# For ELMo the paper projected either the context-independent first layer (a character CNN) or
+# every layer, each with its own direction; AllenNLP's ELMo cannot run here. The same question on
+# the zoo encoder: remove the gender direction from the input word pieces only, or from the hidden
+# state of every layer, with each layer's direction estimated as the normalized difference between
+# the mean contextual embedding of "he" and of "she" (in matched template sentences).
+
+# %%
+from stereoprobe.models import load as load_model
+from stereoprobe.nli import contextual as ctx
+
+loaded = load_model(contextual_model, "nli", device=device, smoke=smoke_models)
+diagnostics = ctx.layer_diagnostics(loaded.model, loaded.tokenizer)
+diagnostics.style.format(precision=3).hide(axis="index")
+
+# %%
+variants[("proj all layers", 0)] = load_probabilities(contextual_model, gender, projection="layers:all", **options)
+layers = report.measures_table({k: variants[k] for k in [("orig", 0), ("proj@test", 0), ("proj all layers", 0)]},
+                               ("variant", "repeat"), baseline={"variant": "orig"}, n_boot=n_boot, seed=seed)
+(layers[["variant", *report.MEASURES, *diff_cols]].style
+ .format({m: fmt3 for m in report.MEASURES} | {c: "{:+.1f}%" for c in diff_cols}).hide(axis="index"))
+
+# %% [markdown]
+# ## Summary
+#
+# * The pair sets are the authors' code's: 1,936,512 gender, 1,574,400 nationality and 836,400
+#   religion pairs (the paper's formula counts differ because it multiplies every verb by every object).
+# * A contextual NLI model trained here is, like the paper's models, far from neutral on gender and
+#   closer to neutral on nationality and religion; the least neutral templates and word pairs show
+#   where.
+# * Table 7 on GloVe 6B 50d: the uncentred recipe gives demonym ratios close to the paper's; the
+#   directions learnt from 8 Train words agree with those of the full sets.
+# * Retraining the static model without a bias direction and comparing against random directions is
+#   the paper's test of the mitigation; the tables above give the measured changes with the held-out
+#   accuracy next to them, so a gain in neutrality can be weighed against a loss in accuracy.
+# * For word-piece projection, test-time projection and projection during fine-tuning are compared
+#   with random-direction controls of the same kind; on the zoo encoder the input projection already
+#   removes almost all of the he/she difference from every layer (the diagnostics table).
+#
+# ## Exercises
+#
+# 1. Set `sample=None` to score every pair (about 4.3 M per model; minutes on a GPU). Which numbers
+#    move beyond their intervals?
+# 2. Compare `aggregate="word_pair"` (the authors' `evaluation.py`) with the per-pair measures. Which
+#    measure changes most, and why does NN not change?
+# 3. Run the gpu profile with `roberta-large-mnli`: project the he − she direction of its own
+#    embedding rows ("Ġhe", "Ġshe") at test time. Is the paper's conclusion about proj@test the same?
+# 4. Train the static model on SNLI (`snli_train`, `snli_dev`) with 300-d vectors (`embeddings` = a
+#    GloVe text file). How close do Tables 8–10 come to the paper?
+# 5. Build all eight random fine-tunings (`stereoprobe zoo build minilm-nli-rand1 …`) and set
+#    `rand_finetuned` to them: how wide is the spread of the random train/test row?
