@@ -181,8 +181,8 @@ print(f"rude × Iraqi: {len(rude_iraqi_pairs):,} templates, e.g. {rude_iraqi_pai
 # %% [markdown]
 # ## Static embeddings: the paper's model on GloVe
 #
-# The paper's first model reads frozen GloVe vectors: a BiLSTM encoder, decomposable attention between
-# premise and hypothesis, compare and aggregate MLPs (spec §5.6; `stereoprobe.nli.static`). Here it
+# The paper's first model reads frozen GloVe vectors {cite:p}`pennington2014glove`: a BiLSTM encoder,
+# decomposable attention {cite:p}`parikh2016decomposable` between premise and hypothesis, compare and aggregate MLPs (spec §5.6; `stereoprobe.nli.static`). Here it
 # reads GloVe 6B 50d (the paper: 840B 300d) and is trained on the project's offline NLI corpus (the
 # paper: SNLI) for a few epochs with the best held-out epoch kept (the paper: 100 epochs). Pass
 # `snli_train`/`snli_dev` to train on SNLI, and `embeddings` for other vectors.

@@ -61,3 +61,14 @@ def tiny_roberta_qa(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_bert_mlm(tmp_path_factory) -> Path:
     return build_tiny(tmp_path_factory.mktemp("tiny_bert_mlm"), "bert", head="mlm")
+
+
+@pytest.fixture
+def one_torch_thread():
+    """Tiny models: OpenMP threads only add synchronisation (seconds per call on a busy machine)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

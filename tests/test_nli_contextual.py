@@ -19,14 +19,7 @@ PAIRS = [("a man ate a bagel .", "a nurse ate a bagel ."), ("he went to the mark
          ("yesterday she walked home alone .", "the woman is very good at this job .")]
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")

@@ -21,15 +21,7 @@ UNSEEN = [f"w{i}" for i in range(60, 80)]  # in the embeddings, never in the toy
 TINY = dict(hidden=32, mlp=64, dropout=0.1, batch_size=16, lr=3e-3, patience=None, threads=1, progress=False)
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """Tiny models: OpenMP threads only add synchronisation (seconds per call on a busy machine)."""
-    import torch
-
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 @pytest.fixture(scope="module")
