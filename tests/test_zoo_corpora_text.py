@@ -18,9 +18,11 @@ def _words(text: str) -> list[str]:
 
 
 def _probe_entries() -> set[str]:
-    """The probe lists read independently of the module: data/nli/** and data/unqover/word_lists/nouns/**."""
+    """The probe lists read independently of the module: data/nli/{word_lists,paper_supplement}/** and
+    data/unqover/word_lists/nouns/** (data/nli/reference holds the paper's numbers, not word lists)."""
     entries: set[str] = set()
-    for folder in (data_dir() / "nli", data_dir() / "unqover" / "word_lists" / "nouns"):
+    for folder in (data_dir() / "nli" / "word_lists", data_dir() / "nli" / "paper_supplement",
+                   data_dir() / "unqover" / "word_lists" / "nouns"):
         files = [p for p in folder.rglob("*") if p.is_file()]
         assert files, folder
         for path in files:
