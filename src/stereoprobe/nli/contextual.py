@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProjectionError
-from .projection import gender_direction, orthonormalize, projection_hook, principal_value_ratios, random_directions, unit_rows
+from .projection import _basis_tensor, _output_hook, _project, gender_direction, orthonormalize, projection_hook, principal_value_ratios, random_directions, unit_rows
 
 __all__ = [
     "DEFAULT_SENTENCES",
@@ -219,41 +219,6 @@ def projection_directions(model, tokenizer, spec) -> np.ndarray:
 
 
 # ----------------------------------------------------------------------------------------- hooks
-
-
-def _project(x, basis):
-    """x − (x bᵀ) b in fp32 with autocast off, returned in x's dtype."""
-    import torch
-
-    with torch.autocast(device_type=x.device.type, enabled=False):
-        y = x.float()
-        b = basis.to(device=y.device, dtype=torch.float32)
-        y = y - (y @ b.T) @ b
-    return y.to(x.dtype)
-
-
-def _basis_tensor(directions, dim: int | None):
-    import torch
-
-    basis = orthonormalize(directions)
-    if dim is not None and dim != basis.shape[1]:
-        raise ProjectionError(f"The module's outputs have dimension {dim} but the directions {basis.shape[1]}; "
-                              "build the directions from this model.")
-    return torch.as_tensor(basis, dtype=torch.float32)
-
-
-def _output_hook(fn):
-    import torch
-
-    def hook(_module, _args, output):
-        if torch.is_tensor(output):
-            return fn(output)
-        if isinstance(output, tuple) and output and torch.is_tensor(output[0]):
-            return (fn(output[0]),) + tuple(output[1:])
-        raise ProjectionError(f"Cannot project a module output of type {type(output).__name__}; "
-                              "hook a module that returns a tensor (or a tuple starting with one).")
-
-    return hook
 
 
 @contextlib.contextmanager

@@ -295,6 +295,42 @@ def random_word_pc_directions(vectors, n: int = 8, seed: int = 1, words: int = 2
     return np.stack([pca.fit(m[rs.permutation(m.shape[0])[:words]]).components_[0] for _ in range(n)])
 
 
+# -- torch side (fp32, autocast off) --------------------------------------------------------------------------
+def _project(x, basis):
+    """x − (x bᵀ) b in fp32 with autocast off, returned in x's dtype."""
+    import torch
+
+    with torch.autocast(device_type=x.device.type, enabled=False):
+        y = x.float()
+        b = basis.to(device=y.device, dtype=torch.float32)
+        y = y - (y @ b.T) @ b
+    return y.to(x.dtype)
+
+
+def _basis_tensor(directions, dim: int | None):
+    import torch
+
+    basis = orthonormalize(directions)
+    if dim is not None and dim != basis.shape[1]:
+        raise ProjectionError(f"The module's outputs have dimension {dim} but the directions {basis.shape[1]}; "
+                              "build the directions from this model.")
+    return torch.as_tensor(basis, dtype=torch.float32)
+
+
+def _output_hook(fn):
+    import torch
+
+    def hook(_module, _args, output):
+        if torch.is_tensor(output):
+            return fn(output)
+        if isinstance(output, tuple) and output and torch.is_tensor(output[0]):
+            return (fn(output[0]),) + tuple(output[1:])
+        raise ProjectionError(f"Cannot project a module output of type {type(output).__name__}; "
+                              "hook a module that returns a tensor (or a tuple starting with one).")
+
+    return hook
+
+
 def projection_hook(module, directions):
     """Register a forward hook projecting ``module``'s output off ``directions``; returns the handle.
 
@@ -305,7 +341,5 @@ def projection_hook(module, directions):
     returned in the output's dtype. ``handle.remove()`` undoes it; :func:`stereoprobe.nli.contextual.projected`
     wraps it in a context manager.
     """
-    from .contextual import _basis_tensor, _output_hook, _project
-
     basis = _basis_tensor(directions, getattr(module, "embedding_dim", None))
     return module.register_forward_hook(_output_hook(lambda x: _project(x, basis)))

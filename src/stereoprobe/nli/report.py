@@ -173,15 +173,14 @@ def static_probabilities(model, spec: TemplateSpec, *, progress: bool = True, th
     :func:`stereoprobe.nli.score.load_probabilities` (not stored: the static model scores ~14,000 pairs/s).
     Stops, listing them, if template words have no vector (they would be read as random OOV vectors)."""
     from .score import pairs_frame
-    from .templates import iter_pairs
+    from .templates import fillers, iter_pairs
 
-    pairs = [(p.premise, p.hypothesis) for p in iter_pairs(spec)]
-    fillers = {w for p in iter_pairs(spec) for w in (p.premise_filler, p.hypothesis_filler)}
-    absent = [w for w in sorted(fillers) if model.oov_words([w])]
+    words = [w for side in fillers(spec) for w in side]
+    absent = [w for w in sorted(set(words)) if model.oov_words([w])]
     if absent:
         raise StereoprobeError(f"{len(absent)} {spec.probe} word(s) have no vector in the model's embeddings: "
                                f"{', '.join(absent[:20])}; use embeddings that cover them.")
-    out = model.predict(pairs, progress=progress, threads=threads)
+    out = model.predict([(p.premise, p.hypothesis) for p in iter_pairs(spec)], progress=progress, threads=threads)
     frame = pairs_frame(spec)
     for k, c in enumerate(measures.PROB_COLUMNS):
         frame[c] = out[:, k]
