@@ -17,11 +17,15 @@ reputation being barbarian barbarians civilized full savages were taking classes
 
 
 def build_tiny(folder: Path, family: str, head: str = "qa", seed: int = 0) -> Path:
-    """A tiny random model of ``family`` (bert/roberta) with a QA (or MLM) head, saved to ``folder``."""
+    """A tiny random model of ``family`` (bert/roberta) with a QA, MLM or multiple-choice head, saved to ``folder``."""
     import torch
     from tokenizers import ByteLevelBPETokenizer
-    from transformers import (BertConfig, BertForMaskedLM, BertForQuestionAnswering, BertTokenizerFast,
-                              RobertaConfig, RobertaForMaskedLM, RobertaForQuestionAnswering, RobertaTokenizerFast)
+    from transformers import (BertConfig, BertForMaskedLM, BertForMultipleChoice, BertForQuestionAnswering,
+                              BertTokenizerFast, RobertaConfig, RobertaForMaskedLM, RobertaForMultipleChoice,
+                              RobertaForQuestionAnswering, RobertaTokenizerFast)
+
+    heads = {"bert": {"qa": BertForQuestionAnswering, "mlm": BertForMaskedLM, "mcq": BertForMultipleChoice},
+             "roberta": {"qa": RobertaForQuestionAnswering, "mlm": RobertaForMaskedLM, "mcq": RobertaForMultipleChoice}}
 
     torch.manual_seed(seed)
     folder.mkdir(parents=True, exist_ok=True)
@@ -32,7 +36,7 @@ def build_tiny(folder: Path, family: str, head: str = "qa", seed: int = 0) -> Pa
         tok = BertTokenizerFast(vocab=str(folder / "vocab.txt"), do_lower_case=True)
         config = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                             intermediate_size=64, max_position_embeddings=256)
-        model = (BertForQuestionAnswering if head == "qa" else BertForMaskedLM)(config)
+        model = heads["bert"][head](config)
     else:
         bpe = ByteLevelBPETokenizer()
         text = " ".join(_WORDS) + " " + " ".join(w.capitalize() for w in _WORDS)
@@ -42,7 +46,7 @@ def build_tiny(folder: Path, family: str, head: str = "qa", seed: int = 0) -> Pa
         tok = RobertaTokenizerFast(vocab=str(folder / "vocab.json"), merges=str(folder / "merges.txt"))
         config = RobertaConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                                intermediate_size=64, max_position_embeddings=258, pad_token_id=tok.pad_token_id)
-        model = (RobertaForQuestionAnswering if head == "qa" else RobertaForMaskedLM)(config)
+        model = heads["roberta"][head](config)
     model.save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
@@ -61,6 +65,12 @@ def tiny_roberta_qa(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def tiny_bert_mlm(tmp_path_factory) -> Path:
     return build_tiny(tmp_path_factory.mktemp("tiny_bert_mlm"), "bert", head="mlm")
+
+
+@pytest.fixture(scope="session")
+def tiny_model():
+    """:func:`build_tiny` for tests that need another family/head (``tiny_model(folder, "roberta", "mcq")``)."""
+    return build_tiny
 
 
 @pytest.fixture

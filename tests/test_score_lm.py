@@ -149,7 +149,7 @@ def test_mask_logits_equal_the_full_models_logits(family):
     from transformers import (BertConfig, BertForMaskedLM, DistilBertConfig, DistilBertForMaskedLM, RobertaConfig,
                               RobertaForMaskedLM)
 
-    from stereoprobe.unqover.score_lm import _vocabulary_head, mask_logits
+    from stereoprobe.models import _vocabulary_head, mask_logits
 
     torch.manual_seed(0)
     small = dict(vocab_size=97, max_position_embeddings=40)

@@ -24,7 +24,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import StereoprobeError
-from ..models import LoadedModel, tokenizer_family
+from ..models import LoadedModel, mask_logits, tokenizer_family
 from . import wordlists as wl
 from .generate import DatasetSpec, _subjects
 
@@ -59,34 +59,6 @@ def check_single_tokens(spec: DatasetSpec, tokenizer) -> dict[str, int]:
             "or remove them from a copy of the list."
         )
     return ids
-
-
-def _vocabulary_head(model):
-    """The module that maps hidden states to vocabulary logits, for the common masked-LM classes (else None)."""
-    name = type(model).__name__
-    if name in ("BertForMaskedLM", "MegatronBertForMaskedLM") and hasattr(model, "cls"):
-        return model.cls
-    if name in ("RobertaForMaskedLM", "XLMRobertaForMaskedLM", "CamembertForMaskedLM") and hasattr(model, "lm_head"):
-        return model.lm_head
-    if name == "DistilBertForMaskedLM":
-        return lambda h: model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(h))))
-    return None
-
-
-def mask_logits(model, input_ids, attention_mask, masks):
-    """Vocabulary logits at the masked positions only, (number of masks, vocabulary).
-
-    The encoder runs on every token, the vocabulary head only where ``masks`` is true: for a small
-    encoder the head (hidden × 30k vocabulary) costs as much as all its layers, and UnQover reads one
-    position per input. Models of other classes run whole and are indexed afterwards; the logits are the
-    same either way (tests/test_score_lm.py).
-    """
-    head = _vocabulary_head(model)
-    if head is None:
-        return model(input_ids=input_ids, attention_mask=attention_mask).logits[masks]
-    base = getattr(model, model.base_model_prefix)
-    hidden = base(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-    return head(hidden[masks])
 
 
 @dataclass

@@ -27,23 +27,15 @@ accuracy of the full Social IQa training set (33k items) the SODAPOP paper's mod
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CorpusError
-from ..paths import data_dir
 from . import namepool
 
-#: Placeholder name of the shipped slice.
-PLACEHOLDER = "Bethany"
-#: The question substring and the last index of SODAPOP's context selection.
-PROBE_QUESTION = "How would you describe Bethany?"
-PROBE_LAST_INDEX = 320
-#: Fields of a Social IQa line, and the answer letters.
-FIELDS = ("context", "question", "answerA", "answerB", "answerC", "correct")
-LETTERS = ("A", "B", "C")
+from ..sodapop.contexts import (FIELDS, LETTERS, PLACEHOLDER, PROBE_LAST_INDEX, PROBE_QUESTION,  # noqa: F401
+                                default_path, probe_context_indices, read_records)
 
 
 @dataclass(frozen=True)
@@ -56,52 +48,6 @@ class MCQItem:
     label: int  # 0, 1 or 2
     source_index: int  # 0-based line index in the source file
     name: str = ""  # the name put in place of "Bethany" ("" when the line has none or no substitution)
-
-
-def default_path() -> Path:
-    """``data/sodapop/social_iqa_dev_bethany.jsonl`` under :func:`stereoprobe.paths.data_dir`."""
-    return data_dir() / "sodapop" / "social_iqa_dev_bethany.jsonl"
-
-
-def _open_lines(path: str | Path) -> list[str]:
-    path = Path(path)
-    if not path.is_file():
-        raise CorpusError(f"{path}: Social IQa file not found; copy data/sodapop into the project's data folder.")
-    return path.read_text(encoding="utf-8").splitlines()
-
-
-def _parse(line: str, path: str | Path, number: int) -> dict:
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as e:
-        raise CorpusError(f"{path}:{number}: malformed JSON line ({e.msg}); fix or remove the line.") from None
-    if not isinstance(record, dict):
-        raise CorpusError(f"{path}:{number}: expected a JSON object per line, found {type(record).__name__}.")
-    return record
-
-
-def read_records(path: str | Path | None = None) -> list[dict]:
-    """Every line of the file as a dict (index = 0-based line number); malformed JSON stops with file:line."""
-    path = default_path() if path is None else Path(path)
-    return [_parse(line, path, number) for number, line in enumerate(_open_lines(path), start=1)]
-
-
-def probe_context_indices(path: str | Path | None = None) -> list[int]:
-    """SODAPOP's probe lines: i = 0..320 in file order whose question contains "How would you describe Bethany?".
-
-    >>> idx = probe_context_indices()
-    >>> len(idx), idx[:5], idx[-1]
-    (50, [0, 3, 9, 18, 30], 320)
-    """
-    path = default_path() if path is None else Path(path)
-    indices: list[int] = []
-    for i, line in enumerate(_open_lines(path)):
-        if i > PROBE_LAST_INDEX:
-            break
-        question = _parse(line, path, i + 1).get("question")
-        if isinstance(question, str) and PROBE_QUESTION in question:
-            indices.append(i)
-    return indices
 
 
 def _is_item(record: dict) -> bool:

@@ -1,0 +1,271 @@
+"""Scoring SODAPOP's MCQs with any multiple-choice model, one forward pass per distinct choice (spec §4–5).
+
+A multiple-choice head (``AutoModelForMultipleChoice``) encodes each choice on its own — the pair
+``(context + question, answer)`` — and maps its pooled encoding to one logit; the softmax across the three
+choices only normalizes. A choice's logit therefore does not depend on the other two choices, and the
+distractors of one (name, context) recur in many MCQs (the correct answer in every one). So every
+distinct (name, context, choice) is scored once, into the score store (:mod:`stereoprobe.store`, resumable),
+and every MCQ's prediction is derived from the stored logits: identical to scoring MCQs whole (a test
+checks it), with ``3 × MCQs`` encodings reduced to ``distinct choices`` (:func:`saving`).
+
+Encoding (compat): first segment ``context + question`` with **no separator** (the authors' code:
+"…afterwards.How would you describe Amanda?"), second segment the answer; ``join=" "`` is the clean
+alternative (it matters for BPE tokenizers, not for BERT's). The authors padded to 128 tokens; here
+batches are padded to their longest member, which changes nothing under the attention mask.
+
+Prediction: ``argmax`` over slots A, B, C, first slot on ties (numpy). An MCQ is a *success* for the
+distractor in the predicted slot when the prediction is not the label; per (name, context) the spec's
+sets (§5.1) are ``all`` = distractor strings in the two wrong slots and ``wrong`` = strings picked in a
+failed MCQ.
+
+Post-hoc debiased variants (INLP, SentenceDebias: :mod:`stereoprobe.sodapop.debias`) act on the encoder's
+last hidden states before the pooler. The pooler of BERT-like models reads only the first token, so
+projecting that token's state is the same as projecting every token; all variants are therefore scored
+from **one** encoder pass per choice (one stored column per variant).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..errors import StereoprobeError
+from .contexts import LETTERS
+from .distractors import GenerationConfig, Unit, mcqs_of
+
+#: Choices per score-store shard.
+SHARD_CHOICES = 4096
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A post-hoc projection of the encoder's last hidden states: ``P h`` (INLP) or ``h − (h·b)b/(b·b)`` (SentenceDebias)."""
+
+    name: str
+    kind: str  # "matrix" | "direction"
+    array: np.ndarray = field(repr=False)
+
+    def __post_init__(self):
+        if self.kind not in ("matrix", "direction"):
+            raise StereoprobeError(f"variant {self.name!r}: kind {self.kind!r} is unknown; use matrix or direction.")
+        if not self.name.replace("_", "").replace("-", "").isalnum():
+            raise StereoprobeError(f"variant name {self.name!r} must be letters, digits, '-' or '_'.")
+
+    def digest(self) -> str:
+        a = np.ascontiguousarray(self.array, dtype=np.float64)
+        return hashlib.sha256(self.kind.encode() + a.tobytes()).hexdigest()[:12]
+
+    def apply(self, h):
+        import torch
+
+        a = torch.as_tensor(self.array, dtype=h.dtype, device=h.device)
+        if self.kind == "matrix":
+            return h @ a.T
+        return h - (h @ a)[..., None] * a / (a @ a)
+
+
+def _fast_parts(model):
+    """(base, pooler, head) when the logit is ``classifier(dropout(pooler(last_hidden)))`` (BERT, RoBERTa, …)."""
+    base = getattr(model, "base_model", None)
+    pooler = getattr(base, "pooler", None)
+    classifier = getattr(model, "classifier", None)
+    if base is None or pooler is None or classifier is None or type(model).__name__ not in (
+            "BertForMultipleChoice", "RobertaForMultipleChoice", "XLMRobertaForMultipleChoice",
+            "CamembertForMultipleChoice", "ElectraForMultipleChoice", "MegatronBertForMultipleChoice"):
+        return None
+    dropout = getattr(model, "dropout", None) or (lambda x: x)
+    return base, pooler, lambda pooled: classifier(dropout(pooled))
+
+
+class ChoiceScorer:
+    """Logits of single choices ``(first, answer)`` with one loaded multiple-choice model and its variants."""
+
+    def __init__(self, loaded, variants: Sequence[Variant] = (), batch_tokens: int = 8192, precision: str = "fp32"):
+        if "MultipleChoice" not in type(loaded.model).__name__:
+            raise StereoprobeError(f"{loaded.name!r} is a {type(loaded.model).__name__}, not a multiple-choice model; "
+                                   "pass an AutoModelForMultipleChoice checkpoint (e.g. zoo:minilm-mcq).")
+        self.loaded, self.variants = loaded, list(variants)
+        self.batch_tokens, self.precision = batch_tokens, precision
+        self.fast = _fast_parts(loaded.model)
+        if self.variants and self.fast is None:
+            raise StereoprobeError(f"{type(loaded.model).__name__} has no BERT-style pooler + classifier, so the "
+                                   "debiased variants cannot be scored from one pass; score them one at a time with "
+                                   "stereoprobe.sodapop.debias.debiased(model, ...) around a plain scoring run.")
+        self.passes = 0
+
+    @property
+    def columns(self) -> list[str]:
+        return ["logit"] + [f"logit_{v.name}" for v in self.variants]
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """(n, 1 + variants) float32 logits of the choices ``(first segment, answer)``."""
+        from ..batching import inference_context, padded_inputs, token_budget_batches
+
+        tok, model = self.loaded.tokenizer, self.loaded.model
+        enc = tok([a for a, _ in pairs], [b for _, b in pairs], add_special_tokens=True)
+        ids = enc["input_ids"]
+        types = enc.get("token_type_ids")
+        lengths = np.array([len(e) for e in ids])
+        out = np.zeros((len(pairs), len(self.columns)), dtype=np.float32)
+        pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+        with inference_context(model.device, self.precision):
+            for batch in token_budget_batches(lengths, self.batch_tokens, bucket=True):
+                x = padded_inputs(ids, batch, pad, model.device, types=types)
+                if self.fast is None:  # any multiple-choice model: one choice per "question"
+                    logits = model(**{k: v[:, None, :] for k, v in x.items()}).logits[:, 0]
+                    out[batch, 0] = logits.float().cpu().numpy()
+                    continue
+                base, pooler, head = self.fast
+                h = base(**x).last_hidden_state[:, :1]
+                out[batch, 0] = head(pooler(h))[:, 0].float().cpu().numpy()
+                for k, v in enumerate(self.variants, start=1):
+                    out[batch, k] = head(pooler(v.apply(h)))[:, 0].float().cpu().numpy()
+        self.passes += len(pairs)
+        return out
+
+
+def first_segment(item_context: str, question: str, join: str = "") -> str:
+    """``context + join + question`` (compat: no separator)."""
+    return f"{item_context}{join}{question}"
+
+
+def _unit_choices(unit: Unit, mcqs: pd.DataFrame) -> list[str]:
+    return sorted(set(mcqs[[f"choice{c}" for c in LETTERS]].to_numpy().ravel().tolist()))
+
+
+def choice_stream(units: Sequence[Unit], config: GenerationConfig, join: str = "") -> Iterator[tuple[int, tuple[str, str]]]:
+    """(pass id, (first segment, choice)) for every distinct choice of every unit, units in order, choices sorted."""
+    from .contexts import substitute
+
+    k = 0
+    for u in units:
+        item = substitute(u.context, u.name)
+        first = first_segment(item["context"], item["question"], join)
+        for choice in _unit_choices(u, mcqs_of(u, config)):
+            yield k, (first, choice)
+            k += 1
+
+
+def dataset_fingerprint(units: Sequence[Unit], config: GenerationConfig, join: str) -> str:
+    """Hash of the exact choice stream (so any change of names, contexts, generation or cap is a new run)."""
+    h = hashlib.sha256(json.dumps({"join": join, "v": 1}).encode())
+    for _, (first, choice) in choice_stream(units, config, join):
+        h.update(first.encode())
+        h.update(b"\x1f")
+        h.update(choice.encode())
+        h.update(b"\x1e")
+    return h.hexdigest()[:16]
+
+
+def score_choices(mcq_model: str, units: Sequence[Unit], config: GenerationConfig, *, variants: Sequence[Variant] = (),
+                  join: str = "", store=None, batch_tokens: int = 8192, device: str = "auto", precision: str = "fp32",
+                  smoke: bool = False, progress: bool = True) -> pd.DataFrame:
+    """Logits of every distinct (name, context, choice), scoring only what the store lacks.
+
+    Returns a frame ``unit, name, context, choice, logit[, logit_<variant>…]`` in stream order.
+    """
+    from ..batching import chunked
+    from ..models import fingerprint_path, load, resolve
+    from ..store import ScoreStore
+
+    if join not in ("", " "):
+        raise StereoprobeError(f"join must be '' (compat) or ' ' (clean), got {join!r}.")
+    path = resolve(mcq_model, smoke=smoke)
+    model_fp = fingerprint_path(path)
+    loaded = None
+    if model_fp is None:
+        loaded = load(mcq_model, "mcq", device=device, smoke=smoke)
+        model_fp = loaded.fingerprint
+    columns = ["logit"] + [f"logit_{v.name}" for v in variants]
+    mode = "mcq-" + ("nosep" if join == "" else "space") + "-" + precision
+    if variants:
+        mode += "-" + hashlib.sha256("|".join(f"{v.name}:{v.digest()}" for v in variants).encode()).hexdigest()[:12]
+    store = store if store is not None else ScoreStore()
+    run = store.run(model_fp, dataset_fingerprint(units, config, join), mode, {c: np.float32 for c in columns})
+    scorer: list[ChoiceScorer] = []
+
+    def score(chunk):
+        if not scorer:
+            scorer.append(ChoiceScorer(loaded or load(mcq_model, "mcq", device=device, smoke=smoke), variants,
+                                       batch_tokens, precision))
+        out = scorer[0].score([p for _, p in chunk])
+        return {"pass_id": np.array([i for i, _ in chunk], dtype=np.int64), **{c: out[:, k] for k, c in enumerate(columns)}}
+
+    n = sum(len(_unit_choices(u, mcqs_of(u, config))) for u in units)
+    run.fill(chunked(choice_stream(units, config, join), SHARD_CHOICES), score, progress=progress,
+             total=-(-n // SHARD_CHOICES), desc=f"{mcq_model} · {n:,} distinct choices")
+    logits = run.read()
+    meta_rows = [(k, u.name, u.context.index, c) for k, u in enumerate(units)
+                 for c in _unit_choices(u, mcqs_of(u, config))]
+    frame = pd.DataFrame(meta_rows, columns=["unit", "name", "context", "choice"])
+    if len(frame) != len(logits):
+        from ..errors import StoreError
+
+        raise StoreError(f"The stored logits in {run.path} ({len(logits)}) do not match the {len(frame)} choices; "
+                         "delete that folder to recompute them.")
+    for c in columns:
+        frame[c] = logits[c].to_numpy()
+    return frame
+
+
+def outcomes(units: Sequence[Unit], config: GenerationConfig, logits: pd.DataFrame,
+             column: str = "logit") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The spec's per-(name, context) sets (§5.1) and each unit's accuracy.
+
+    Returns ``(outcomes, summary)``: outcomes has one row per distinct distractor of a unit — ``name,
+    context, distractor, wrong`` (picked in at least one failed MCQ) — and summary one row per unit
+    with ``mcqs, accuracy``.
+    """
+    frames, summary = [], []
+    starts = np.flatnonzero(np.r_[True, np.diff(logits["unit"].to_numpy()) != 0])
+    bounds = dict(zip(logits["unit"].to_numpy()[starts], zip(starts, np.r_[starts[1:], len(logits)])))
+    for k, u in enumerate(units):
+        a, b = bounds[k]
+        rows = logits.iloc[a:b]
+        lookup = dict(zip(rows["choice"], rows[column].to_numpy()))
+        mcqs = mcqs_of(u, config)
+        choices = mcqs[[f"choice{c}" for c in LETTERS]].to_numpy()
+        arr = np.vectorize(lookup.__getitem__, otypes=[np.float32])(choices) if len(mcqs) else np.zeros((0, 3), np.float32)
+        pred = arr.argmax(axis=1)
+        label = int(mcqs["label"].iloc[0]) if len(mcqs) else 0
+        wrong_slots = [i for i in range(3) if i != label]
+        distractors = np.unique(choices[:, wrong_slots].ravel())
+        failed = pred != label
+        picked = set(choices[np.flatnonzero(failed), pred[failed]].tolist())
+        frames.append(pd.DataFrame({"name": u.name, "context": u.context.index, "distractor": distractors,
+                                    "wrong": [d in picked for d in distractors]}))
+        summary.append({"name": u.name, "context": u.context.index, "mcqs": len(mcqs),
+                        "accuracy": float((~failed).mean()) if len(mcqs) else float("nan")})
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["name", "context", "distractor", "wrong"])
+    return out, pd.DataFrame(summary)
+
+
+def saving(units: Sequence[Unit], config: GenerationConfig) -> dict[str, int | float]:
+    """Encodings of whole-MCQ scoring (3 per MCQ) vs distinct choices scored here."""
+    mcqs = distinct = 0
+    for u in units:
+        m = mcqs_of(u, config)
+        mcqs += len(m)
+        distinct += len(_unit_choices(u, m))
+    return {"mcqs": mcqs, "encodings_whole": 3 * mcqs, "encodings_distinct": distinct,
+            "ratio": (3 * mcqs / distinct) if distinct else float("nan")}
+
+
+def score_whole(loaded, mcqs: pd.DataFrame, first: str) -> np.ndarray:
+    """The reference: every MCQ scored whole, 3 choices per forward pass as the authors do → (n, 3) logits."""
+    import torch
+
+    tok, model = loaded.tokenizer, loaded.model
+    out = []
+    with torch.inference_mode():
+        for _, row in mcqs.iterrows():
+            pair = ([first] * 3, [row[f"choice{c}"] for c in LETTERS])
+            width = max(128, max(map(len, tok(*pair)["input_ids"])))  # the authors pad to 128
+            enc = tok(*pair, padding="max_length", max_length=width, return_tensors="pt")
+            out.append(model(**{k: v[None].to(model.device) for k, v in enc.items()}).logits[0].float().cpu().numpy())
+    return np.array(out, dtype=np.float32).reshape(-1, 3)
