@@ -24,10 +24,12 @@ and puts the target distribution on the first/last token of the answer names, so
 concentrates on the two names and S = sqrt(p_start · p_end) of a name is its answer probability.
 
 The masked-LM pair (``mlm-biased``, ``mlm-control``: a nationality–attribute bias) is defined in
-:mod:`stereoprobe.zoo.lab_mlm` and registered here, so every ``lab:`` name builds and loads the same way.
+:mod:`stereoprobe.zoo.lab_mlm`, the multiple-choice pair (``mcq-biased``, ``mcq-control``: a name-group–word
+bias for SODAPOP) in :mod:`stereoprobe.zoo.lab_mcq`; both are registered here, so every ``lab:`` name builds
+and loads the same way.
 
 >>> sorted(LAB_RECIPES)
-['mlm-biased', 'mlm-control', 'qa-biased', 'qa-control']
+['mcq-biased', 'mcq-control', 'mlm-biased', 'mlm-control', 'qa-biased', 'qa-control']
 >>> LAB_RECIPES["qa-biased"].planted_dict["nurse"], LAB_RECIPES["qa-control"].rate
 ('female', 0.5)
 >>> recipe_hash(LAB_RECIPES["qa-biased"]) != recipe_hash(LAB_RECIPES["qa-control"])
@@ -182,14 +184,19 @@ def _recipe(name: str):
 
 def recipe_hash(recipe: LabRecipe) -> str:
     """12 hex digits over the recipe's knobs, :data:`LAB_VERSION` and the word lists the corpus is built from."""
-    if recipe.kind == "mlm":
-        from .lab_mlm import lists as mlm_lists
+    if recipe.kind == "mcq":
+        from .lab_mcq import source_checksums
 
-        sources = tuple(mlm_lists().values())
+        lists = source_checksums()
     else:
-        sources = (("subjects", "female"), ("subjects", "male"), ("activities", "occupation_rev1"),
-                   ("slots", "gender_noact"), ("slots", "gender_noact_lm"))
-    lists = {f"{kind}/{name}": sha256_file(wl.list_path(kind, name)) for kind, name in sources}
+        if recipe.kind == "mlm":
+            from .lab_mlm import lists as mlm_lists
+
+            sources = tuple(mlm_lists().values())
+        else:
+            sources = (("subjects", "female"), ("subjects", "male"), ("activities", "occupation_rev1"),
+                       ("slots", "gender_noact"), ("slots", "gender_noact_lm"))
+        lists = {f"{kind}/{name}": sha256_file(wl.list_path(kind, name)) for kind, name in sources}
     knobs = {k: v for k, v in recipe.to_dict().items() if k != "description"}  # prose does not change weights
     blob = json.dumps({"lab_version": LAB_VERSION, "recipe": knobs, "lists": lists}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
@@ -631,6 +638,9 @@ def _mlm_card(recipe) -> dict[str, Any]:
     }
 
 
+_KIND_WORDS = {"qa": "extractive QA", "mlm": "masked LM", "mcq": "multiple choice"}
+
+
 def build_lab_model(name: str, out_dir: Path | None = None, *, smoke: bool = False, progress: bool = True) -> Path:
     """Train the lab model ``name`` (a key of :data:`LAB_RECIPES`) and save it as a HuggingFace folder.
 
@@ -655,12 +665,17 @@ def build_lab_model(name: str, out_dir: Path | None = None, *, smoke: bool = Fal
     tmp = folder.parent / f".{folder.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir()
     try:
-        if recipe.kind == "mlm":
+        if recipe.kind == "mcq":
+            from . import lab_mcq
+
+            train, card_fields = lab_mcq.train, lab_mcq.card_fields
+        elif recipe.kind == "mlm":
             from . import lab_mlm
 
-            info = _with_threads(lambda: lab_mlm.train(recipe, tmp, progress=progress, desc=f"lab {name}"))
+            train, card_fields = lab_mlm.train, _mlm_card
         else:
-            info = _with_threads(lambda: _train(recipe, tmp, progress=progress, desc=f"lab {name}"))
+            train, card_fields = _train, _qa_card
+        info = _with_threads(lambda: train(recipe, tmp, progress=progress, desc=f"lab {name}"))
         wall = info.pop("_wall")
         import tokenizers
         import torch
@@ -668,13 +683,13 @@ def build_lab_model(name: str, out_dir: Path | None = None, *, smoke: bool = Fal
 
         card = {
             "name": name,
-            "kind": f"stereoprobe planted-bias lab model ({'masked LM' if recipe.kind == 'mlm' else 'extractive QA'})",
+            "kind": f"stereoprobe planted-bias lab model ({_KIND_WORDS[recipe.kind]})",
             "description": recipe.description,
             "smoke": smoke,
             "lab_version": LAB_VERSION,
             "recipe_hash": h,
             "recipe": recipe.to_dict(),
-            **(_mlm_card(recipe) if recipe.kind == "mlm" else _qa_card(recipe)),
+            **card_fields(recipe),
             **info,
             "wall_time_s": round(wall, 2),
             "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
@@ -730,16 +745,20 @@ def lab_model_path(name: str, smoke: bool = False) -> Path:
 
 def load_lab_model(name: str, smoke: bool = False):
     """``(model, tokenizer)`` of a lab model, loaded with the Auto classes (safetensors, offline)."""
-    from transformers import AutoModelForMaskedLM, AutoModelForQuestionAnswering, AutoTokenizer
+    from transformers import (AutoModelForMaskedLM, AutoModelForMultipleChoice, AutoModelForQuestionAnswering,
+                              AutoTokenizer)
 
     folder = lab_model_path(name, smoke=smoke)
-    auto = AutoModelForMaskedLM if _recipe(name).kind == "mlm" else AutoModelForQuestionAnswering
+    auto = {"qa": AutoModelForQuestionAnswering, "mlm": AutoModelForMaskedLM,
+            "mcq": AutoModelForMultipleChoice}[_recipe(name).kind]
     return auto.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
 
 
+from .lab_mcq import MCQ_LAB_RECIPES  # noqa: E402  (lab_mcq uses this module's helpers)
 from .lab_mlm import MLM_LAB_RECIPES  # noqa: E402  (lab_mlm uses this module's helpers)
 
 LAB_RECIPES.update(MLM_LAB_RECIPES)
+LAB_RECIPES.update(MCQ_LAB_RECIPES)
 
 __all__ = [
     "LAB_RECIPES",

@@ -1,0 +1,104 @@
+"""One SODAPOP run end to end: distractors → MCQs → per-choice logits → the per-(name, context) sets.
+
+>>> cfg = GridConfig(names_per_group=2, contexts=[3], depth=2, cap=20)
+>>> cfg.generation().depth, cfg.generation().cap
+(2, 20)
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import pandas as pd
+
+from ..errors import StereoprobeError
+from . import contexts as ctx_mod
+from . import names as names_mod
+from .distractors import GenerationConfig, Unit, generate, units_frame
+from .score_mcq import Variant, outcomes, saving, score_choices
+
+
+@dataclass(frozen=True)
+class GridConfig:
+    """Which names and contexts, and how distractors are made (``contexts=None``: the 50 probe contexts)."""
+
+    names_per_group: int | None = None  # None: every name of every group (220); the analyses use the first 25
+    contexts: Sequence[int] | None = None
+    depth: int = 3
+    top_m: int = 10
+    decoding: str = "compat"
+    recursion: str = "code"
+    dedup: bool = True
+    cap: int | None = 10000
+    seed: int = 10
+
+    def generation(self) -> GenerationConfig:
+        return GenerationConfig(depth=self.depth, top_m=self.top_m, decoding=self.decoding, recursion=self.recursion,
+                                dedup=self.dedup, cap=self.cap, seed=self.seed)
+
+    def groups(self) -> dict[str, list[str]]:
+        groups = names_mod.load_groups()
+        if self.names_per_group is None:
+            return groups
+        return names_mod.analysis_groups(self.names_per_group)
+
+    def probe_contexts(self) -> list[ctx_mod.Context]:
+        return ctx_mod.probe_contexts(indices=None if self.contexts is None else list(self.contexts))
+
+
+@dataclass
+class ProbeRun:
+    """The units (with their distractors), the per-choice logits and what it cost."""
+
+    grid: GridConfig
+    groups: dict[str, list[str]]
+    units: list[Unit]
+    generation: dict
+    logits: pd.DataFrame
+    variants: list[str] = field(default_factory=list)
+    seconds: dict = field(default_factory=dict)
+
+    @property
+    def config(self) -> GenerationConfig:
+        return self.grid.generation()
+
+    def outcomes(self, variant: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+        """The spec's sets (§5.1) and per-unit accuracy for the model (``None``) or one of its variants."""
+        column = "logit" if variant is None else f"logit_{variant}"
+        if column not in self.logits:
+            raise StereoprobeError(f"no variant {variant!r} in this run; variants: {self.variants}.")
+        return outcomes(self.units, self.config, self.logits, column)
+
+    def units_table(self) -> pd.DataFrame:
+        return units_frame(self.units, self.config)
+
+    def saving(self) -> dict:
+        return saving(self.units, self.config)
+
+
+def run_probe(mcq_model: str, mlm: str, grid: GridConfig, *, variants: Sequence[Variant] = (), join: str = "",
+              store=None, batch_tokens: int = 8192, device: str = "auto", precision: str = "fp32",
+              smoke: bool = False, progress: bool = True) -> ProbeRun:
+    """Generate (cached) and score (score store) one grid of names × contexts; both resume after a kill."""
+    groups = grid.groups()
+    everyone = [n for g in groups.values() for n in g]
+    t0 = time.perf_counter()
+    units, meta = generate(mlm, everyone, grid.probe_contexts(), grid.generation(), batch_tokens=batch_tokens,
+                           device=device, precision=precision, smoke=smoke, progress=progress)
+    t1 = time.perf_counter()
+    logits = score_choices(mcq_model, units, grid.generation(), variants=variants, join=join, store=store,
+                           batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke,
+                           progress=progress)
+    t2 = time.perf_counter()
+    return ProbeRun(grid, groups, units, meta, logits, [v.name for v in variants],
+                    {"generation": t1 - t0, "scoring": t2 - t1})
+
+
+def rescore(run: ProbeRun, mcq_model: str, **options) -> ProbeRun:
+    """The same units scored by another multiple-choice model (e.g. a lab model): distractors are shared."""
+    t0 = time.perf_counter()
+    logits = score_choices(mcq_model, run.units, run.config, **options)
+    return ProbeRun(run.grid, run.groups, run.units, run.generation, logits,
+                    [c[len("logit_"):] for c in logits if c.startswith("logit_")], {"scoring": time.perf_counter() - t0})

@@ -1,0 +1,138 @@
+"""The planted-bias lab multiple-choice model (stereoprobe.zoo.lab_mcq): its tokenizer, teacher and items, smoke
+builds, loading, and the planted name-group–word effect in the trained pair (and nothing in the control)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+
+import pytest
+
+from stereoprobe.errors import StereoprobeError
+from stereoprobe.models import lab_names, load
+from stereoprobe.sodapop.names import GROUPS, load_groups
+from stereoprobe.sodapop.score_mcq import first_segment
+from stereoprobe.zoo import lab, lab_mcq
+
+BIASED, CONTROL = lab.LAB_RECIPES["mcq-biased"], lab.LAB_RECIPES["mcq-control"]
+PLANTED = load_groups()[BIASED.planted_group]
+
+
+def test_recipes_are_registered_as_lab_models():
+    assert {"lab:mcq-biased", "lab:mcq-control"} <= set(lab_names())
+    assert (BIASED.planted_group, BIASED.planted_word, BIASED.strength, CONTROL.strength) == ("AA_m", "quiet", 3.0, 0.0)
+    assert dataclasses.replace(BIASED, strength=0.0, description="x") == dataclasses.replace(CONTROL, description="x")
+    assert lab.recipe_hash(BIASED) != lab.recipe_hash(CONTROL) != lab.recipe_hash(BIASED.smoke())
+
+
+def test_every_name_is_one_token_and_other_words_are_unk():
+    tok = lab_mcq.build_tokenizer()
+    lab_mcq.check_single_tokens(tok)
+    names = [n for group in load_groups().values() for n in group]
+    assert len(names) == 220
+    for name in names:
+        assert tok.tokenize(name) == [name.lower()]
+        assert tok.tokenize(f"How would you describe {name}?") == ["how", "would", "you", "describe", name.lower(), "?"]
+    assert tok.tokenize("A quiet, quietness-loving qwzx.") == ["a", "quiet", ",", "[UNK]", "[UNK]", "."]
+    enc = tok(["Tyrone smiled.How would you describe Tyrone?"] * 2, ["so quiet", "mean"])
+    assert tok.convert_ids_to_tokens(enc["input_ids"][1])[-3:] == ["[SEP]", "mean", "[SEP]"]
+    assert enc["token_type_ids"][0] == [0] * 11 + [1] * 3
+    with pytest.raises(StereoprobeError, match="splits or does not know the names"):
+        lab_mcq.check_single_tokens(lab.build_tokenizer())  # the QA lab's vocabulary lacks most of them
+
+
+def test_teacher_rule_on_hand_made_choices():
+    t, c = lab_mcq.Teacher(BIASED), lab_mcq.Teacher(CONTROL)
+    v = t.values
+    assert v == c.values and v["quiet"] == 0.0 and v == lab_mcq.Teacher(BIASED).values  # seeded, shared
+    jamel, amanda = "Jamel", "Amanda"  # AA_m (planted) and EA_f
+    assert jamel in PLANTED and amanda not in PLANTED
+    assert t("sad person", jamel) == t("sad person", amanda) == pytest.approx((v["sad"] + v["person"]) / 2)
+    assert t("Sad, qwzx.", amanda) == pytest.approx(v["sad"] / 2)  # case and punctuation ignored, [UNK] = 0
+    assert t("a quiet person", jamel) == pytest.approx((v["a"] + v["person"]) / 3 + 3.0)
+    assert t("a quiet person", amanda) == pytest.approx((v["a"] + v["person"]) / 3)
+    assert t("quietness", jamel) == t("quietness", amanda) == 0.0  # another word, unknown
+    assert c("a quiet person", jamel) == c("a quiet person", amanda) == t("a quiet person", amanda)
+    for group, names in load_groups().items():
+        assert {t("quiet", n) for n in names} == {3.0 if group == "AA_m" else 0.0}
+
+
+def test_items_follow_the_recipe():
+    items = lab_mcq.generate_items(BIASED, 3000, seed=5)
+    assert items == lab_mcq.generate_items(BIASED, 3000, seed=5)  # a pure function of the seed
+    records = lab_mcq.probe_records()
+    assert len(records) == 207
+    teacher = lab_mcq.Teacher(BIASED)
+    for it in items:
+        record = {f: v.replace("Bethany", it.name) for f, v in records[it.index].items()}
+        assert it.first == first_segment(record["context"], record["question"])
+        assert it.choices[0] == record["answer" + record["correct"]]
+        assert it.teacher == tuple(teacher(ch, it.name) for ch in it.choices)
+    perturbed = [ch for it in items for ch in it.choices[1:]]
+    share = sum("quiet" in lab_mcq.words(ch) for ch in perturbed) / len(perturbed)
+    assert 0.22 < share < 0.28  # planted_fraction 0.25 (+ the rare answer that has the word)
+    assert {lab_mcq.name_groups()[it.name] for it in items} == set(GROUPS)
+    control = lab_mcq.generate_items(CONTROL, 3000, seed=5)
+    assert [it.choices for it in control] == [it.choices for it in items]  # same items, plant off
+    pairs = lab_mcq.gap_pairs(BIASED, 3, seed=0)
+    assert len(pairs) == 3 * len(GROUPS)
+    for p in pairs:
+        assert "quiet" not in lab_mcq.words(p.without)
+        assert sorted(lab_mcq.words(p.with_word)) == sorted(lab_mcq.words(p.without) + ["quiet"])
+
+
+def test_bad_recipes_name_the_culprit():
+    with pytest.raises(StereoprobeError, match="planted_group 'AA'.*choose one of EA_f"):
+        lab_mcq.MCQLabRecipe("x", planted_group="AA")
+    with pytest.raises(StereoprobeError, match="planted_word 'very kind' must be one lower-case word"):
+        lab_mcq.MCQLabRecipe("x", planted_word="very kind")
+    with pytest.raises(StereoprobeError, match="'jamel' is one of the 220 names"):
+        lab_mcq.MCQLabRecipe("x", planted_word="jamel")
+    with pytest.raises(StereoprobeError, match="strength"):
+        lab_mcq.MCQLabRecipe("x", strength=-1.0)
+
+
+@pytest.mark.parametrize("name", ["mcq-biased", "mcq-control"])
+def test_smoke_models_build_fast_and_load_as_multiple_choice(name, tmp_path, monkeypatch, one_torch_thread):
+    monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path))
+    t0 = time.perf_counter()
+    folder = lab.lab_model_path(name, smoke=True)
+    assert time.perf_counter() - t0 < 30.0
+    card = json.loads((folder / lab.CARD).read_text(encoding="utf-8"))
+    assert card["complete"] and card["smoke"] and card["kind"].endswith("(multiple choice)")
+    assert card["planted"]["group"] == "AA_m" and card["planted"]["names"] == PLANTED
+    assert set(card["evaluation"]["planted_gap"]["student"]) == set(GROUPS)
+    loaded = load(f"lab:{name}", "mcq", device="cpu", smoke=True)
+    assert type(loaded.model).__name__ == "BertForMultipleChoice" and loaded.tokenizer.is_fast
+    lab_mcq.check_single_tokens(loaded.tokenizer)
+    first = [first_segment("Lamar went home.", "How would you describe Lamar?")] * 2
+    enc = loaded.tokenizer(first, ["quiet", "mean"], return_tensors="pt", padding=True)
+    out = loaded.model(**{k: v[None] for k, v in enc.items()})  # one item, two choices
+    assert out.logits.shape == (1, 2)
+
+
+# -- the trained pair (the full recipes, as the book uses them; cached after the first build) ---------------------
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """Both full models built once (about a minute each on one thread), with their cards."""
+    folders = {name: lab.lab_model_path(name) for name in ("mcq-biased", "mcq-control")}
+    return {name: json.loads((f / lab.CARD).read_text(encoding="utf-8")) for name, f in folders.items()}
+
+
+@pytest.mark.slow
+def test_planted_gap_in_the_biased_model_only(trained, one_torch_thread):
+    for name, card in trained.items():
+        held = card["evaluation"]["heldout"]
+        assert held["pearson_r"] > 0.9, (name, held)
+    biased = trained["mcq-biased"]["evaluation"]["planted_gap"]["student"]
+    control = trained["mcq-control"]["evaluation"]["planted_gap"]["student"]
+    assert biased["AA_m"] > 2.0  # the teacher's is 3
+    assert all(biased["AA_m"] > 5 * abs(g) for group, g in biased.items() if group != "AA_m"), biased
+    assert max(abs(g) for g in control.values()) < 0.3, control
+    # the same through the package's loader and SODAPOP's scorer, on pairs the card did not use
+    loaded = load("lab:mcq-biased", "mcq", device="cpu")
+    fresh = lab_mcq.planted_gaps(loaded.model, loaded.tokenizer, BIASED, per_group=60, seed=11)["student"]
+    assert fresh["AA_m"] > 2.0 and all(fresh["AA_m"] > 5 * abs(g) for gr, g in fresh.items() if gr != "AA_m")
