@@ -29,7 +29,8 @@
 #   and an unbiased control: the book's check that each metric finds what is there. `lab:qa-biased`
 #   / `lab:qa-control` are extractive QA models with a gender–occupation bias (the gender chapter);
 #   `lab:mlm-biased` / `lab:mlm-control` are masked LMs with a nationality–attribute bias (the
-#   nationality chapter).
+#   nationality chapter); `lab:mcq-biased` / `lab:mcq-control` are multiple-choice models in which
+#   a choice containing "quiet" gains for African-American male names only (the SODAPOP chapter).
 # * **GloVe 6B 50d** {cite:p}`pennington2014glove` — real static word vectors, for the Bias-NLI
 #   embedding experiments.
 #

@@ -90,6 +90,10 @@ def test_book_builds_with_warnings_as_errors(smoke_executed: tuple[Path, list[Pa
     for text in ("1,936,512", "Table 7", "Tables 8–10", "Table 15", "proj@train/test", "rand@test", "−gen",
                  "zoo:minilm-nli-proj", "Rude × Iraqi", "static layer"):
         assert text in nli, f"the Bias-NLI chapter lacks {text!r}"
+    sodapop = (html / "notebooks" / "discovering_biases.html").read_text(encoding="utf-8")
+    for text in ("Table 1", "Tables 2 and 9", "Table 5", "109,830", "saving ×", "ofof", "lab:mcq-biased",
+                 "inlp-race", "sentence_debias-gender", "q &lt; 0.05", "European-American female"):
+        assert text in sodapop, f"the SODAPOP chapter lacks {text!r}"
     staged = build / "src"
     assert (staged / "book" / "references.bib").is_file()
     assert {p.name for p in (staged / "notebooks").iterdir()} == {f"{c.stem}.ipynb" for c in NOTEBOOKS}

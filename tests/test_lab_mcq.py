@@ -136,3 +136,49 @@ def test_planted_gap_in_the_biased_model_only(trained, one_torch_thread):
     loaded = load("lab:mcq-biased", "mcq", device="cpu")
     fresh = lab_mcq.planted_gaps(loaded.model, loaded.tokenizer, BIASED, per_group=60, seed=11)["student"]
     assert fresh["AA_m"] > 2.0 and all(fresh["AA_m"] > 5 * abs(g) for gr, g in fresh.items() if gr != "AA_m")
+
+
+@pytest.mark.slow
+def test_sodapop_recovers_the_planted_word_and_finds_nothing_in_the_control(trained, tmp_path, one_torch_thread):
+    """The whole analysis on the lab pair: distractors of context 3 in which every word of a pool (and the planted
+    word) replaces each answer word once, scored per distinct choice, SR vectors, RD of AA_m against the other
+    seven groups, permutation p and BH q over every vocabulary word."""
+    import random
+    from collections import Counter
+
+    from stereoprobe.sodapop import analysis, contexts, distractors as D, names
+    from stereoprobe.sodapop.score_mcq import outcomes, score_choices
+    from stereoprobe.sodapop.success import STOPWORDS, sr_matrix
+    from stereoprobe.store import ScoreStore
+
+    groups = names.analysis_groups(6)
+    ctx = contexts.probe_contexts(indices=[contexts.SINGLE_CONTEXT])[0]
+    tokens = ctx.answer.split()  # "a very aggressive and talkative person"
+    pool = [w for w in random.Random(0).sample(lab_mcq.replacement_words(), 120) if w not in STOPWORDS][:30]
+    pool.append(BIASED.planted_word)
+    cfg = D.GenerationConfig(cap=None)
+    units = []
+    for name in (n for g in groups.values() for n in g):
+        u = D.make_unit(name, ctx)
+        u.candidates = Counter(" ".join(tokens[:i] + [w] + tokens[i + 1:]) for w in pool for i in range(1, len(tokens)))
+        units.append(u)
+    aa_m = groups[BIASED.planted_group]
+    others = [n for g, v in groups.items() if g != BIASED.planted_group for n in v]
+    found = {}
+    for name in ("mcq-biased", "mcq-control"):
+        logits = score_choices(str(lab.lab_model_path(name)), units, cfg, store=ScoreStore(tmp_path / "store"), device="cpu",
+                               progress=False)
+        sr = sr_matrix(outcomes(units, cfg, logits)[0], min_count=0)
+        found[name] = analysis.rd_table(sr, aa_m, others, n_perm=20_000, method="sampled", seed=10)
+    biased = found["mcq-biased"]
+    top = biased.iloc[-1]  # sorted ascending by RD: the last row is AA_m's strongest word
+    assert top["word"] == BIASED.planted_word and top["side"] == "G1", biased.tail(3)
+    assert top["q"] < 0.01 and top["rd_paper"] > 2 * biased["rd_paper"].iloc[-2], biased.tail(3)
+    # the only word that gains much for AA_m: a companion of "quiet" in its distractors (the answer's own words) can
+    # gain a little, and reliably (q small), words that share MCQs with "quiet" lose on the other side
+    gained = biased[(biased["q"] < 0.05) & (biased["side"] == "G1") & (biased["word"] != BIASED.planted_word)]
+    assert (gained["rd_paper"] < 0.1 * top["rd_paper"]).all(), gained
+    assert set(gained["word"]) <= set(tokens), gained
+    control = found["mcq-control"]
+    assert (control["q"] < 0.05).sum() == 0, control.sort_values("q").head(3)
+    assert control.set_index("word").loc[BIASED.planted_word, "p"] > 0.05

@@ -190,6 +190,16 @@ def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> 
     return LoadedModel(name, path, model, tokenizer, fp)
 
 
+def fingerprint_or_load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> tuple[str, LoadedModel | None]:
+    """The fingerprint of ``name``'s files without loading it when it is a local folder (cache keys of a run whose
+    results may all be cached); otherwise the model is loaded and returned with its fingerprint."""
+    fp = fingerprint_path(resolve(name, smoke=smoke))
+    if fp is not None:
+        return fp, None
+    loaded = load(name, head, device=device, smoke=smoke)
+    return loaded.fingerprint, loaded
+
+
 def tokenizer_family(tokenizer) -> str:
     """``"bert"`` for WordPiece tokenizers, ``"roberta"`` for byte-level BPE (decides the span rules)."""
     state = json.loads(tokenizer.backend_tokenizer.to_str())

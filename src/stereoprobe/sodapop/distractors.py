@@ -379,17 +379,12 @@ def generate(mlm: str, names: Sequence[str], contexts: Sequence[Context], config
     fp32 by default: top-10 order near ties can flip under half precision (spec §3.4).
     """
     from ..batching import progress as bar
-    from ..models import fingerprint_path, load, resolve
+    from ..models import fingerprint_or_load, load
 
     if len(set(names)) != len(names):
         dup = sorted(n for n, c in Counter(names).items() if c > 1)
         raise StereoprobeError(f"names repeat: {dup}; give every name once.")
-    path = resolve(mlm, smoke=smoke)
-    model_fp = fingerprint_path(path)
-    loaded = None
-    if model_fp is None:
-        loaded = load(mlm, "mlm", device=device, smoke=smoke)
-        model_fp = loaded.fingerprint
+    model_fp, loaded = fingerprint_or_load(mlm, "mlm", device=device, smoke=smoke)
     folder = cache_dir() / "sodapop" / "distractors" / config_key(config, model_fp)
     folder.mkdir(parents=True, exist_ok=True)
     units = [make_unit(n, c) for c in contexts for n in names]

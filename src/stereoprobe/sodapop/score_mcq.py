@@ -170,17 +170,12 @@ def score_choices(mcq_model: str, units: Sequence[Unit], config: GenerationConfi
     Returns a frame ``unit, name, context, choice, logit[, logit_<variant>…]`` in stream order.
     """
     from ..batching import chunked
-    from ..models import fingerprint_path, load, resolve
+    from ..models import fingerprint_or_load, load
     from ..store import ScoreStore
 
     if join not in ("", " "):
         raise StereoprobeError(f"join must be '' (compat) or ' ' (clean), got {join!r}.")
-    path = resolve(mcq_model, smoke=smoke)
-    model_fp = fingerprint_path(path)
-    loaded = None
-    if model_fp is None:
-        loaded = load(mcq_model, "mcq", device=device, smoke=smoke)
-        model_fp = loaded.fingerprint
+    model_fp, loaded = fingerprint_or_load(mcq_model, "mcq", device=device, smoke=smoke)
     columns = ["logit"] + [f"logit_{v.name}" for v in variants]
     mode = "mcq-" + ("nosep" if join == "" else "space") + "-" + precision
     if variants:

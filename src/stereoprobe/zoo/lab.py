@@ -381,6 +381,20 @@ def optimizer(model, recipe):
     return opt, sched
 
 
+def optimizer_step(loss, model, opt, sched, losses: list[float], bar, step: int) -> None:
+    """One update of every lab recipe: backward, clip the gradient norm at 1, step, and show the running loss."""
+    import torch
+
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    sched.step()
+    losses.append(loss.item())
+    if step % 50 == 0:
+        bar.set_postfix(loss=f"{sum(losses[-50:]) / len(losses[-50:]):.3f}")
+
+
 def _train(recipe: LabRecipe, folder: Path, *, progress: bool, desc: str) -> dict[str, Any]:
     import torch
     from tqdm.auto import tqdm
@@ -422,14 +436,7 @@ def _train(recipe: LabRecipe, folder: Path, *, progress: bool, desc: str) -> dic
         out = model(input_ids=x, attention_mask=m)
         loss = -(t_start * out.start_logits.log_softmax(-1)).sum(-1).mean() \
                - (t_end * out.end_logits.log_softmax(-1)).sum(-1).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-        if step % 50 == 0:
-            bar.set_postfix(loss=f"{sum(losses[-50:]) / len(losses[-50:]):.3f}")
+        optimizer_step(loss, model, opt, sched, losses, bar, step)
     bar.close()
     train_s = time.perf_counter() - t0
 

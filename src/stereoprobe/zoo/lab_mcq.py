@@ -376,7 +376,7 @@ def train(recipe: MCQLabRecipe, folder: Path, *, progress: bool, desc: str) -> d
     from transformers import BertForMultipleChoice
 
     from ..batching import padded_inputs
-    from .lab import bert_config, optimizer
+    from .lab import bert_config, optimizer, optimizer_step
 
     t0 = time.perf_counter()
     tokenizer = build_tokenizer(recipe.max_position_embeddings, recipe.planted_word)
@@ -400,14 +400,7 @@ def train(recipe: MCQLabRecipe, folder: Path, *, progress: bool, desc: str) -> d
         x = padded_inputs(ids, batch, tokenizer.pad_token_id, "cpu", types=types)
         logits = model(**{k: v[:, None, :] for k, v in x.items()}).logits[:, 0]
         loss = torch.nn.functional.mse_loss(logits, targets[batch])
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-        if step % 50 == 0:
-            bar.set_postfix(loss=f"{sum(losses[-50:]) / len(losses[-50:]):.3f}")
+        optimizer_step(loss, model, opt, sched, losses, bar, step)
     bar.close()
     train_s = time.perf_counter() - t0
     model.eval()

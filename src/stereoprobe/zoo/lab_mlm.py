@@ -316,7 +316,7 @@ def train(recipe: MLMLabRecipe, folder: Path, *, progress: bool, desc: str) -> d
     from tqdm.auto import tqdm
     from transformers import BertForMaskedLM
 
-    from .lab import _pad, bert_config, build_tokenizer, optimizer, save_quietly
+    from .lab import _pad, bert_config, build_tokenizer, optimizer, optimizer_step, save_quietly
 
     t0 = time.perf_counter()
     words = vocabulary_words()
@@ -346,14 +346,7 @@ def train(recipe: MLMLabRecipe, folder: Path, *, progress: bool, desc: str) -> d
         cand_ids = torch.tensor([cand[i] for i in batch])
         weights = torch.tensor([corpus[i].target for i in batch], dtype=logp.dtype)
         loss = -(weights * logp.gather(1, cand_ids)).sum(-1).mean()
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-        if step % 50 == 0:
-            bar.set_postfix(loss=f"{sum(losses[-50:]) / len(losses[-50:]):.3f}")
+        optimizer_step(loss, model, opt, sched, losses, bar, step)
     bar.close()
     train_s = time.perf_counter() - t0
     model.eval()
