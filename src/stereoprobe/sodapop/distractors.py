@@ -333,9 +333,18 @@ def mcqs_of(unit: Unit, config: GenerationConfig) -> pd.DataFrame:
     return cached[config]
 
 
+#: The settings a unit's multiset depends on; dedup, cap and seed only select from it (another cap reuses the cache).
+GENERATION_FIELDS = ("depth", "top_m", "decoding", "recursion", "drop_original")
+
+
 def config_key(config: GenerationConfig, model_fp: str) -> str:
-    """Cache key of a generation: model fingerprint, config, tokenizer mode, prompt and format version."""
-    payload = {"model": model_fp, **asdict(config), "tokenize": tokenizer_mode(), "prompt": PROMPT, "v": 2}
+    """Cache key of a generation: model fingerprint, :data:`GENERATION_FIELDS`, tokenizer mode, prompt, format version.
+
+    >>> config_key(GenerationConfig(cap=10), "m") == config_key(GenerationConfig(cap=None, dedup=False), "m")
+    True
+    """
+    fields = {f: getattr(config, f) for f in GENERATION_FIELDS}
+    payload = {"model": model_fp, **fields, "tokenize": tokenizer_mode(), "prompt": PROMPT, "v": 3}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
