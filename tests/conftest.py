@@ -73,6 +73,29 @@ def tiny_model():
     return build_tiny
 
 
+def build_tiny_nli(folder, id2label):
+    """A tiny random 1-layer BERT sequence classifier with the given labels and MiniLM's tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from stereoprobe.assets import asset_folder
+
+    tok = AutoTokenizer.from_pretrained(asset_folder("minilm"))
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
+                        intermediate_size=32, num_labels=len(id2label), id2label=id2label,
+                        label2id={v: k for k, v in id2label.items()})
+    BertForSequenceClassification(config).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return str(folder)
+
+
+@pytest.fixture(scope="session")
+def tiny_nli():
+    """:func:`build_tiny_nli`: ``tiny_nli(folder, {0: "entailment", 1: "neutral", 2: "contradiction"})``."""
+    return build_tiny_nli
+
+
 @pytest.fixture
 def one_torch_thread():
     """Tiny models: OpenMP threads only add synchronisation (seconds per call on a busy machine)."""

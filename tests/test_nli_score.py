@@ -14,25 +14,9 @@ from stereoprobe.store import ScoreStore
 SPEC = TemplateSpec("nationality", sample=300, seed=1)
 
 
-def _tiny_nli(folder, id2label):
-    import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
-
-    from stereoprobe.assets import asset_folder
-
-    tok = AutoTokenizer.from_pretrained(asset_folder("minilm"))
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=32, num_labels=len(id2label), id2label=id2label,
-                        label2id={v: k for k, v in id2label.items()})
-    BertForSequenceClassification(config).save_pretrained(folder)
-    tok.save_pretrained(folder)
-    return str(folder)
-
-
-def test_labels_are_found_through_id2label_in_any_order(tmp_path):
+def test_labels_are_found_through_id2label_in_any_order(tmp_path, tiny_nli):
     order = {0: "contradiction", 1: "entailment", 2: "neutral"}
-    model = _tiny_nli(tmp_path / "m", order)
+    model = tiny_nli(tmp_path / "m", order)
     probs = load_probabilities(model, SPEC, store=ScoreStore(tmp_path / "s"), device="cpu", progress=False)
     assert len(probs) == 300 and list(probs.columns[-3:]) == list(measures.PROB_COLUMNS)
     np.testing.assert_allclose(probs[list(measures.PROB_COLUMNS)].sum(axis=1), 1.0, atol=1e-5)
@@ -52,13 +36,13 @@ def test_labels_are_found_through_id2label_in_any_order(tmp_path):
     np.testing.assert_allclose(got, raw[[1, 2, 0]], atol=1e-6)  # entail, neutral, contradiction
 
 
-def test_unmappable_labels_stop_before_scoring_and_list_them(tmp_path):
-    model = _tiny_nli(tmp_path / "m", {0: "positive", 1: "negative", 2: "mixed"})
+def test_unmappable_labels_stop_before_scoring_and_list_them(tmp_path, tiny_nli):
+    model = tiny_nli(tmp_path / "m", {0: "positive", 1: "negative", 2: "mixed"})
     store = ScoreStore(tmp_path / "s")
     with pytest.raises(StereoprobeError, match="positive.*negative.*mixed"):
         score_pairs(model, SPEC, store=store, device="cpu", progress=False)
     assert not any((tmp_path / "s").rglob("*.parquet"))  # nothing half-written
-    generic = _tiny_nli(tmp_path / "g", {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"})
+    generic = tiny_nli(tmp_path / "g", {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"})
     with pytest.raises(StereoprobeError, match="LABEL_0"):
         score_pairs(generic, SPEC, store=store, device="cpu", progress=False)
     ok = score_pairs(generic, SPEC, store=store, device="cpu", progress=False,
@@ -66,8 +50,8 @@ def test_unmappable_labels_stop_before_scoring_and_list_them(tmp_path):
     assert ok.is_complete()
 
 
-def test_two_labels_are_refused(tmp_path):
-    model = _tiny_nli(tmp_path / "m", {0: "entailment", 1: "not_entailment"})
+def test_two_labels_are_refused(tmp_path, tiny_nli):
+    model = tiny_nli(tmp_path / "m", {0: "entailment", 1: "not_entailment"})
     with pytest.raises(StereoprobeError, match="2 labels"):
         score_pairs(model, SPEC, store=ScoreStore(tmp_path / "s"), device="cpu", progress=False)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from stereoprobe.errors import ModelLoadError, StereoprobeError
@@ -116,17 +117,18 @@ def test_scorer_validates_parameters(bert):
 def test_store_round_trip_and_resume(tiny_bert_qa, tmp_path, monkeypatch):
     store = ScoreStore(tmp_path / "scores")
     spec = DatasetSpec("religion", sample=60, seed=1)
-    monkeypatch.setattr(score_qa, "SHARD_PASSES", 100)
-    run = score_dataset(str(tiny_bert_qa), spec, store=store, device="cpu", progress=False)
+    run = score_dataset(str(tiny_bert_qa), spec, store=store, device="cpu", progress=False, shard_passes=100)
     assert run.n_rows() == 240 and len(list(run.path.glob("part-*.parquet"))) == 3
+    before = run.read()
     # kill simulation: remove one shard and the manifest -> only that shard is recomputed
     run.shard_path(1).unlink()
     run.manifest_path.unlink()
     calls = []
     real = QAScorer.score
     monkeypatch.setattr(QAScorer, "score", lambda self, p, pad_to=None: calls.append(len(p)) or real(self, p, pad_to))
-    score_dataset(str(tiny_bert_qa), spec, store=store, device="cpu", progress=False)
+    score_dataset(str(tiny_bert_qa), spec, store=store, device="cpu", progress=False, shard_passes=100)
     assert calls == [100]
+    pd.testing.assert_frame_equal(run.read(), before)
     monkeypatch.setattr(score_qa, "load", lambda *a, **k: pytest.fail("a complete run must not load the model"))
     frame = load_scores(str(tiny_bert_qa), spec, store=store, device="cpu", progress=False)
     assert len(frame) == 120 and set(frame.columns) >= {"subj1", "subj2", "s1_pos", "s2_pos", "s1_neg", "s2_neg"}

@@ -12,6 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from stereoprobe import store as store_mod
+from stereoprobe.engine import ShardJob, fill
 from stereoprobe.errors import StereoprobeError, StoreError
 from stereoprobe.store import PASS_ID, ScoreStore
 
@@ -209,34 +210,51 @@ def test_resume_reports_only_missing_shards(store):
     np.testing.assert_array_equal(run.read()[PASS_ID].to_numpy(), np.arange(50))
 
 
+class Chunks(ShardJob):
+    """Shards of ``chunk_cols``: shard 2 is 'killed' the first time it is computed."""
+
+    def __init__(self, n_shards: int, size: int = 10, kill: int | None = None):
+        super().__init__(n_rows=n_shards * size, shard_size=size)
+        self.calls: list[int] = []
+        self.kill = kill
+
+    def score_shard(self, i):
+        self.calls.append(i)
+        if i == self.kill and self.calls.count(i) == 1:
+            raise KeyboardInterrupt("killed")
+        return chunk_cols(i, size=self.shard_size)
+
+
 def test_fill_resumes_and_skips(store):
     run = store.run("m", "d", "compat", SCHEMA)
-    chunks = [list(range(i * 10, (i + 1) * 10)) for i in range(4)]
-    calls: list[int] = []
-
-    def score(chunk):
-        i = chunk[0] // 10
-        calls.append(i)
-        if i == 2 and calls.count(2) == 1:
-            raise KeyboardInterrupt("killed")
-        return chunk_cols(i)
-
+    job = Chunks(4, kill=2)
     with pytest.raises(KeyboardInterrupt):
-        run.fill(chunks, score)
+        fill(run, job, progress=False)
     assert run.missing_shards(4) == [2, 3]
-    run.fill(chunks, score)
-    assert calls == [0, 1, 2, 2, 3]
+    fill(run, job, progress=False)
+    assert job.calls == [0, 1, 2, 2, 3]
     assert run.is_complete() and run.n_rows() == 40
-    run.fill(iter(()), score)  # complete: the stream is not even read
-    assert calls == [0, 1, 2, 2, 3]
+    fill(run, job, progress=False)  # complete: nothing is computed
+    assert job.calls == [0, 1, 2, 2, 3]
+    np.testing.assert_array_equal(run.read()[PASS_ID].to_numpy(), np.arange(40))
 
 
-def test_fill_notices_a_changed_chunk_size(store):
+def test_fill_notices_a_changed_shard_size(store):
     run = store.run("m", "d", "compat", SCHEMA)
     run.write_shard(0, chunk_cols(0, size=10))
-    chunks = [list(range(0, 20)), list(range(20, 40))]
-    with pytest.raises(StoreError, match="holds 10 passes but chunk 0 has 20"):
-        run.fill(chunks, lambda chunk: chunk_cols(chunk[0] // 20, size=20))
+    with pytest.raises(StoreError, match="holds 10 rows but shard 0 of this run has 20"):
+        fill(run, Chunks(2, size=20), progress=False)
+
+
+def test_fill_rejects_a_scorer_that_drops_rows(store):
+    class Short(Chunks):
+        def score_shard(self, i):
+            return {k: v[:-1] for k, v in chunk_cols(i).items()}
+
+    run = store.run("m", "d", "compat", SCHEMA)
+    with pytest.raises(StoreError, match="came back with 9 rows instead of 10"):
+        fill(run, Short(2), progress=False)
+    assert not run.shard_path(0).exists()
 
 
 def test_truncated_shard_is_reported(store):

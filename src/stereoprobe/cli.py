@@ -131,11 +131,14 @@ def generate_cmd(
     typer.echo(f"wrote {total:,} ordered examples ({2 * total:,} passes) to {out}")
 
 
-def _score_options(batch_tokens, device, precision, store):
+def _score_options(batch_tokens, device, precision, store, engine="local", workers=None, shard_passes=20_000):
+    from .engine import check_engine
     from .store import ScoreStore
 
+    check_engine(engine, workers)
     return dict(batch_tokens=batch_tokens, device=device, precision=precision,
-                store=ScoreStore(store) if store else None)
+                store=ScoreStore(store) if store else None, engine=engine, workers=workers,
+                shard_passes=shard_passes)
 
 
 ModelOpt = typer.Option(..., "--model", "-m", help="Hub id, local folder, zoo: or lab: name (zoo:minilm-qa, lab:qa-biased …).")
@@ -143,6 +146,11 @@ BatchOpt = typer.Option(8192, "--batch-tokens", help="Token budget per batch (pa
 DeviceOpt = typer.Option("auto", "--device", help="auto, cpu or cuda.")
 PrecisionOpt = typer.Option("auto", "--precision", help="auto (bf16 on GPU, fp32 on CPU), fp32, bf16 or fp16.")
 StoreOpt = typer.Option(None, "--store", help="Score-store folder (default: .cache/stereoprobe/scores).")
+EngineOpt = typer.Option("local", "--engine", help="local (this process) or ray (Ray Data workers: the GPUs of this "
+                         "machine, or of the cluster at RAY_ADDRESS); identical results.")
+WorkersOpt = typer.Option(None, "--workers", help="Ray workers (default: one per GPU of the cluster).")
+ShardOpt = typer.Option(20_000, "--shard-passes", help="Passes per score-store shard (a multiple of 100): the unit "
+                        "of resumption and of work handed to a Ray worker.")
 VariantOpt = typer.Option("qa", "--variant", help="qa (extractive-QA models), lm-bert or lm-roberta (masked LMs, "
                           "e.g. zoo:minilm-mlm with lm-bert).")
 
@@ -160,6 +168,9 @@ def score_cmd(
     precision: str = PrecisionOpt,
     store: Optional[Path] = StoreOpt,
     variant: str = VariantOpt,
+    engine: str = EngineOpt,
+    workers: Optional[int] = WorkersOpt,
+    shard_passes: int = ShardOpt,
 ):
     """Score a dataset with one or more QA models (or masked LMs, --variant lm-bert) into the score store."""
     from .unqover.report import spec_for
@@ -167,7 +178,8 @@ def score_cmd(
 
     spec = _spec(dataset, sample, seed, mode, newsqa, variant)
     for name in model:
-        run = score_dataset(name, spec_for(name, spec), mode=mode, **_score_options(batch_tokens, device, precision, store))
+        run = score_dataset(name, spec_for(name, spec), mode=mode,
+                            **_score_options(batch_tokens, device, precision, store, engine, workers, shard_passes))
         typer.echo(f"{name}: {run.n_rows():,} passes stored in {run.path}")
 
 
@@ -187,12 +199,15 @@ def report_cmd(
     precision: str = PrecisionOpt,
     store: Optional[Path] = StoreOpt,
     variant: str = VariantOpt,
+    engine: str = EngineOpt,
+    workers: Optional[int] = WorkersOpt,
+    shard_passes: int = ShardOpt,
 ):
     """Reasoning errors (δ, ε, avg S), bias intensity μ and the top γ(x, a) per subject group."""
     from .unqover import report
 
     spec = _spec(dataset, sample, seed, mode, newsqa, variant)
-    opts = _score_options(batch_tokens, device, precision, store)
+    opts = _score_options(batch_tokens, device, precision, store, engine, workers, shard_passes)
     tables = report.model_report(model, spec, mode=mode, n_boot=n_boot, top=top, seed=seed, **opts)
     for name, table in tables.items():
         typer.echo(f"\n== {name} ==")

@@ -22,7 +22,7 @@ there (:meth:`StoreRun.has_shard`, :meth:`StoreRun.missing_shards`) and computes
 Storage: ``pass_id`` is delta-encoded, float columns are byte-stream-split, all zstd-compressed;
 one million passes of ``pass_id`` + four random float32 columns take about 13.5 bytes per pass.
 
-The usual loop (:meth:`StoreRun.fill` does exactly this)::
+The usual loop (:func:`stereoprobe.engine.fill` runs it for a job, locally or on Ray workers)::
 
     run = ScoreStore().run(model_fp, dataset_fp, "compat", {"start": np.float32, "end": np.float32})
     if not run.is_complete():
@@ -44,7 +44,7 @@ import re
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -571,53 +571,6 @@ class StoreRun:
         finally:
             tmp.unlink(missing_ok=True)
         _fsync_dir(self.path)
-
-    def fill(
-        self,
-        chunks: Iterable[Any],
-        score: Callable[[Any], Mapping[str, Any]],
-        *,
-        progress: bool = True,
-        desc: str | None = None,
-        total: int | None = None,
-    ) -> StoreRun:
-        """Run the resume loop: score only the missing chunks, then :meth:`finish`.
-
-        ``chunks`` is the caller's deterministic stream cut into fixed-size chunks (e.g. by
-        :func:`stereoprobe.batching.chunked`); ``score(chunk)`` returns the shard's columns.
-        A complete run is returned untouched (the stream is not even read).
-
-        >>> import tempfile, numpy as np
-        >>> run = ScoreStore(tempfile.mkdtemp()).run("m0", "d0", "compat", {"sq": np.float32})
-        >>> calls = []
-        >>> def score(chunk):
-        ...     calls.append(chunk[0])
-        ...     return {"pass_id": chunk, "sq": np.square(chunk)}
-        >>> _ = run.fill([[0, 1], [2, 3], [4]], score, progress=False)
-        >>> _ = run.fill([[0, 1], [2, 3], [4]], score, progress=False)  # nothing recomputed
-        >>> calls, run.read()["sq"].tolist()
-        ([0, 2, 4], [0.0, 1.0, 4.0, 9.0, 16.0])
-        """
-        if self.is_complete():
-            return self
-        from .batching import progress as _progress
-
-        n_shards = n_rows = 0
-        bar = _progress(chunks, total=total, desc=desc or f"scoring {self.mode}", disable=not progress, unit="shard")
-        for i, chunk in enumerate(bar):
-            meta = self._shard_meta(i)
-            if meta is None:
-                self.write_shard(i, score(chunk))
-                meta = self._shard_meta(i)
-            if hasattr(chunk, "__len__") and len(chunk) != meta["n_rows"]:
-                raise StoreError(
-                    f"score shard {self.shard_path(i)} holds {meta['n_rows']} passes but chunk {i} "
-                    f"has {len(chunk)} (a changed chunk size, or a score function that drops "
-                    f"passes?); return one row per pass, or delete {self.path} to recompute the run."
-                )
-            n_shards, n_rows = i + 1, n_rows + meta["n_rows"]
-        self.finish(n_shards, n_rows)
-        return self
 
     def finish(self, n_shards: int, n_rows: int) -> None:
         """Mark the run complete after checking shards ``0..n_shards-1`` (footers only).

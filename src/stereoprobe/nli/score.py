@@ -11,7 +11,6 @@ probabilities are a softmax over the three logits in fp32.
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -19,6 +18,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from ..engine import ShardJob
 from ..errors import StereoprobeError
 from ..models import LoadedModel, load
 from . import measures
@@ -67,58 +67,111 @@ class NLIScorer:
         return out
 
 
-def _run_for(model: str, spec: TemplateSpec, device: str, precision: str, store, smoke: bool, label_order,
-             suffix: str = "", loaded: LoadedModel | None = None):
-    from ..batching import resolve_precision
-    from ..models import fingerprint_path, resolve
-    from ..store import ScoreStore
+@dataclass(kw_only=True)
+class ScoreJob(ShardJob):
+    """Shard ``i`` of ``spec``'s pairs scored by ``model`` (optionally projected at test time): what a worker
+    (local or Ray, :mod:`stereoprobe.engine`) computes on its own."""
 
-    dtype = str(resolve_precision(device, precision)).replace("torch.", "")
-    model_fp = loaded.fingerprint if loaded is not None else fingerprint_path(resolve(model, smoke=smoke))
-    if model_fp is None:  # not local: loading says what to do (hub unreachable / bad id)
-        model_fp = load(model, "nli", device=device, smoke=smoke).fingerprint
-    order = "-".join(label_order) if label_order else "id2label"
-    store = store if store is not None else ScoreStore()
-    return store.run(model_fp, fingerprint(spec), f"nli-{order}-{dtype}{suffix}", {c: np.float32 for c in PROB_COLUMNS})
+    model: str
+    spec: TemplateSpec
+    batch_tokens: int = 8192
+    device: str = "cpu"
+    precision: str = "fp32"
+    smoke: bool = False
+    label_order: Sequence[str] | None = None
+    projection: object = None
+    sentences: Sequence[str] | None = None
+    suffix: str = ""
+
+    def _scorer(self) -> NLIScorer:
+        state = self.state
+        if "scorer" not in state:
+            loaded = state.get("loaded") or load(self.model, "nli", device=self.device, smoke=self.smoke)
+            scorer = NLIScorer(loaded, self.batch_tokens, self.precision, self.label_order)  # labels checked first
+            if self.projection is not None and "context" not in state:
+                from .contextual import test_time_projection
+
+                context, suffix = test_time_projection(loaded, self.projection, self.sentences)
+                if suffix != self.suffix:
+                    raise StereoprobeError(f"the projection {self.projection!r} gives other directions here ({suffix}) "
+                                           f"than on the driver ({self.suffix}); use the same model files everywhere.")
+                state["context"] = context
+            if "context" in state and not state.get("entered"):
+                state["context"].__enter__()
+                state["entered"] = True
+            state["loaded"], state["scorer"] = loaded, scorer
+        return state["scorer"]
+
+    def score_shard(self, i: int) -> dict[str, np.ndarray]:
+        scorer = self._scorer()
+        chunk = list(iter_pairs(self.spec, *self.span(i)))
+        out = scorer.score([(p.premise, p.hypothesis) for p in chunk])
+        return {"pass_id": np.fromiter((p.index for p in chunk), dtype=np.int64, count=len(chunk)),
+                **{c: out[:, k] for k, c in enumerate(PROB_COLUMNS)}}
+
+    def model_fingerprint(self) -> str | None:
+        loaded = self.state.get("loaded")
+        return loaded.fingerprint if loaded is not None else None
+
+    def close(self) -> None:
+        """Remove a test-time projection's hooks from the model this process scored with."""
+        if self.state.pop("entered", False):
+            self.state["context"].__exit__(None, None, None)
 
 
 def score_pairs(model: str, spec: TemplateSpec, *, batch_tokens: int = 8192, device: str = "auto",
                 precision: str = "auto", store=None, smoke: bool = False, progress: bool = True,
-                label_order: Sequence[str] | None = None, projection=None, sentences: Sequence[str] | None = None):
+                label_order: Sequence[str] | None = None, projection=None, sentences: Sequence[str] | None = None,
+                engine: str = "local", workers: int | None = None, shard_pairs: int = SHARD_PAIRS):
     """Score every pair of ``spec`` with ``model`` into the score store (resuming; nothing twice).
 
     ``projection`` scores the model with a *test-time* projection (spec §5.5; see
     :func:`stereoprobe.nli.contextual.test_time_projection`): ``"gender"`` (proj@test), ``"random:<i>"``
     (rand@test control i), ``"layers:all"`` (every layer; ``sentences`` estimate its directions) or a
     (k, d) array of input directions. Such scores are stored apart, under a digest of the directions.
-    The model is loaded (and its labels checked) as soon as some shard is missing, before any scoring.
-    Returns the complete :class:`~stereoprobe.store.StoreRun`.
+    ``engine="ray"`` spreads the missing shards over ``workers`` Ray workers with identical results
+    (:mod:`stereoprobe.engine`). The model is loaded (and its labels checked) as soon as some shard is
+    missing, before any scoring. Returns the complete :class:`~stereoprobe.store.StoreRun`.
     """
-    from ..batching import chunked
+    from ..batching import resolve_precision
+    from ..engine import check_engine, fill, worker_device
+    from ..models import fingerprint_path, resolve
+    from ..store import ScoreStore
 
-    loaded, context, suffix = None, contextlib.nullcontext(), ""
+    check_engine(engine, workers)
+    if isinstance(shard_pairs, bool) or not isinstance(shard_pairs, (int, np.integer)) or shard_pairs < 1:
+        raise StereoprobeError(f"shard_pairs={shard_pairs!r} is not a positive integer; pass e.g. {SHARD_PAIRS}.")
+    dev = worker_device(device, engine)
+    dtype = str(resolve_precision(dev, precision)).replace("torch.", "")
+    state: dict = {}
+    suffix = ""
     if projection is not None:
         from .contextual import test_time_projection
 
-        loaded = load(model, "nli", device=device, smoke=smoke)
-        context, suffix = test_time_projection(loaded, projection, sentences)
-    run = _run_for(model, spec, device, precision, store, smoke, label_order, suffix, loaded)
+        state["loaded"] = load(model, "nli", device=dev if engine == "local" else "cpu", smoke=smoke)
+        state["context"], suffix = test_time_projection(state["loaded"], projection, sentences)
+    model_fp = state["loaded"].fingerprint if state else fingerprint_path(resolve(model, smoke=smoke))
+    if model_fp is None:  # not local: loading says what to do (hub unreachable / bad id)
+        model_fp = load(model, "nli", device=dev, smoke=smoke).fingerprint
+    order = "-".join(label_order) if label_order else "id2label"
+    store = store if store is not None else ScoreStore()
+    run = store.run(model_fp, fingerprint(spec), f"nli-{order}-{dtype}{suffix}", {c: np.float32 for c in PROB_COLUMNS})
     if run.is_complete():
         return run
-    loaded = loaded or load(model, "nli", device=device, smoke=smoke)
-    scorer = NLIScorer(loaded, batch_tokens, precision, label_order)
-
-    def score(chunk):
-        out = scorer.score([(p.premise, p.hypothesis) for p in chunk])
-        return {"pass_id": np.fromiter((p.index for p in chunk), dtype=np.int64, count=len(chunk)),
-                **{c: out[:, k] for k, c in enumerate(PROB_COLUMNS)}}
-
     n = count(spec).pairs
+    job = ScoreJob(n_rows=n, shard_size=int(shard_pairs), model=model, spec=spec, batch_tokens=batch_tokens,
+                   device=dev, precision=dtype, smoke=smoke, label_order=label_order, projection=projection,
+                   sentences=sentences, suffix=suffix)
+    if engine == "local":
+        job.state.update(state)
+        job._scorer()  # load the model and check its labels before anything is scored
     label = Path(model).name if Path(model).is_dir() else model
     what = f" · {projection}" if isinstance(projection, str) else (" · projected" if projection is not None else "")
-    with context:
-        return run.fill(chunked(iter_pairs(spec), SHARD_PAIRS), score, progress=progress, total=-(-n // SHARD_PAIRS),
-                        desc=f"{label}{what} · Bias-NLI {spec.probe} ({n:,} pairs)")
+    try:
+        return fill(run, job, engine=engine, workers=workers, progress=progress,
+                    desc=f"{label}{what} · Bias-NLI {spec.probe} ({n:,} pairs)")
+    finally:
+        job.close()
 
 
 def pairs_frame(spec: TemplateSpec) -> pd.DataFrame:

@@ -291,10 +291,18 @@ def _builder(spec: TemplateSpec) -> tuple[int, Callable[[int], Pair]]:
     return len(prem) * len(hyp) * n_t, make
 
 
-def iter_pairs(spec: TemplateSpec) -> Iterator[Pair]:
-    """Yield the pairs lazily in the code's order: premise filler → hypothesis filler → template."""
+def iter_pairs(spec: TemplateSpec, start: int = 0, stop: int | None = None) -> Iterator[Pair]:
+    """Yield the pairs lazily in the code's order: premise filler → hypothesis filler → template.
+
+    ``start``/``stop`` select positions ``[start, stop)`` of that (sampled) stream without building the
+    pairs before ``start`` (one score-store shard, computed on its own).
+
+    >>> spec = TemplateSpec("religion", sample=100)
+    >>> [p.index for p in iter_pairs(spec)][40:43] == [p.index for p in iter_pairs(spec, 40, 43)]
+    True
+    """
     n, make = _builder(spec)
-    for index in _selected(spec, n).tolist():
+    for index in _selected(spec, n)[start:stop].tolist():
         yield make(index)
 
 

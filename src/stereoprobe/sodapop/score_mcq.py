@@ -34,6 +34,7 @@ from typing import Iterable, Iterator, Sequence
 import numpy as np
 import pandas as pd
 
+from ..engine import ShardJob
 from ..errors import StereoprobeError
 from .contexts import LETTERS
 from .distractors import GenerationConfig, Unit, mcqs_of
@@ -138,16 +139,21 @@ def _unit_choices(unit: Unit, mcqs: pd.DataFrame) -> list[str]:
     return sorted(set(mcqs[[f"choice{c}" for c in LETTERS]].to_numpy().ravel().tolist()))
 
 
-def choice_stream(units: Sequence[Unit], config: GenerationConfig, join: str = "") -> Iterator[tuple[int, tuple[str, str]]]:
-    """(pass id, (first segment, choice)) for every distinct choice of every unit, units in order, choices sorted."""
+def _unit_pairs(unit: Unit, config: GenerationConfig, join: str) -> list[tuple[str, str]]:
+    """(first segment, choice) for the distinct choices of one unit, sorted."""
     from .contexts import substitute
 
+    item = substitute(unit.context, unit.name)
+    first = first_segment(item["context"], item["question"], join)
+    return [(first, choice) for choice in _unit_choices(unit, mcqs_of(unit, config))]
+
+
+def choice_stream(units: Sequence[Unit], config: GenerationConfig, join: str = "") -> Iterator[tuple[int, tuple[str, str]]]:
+    """(pass id, (first segment, choice)) for every distinct choice of every unit, units in order, choices sorted."""
     k = 0
     for u in units:
-        item = substitute(u.context, u.name)
-        first = first_segment(item["context"], item["question"], join)
-        for choice in _unit_choices(u, mcqs_of(u, config)):
-            yield k, (first, choice)
+        for pair in _unit_pairs(u, config, join):
+            yield k, pair
             k += 1
 
 
@@ -162,38 +168,81 @@ def dataset_fingerprint(units: Sequence[Unit], config: GenerationConfig, join: s
     return h.hexdigest()[:16]
 
 
+@dataclass(kw_only=True)
+class ScoreJob(ShardJob):
+    """Shard ``i`` of the distinct-choice stream scored by ``model`` with its variants: what a worker (local or
+    Ray, :mod:`stereoprobe.engine`) computes on its own. ``ends[k]`` is the stream position after unit ``k``."""
+
+    model: str
+    units: Sequence[Unit]
+    config: GenerationConfig
+    ends: np.ndarray
+    variants: Sequence[Variant] = ()
+    join: str = ""
+    batch_tokens: int = 8192
+    device: str = "cpu"
+    precision: str = "fp32"
+    smoke: bool = False
+
+    def score_shard(self, i: int) -> dict[str, np.ndarray]:
+        from ..models import load
+
+        if "scorer" not in self.state:
+            loaded = self.state.get("loaded") or load(self.model, "mcq", device=self.device, smoke=self.smoke)
+            self.state["scorer"] = ChoiceScorer(loaded, self.variants, self.batch_tokens, self.precision)
+        scorer = self.state["scorer"]
+        start, stop = self.span(i)
+        ids, pairs = [], []
+        for k in range(int(np.searchsorted(self.ends, start, side="right")), len(self.units)):
+            base = int(self.ends[k - 1]) if k else 0
+            for j, pair in enumerate(_unit_pairs(self.units[k], self.config, self.join)):
+                if start <= base + j < stop:
+                    ids.append(base + j)
+                    pairs.append(pair)
+            if self.ends[k] >= stop:
+                break
+        out = scorer.score(pairs)
+        return {"pass_id": np.array(ids, dtype=np.int64), **{c: out[:, k] for k, c in enumerate(scorer.columns)}}
+
+    def model_fingerprint(self) -> str | None:
+        scorer = self.state.get("scorer")
+        return scorer.loaded.fingerprint if scorer is not None else None
+
+
 def score_choices(mcq_model: str, units: Sequence[Unit], config: GenerationConfig, *, variants: Sequence[Variant] = (),
                   join: str = "", store=None, batch_tokens: int = 8192, device: str = "auto", precision: str = "fp32",
-                  smoke: bool = False, progress: bool = True) -> pd.DataFrame:
+                  smoke: bool = False, progress: bool = True, engine: str = "local",
+                  workers: int | None = None) -> pd.DataFrame:
     """Logits of every distinct (name, context, choice), scoring only what the store lacks.
 
-    Returns a frame ``unit, name, context, choice, logit[, logit_<variant>…]`` in stream order.
+    ``engine="ray"`` spreads the missing shards over ``workers`` Ray workers with identical results
+    (:mod:`stereoprobe.engine`). Returns a frame ``unit, name, context, choice, logit[, logit_<variant>…]`` in
+    stream order.
     """
-    from ..batching import chunked
-    from ..models import fingerprint_or_load, load
+    from ..engine import check_engine, fill, worker_device
+    from ..models import fingerprint_or_load
     from ..store import ScoreStore
 
     if join not in ("", " "):
         raise StereoprobeError(f"join must be '' (compat) or ' ' (clean), got {join!r}.")
-    model_fp, loaded = fingerprint_or_load(mcq_model, "mcq", device=device, smoke=smoke)
+    check_engine(engine, workers)
+    dev = worker_device(device, engine)
+    model_fp, loaded = fingerprint_or_load(mcq_model, "mcq", device=dev, smoke=smoke)
     columns = ["logit"] + [f"logit_{v.name}" for v in variants]
     mode = "mcq-" + ("nosep" if join == "" else "space") + "-" + precision
     if variants:
         mode += "-" + hashlib.sha256("|".join(f"{v.name}:{v.digest()}" for v in variants).encode()).hexdigest()[:12]
     store = store if store is not None else ScoreStore()
     run = store.run(model_fp, dataset_fingerprint(units, config, join), mode, {c: np.float32 for c in columns})
-    scorer: list[ChoiceScorer] = []
-
-    def score(chunk):
-        if not scorer:
-            scorer.append(ChoiceScorer(loaded or load(mcq_model, "mcq", device=device, smoke=smoke), variants,
-                                       batch_tokens, precision))
-        out = scorer[0].score([p for _, p in chunk])
-        return {"pass_id": np.array([i for i, _ in chunk], dtype=np.int64), **{c: out[:, k] for k, c in enumerate(columns)}}
-
-    n = sum(len(_unit_choices(u, mcqs_of(u, config))) for u in units)
-    run.fill(chunked(choice_stream(units, config, join), SHARD_CHOICES), score, progress=progress,
-             total=-(-n // SHARD_CHOICES), desc=f"{mcq_model} · {n:,} distinct choices")
+    per_unit = [len(_unit_choices(u, mcqs_of(u, config))) for u in units]
+    ends = np.cumsum(per_unit, dtype=np.int64) if per_unit else np.zeros(0, dtype=np.int64)
+    n = int(ends[-1]) if len(ends) else 0
+    job = ScoreJob(n_rows=n, shard_size=SHARD_CHOICES, model=mcq_model, units=list(units), config=config, ends=ends,
+                   variants=tuple(variants), join=join, batch_tokens=batch_tokens, device=dev, precision=precision,
+                   smoke=smoke)
+    if loaded is not None and engine == "local":
+        job.state["loaded"] = loaded
+    fill(run, job, engine=engine, workers=workers, progress=progress, desc=f"{mcq_model} · {n:,} distinct choices")
     logits = run.read()
     meta_rows = [(k, u.name, u.context.index, c) for k, u in enumerate(units)
                  for c in _unit_choices(u, mcqs_of(u, config))]

@@ -260,23 +260,44 @@ def _insert(line: str, k: str, subject: wl.Subject, demonym: bool) -> tuple[str,
     return line.replace("[subj]", subject.name), subject.name
 
 
-def iter_examples(spec: DatasetSpec) -> Iterator[Example]:
-    """Yield the ordered examples of ``spec`` lazily, in the authors' file order (spec §1.6)."""
+def iter_examples(spec: DatasetSpec, start: int = 0, stop: int | None = None) -> Iterator[Example]:
+    """Yield the ordered examples of ``spec`` lazily, in the authors' file order (spec §1.6).
+
+    ``start``/``stop`` select positions ``[start, stop)`` of that (sampled) stream without generating the
+    examples before ``start``: a score-store shard is computed on its own, by any worker.
+
+    >>> spec = DatasetSpec("religion", sample=50)
+    >>> [ex.index for ex in iter_examples(spec)][7:10] == [ex.index for ex in iter_examples(spec, 7, 10)]
+    True
+    """
     plan = _plan(spec)
     n_combos = len(plan.combos)
     mask = _selected(spec, plan.n_unordered * n_combos) if spec.sample is not None else None
+    units = np.array([u for _, _, u, _ in plan.pairs], dtype=np.int64)
+    per_pair = (np.full(len(units), n_combos) if mask is None
+                else mask.reshape(plan.n_unordered, n_combos).sum(axis=1)[units])
+    ends = np.cumsum(per_pair)
+    total = int(ends[-1]) if len(ends) else 0
+    stop = total if stop is None else min(int(stop), total)
+    if start < 0 or start >= stop:
+        return
+    first = int(np.searchsorted(ends, start, side="right"))  # the pair holding position `start`
+    skip = start - (int(ends[first - 1]) if first else 0)
+    remaining = stop - start
     prefix = plan.filler + "  " if plan.filler is not None else ""
     mask_string = spec.mask_string
     # step 2 (attribute substitution) depends only on the combination: do it once per combination
     filled = [
         t.line.replace(f"[{a.slot}]", a.text).replace(f"[{a.slot}:neg]", a.negated) for t, a in plan.combos
     ]
-    index = 0
-    for s1, s2, unordered, order in plan.pairs:
+    for p in range(first, len(plan.pairs)):
+        s1, s2, unordered, order = plan.pairs[p]
         base = unordered * n_combos
         for c, (t, a) in enumerate(plan.combos):
             if mask is not None and not mask[base + c]:
-                index += 1
+                continue
+            if skip:
+                skip -= 1
                 continue
             line, ans1 = _insert(filled[c], "1", s1, t.demonym1)
             line, ans2 = _insert(line, "2", s2, t.demonym2)
@@ -285,10 +306,12 @@ def iter_examples(spec: DatasetSpec) -> Iterator[Example]:
                 line = line.replace("[mask]", mask_string)
             context, question, negated = line.split("\t")
             yield Example(
-                index, base + c, order, s1.name, s2.name, s1.cluster, s2.cluster, t.tid, a.cluster, a.identity,
-                context, question, negated, ans1, ans2,
+                p * n_combos + c, base + c, order, s1.name, s2.name, s1.cluster, s2.cluster, t.tid, a.cluster,
+                a.identity, context, question, negated, ans1, ans2,
             )
-            index += 1
+            remaining -= 1
+            if not remaining:
+                return
 
 
 def fingerprint(spec: DatasetSpec) -> str:

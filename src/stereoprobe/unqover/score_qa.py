@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..engine import ShardJob
 from ..errors import StereoprobeError
 from ..models import LoadedModel, load, tokenizer_family
 from .generate import DatasetSpec, Example, count, fingerprint, iter_examples
@@ -329,22 +330,48 @@ def _head(spec: DatasetSpec) -> str:
     return "qa" if spec.variant == "qa" else "mlm"
 
 
-def _run_for(model: str, spec: DatasetSpec, mode: str, device: str, precision: str, store, smoke: bool):
-    from ..batching import resolve_precision
-    from ..models import fingerprint_path, resolve
-    from ..store import ScoreStore
+@dataclass(kw_only=True)
+class ScoreJob(ShardJob):
+    """Shard ``i`` of ``spec``'s passes scored by ``model``: what a worker (local or Ray) computes on its own."""
 
-    if mode not in ("compat", "clean"):
-        raise StereoprobeError(f"Unknown mode {mode!r}; choose one of: compat, clean.")
-    dtype = str(resolve_precision(device, precision)).replace("torch.", "")  # validates device + precision first
-    path = resolve(model, smoke=smoke)
-    model_fp = fingerprint_path(path)
-    head = _head(spec)
-    mode_key = f"{'qa' if head == 'qa' else 'lm'}-{mode}-{dtype}"
-    store = store if store is not None else ScoreStore()
-    if model_fp is None:  # not local: loading tells the user what to do (hub unreachable / bad id)
-        model_fp = load(model, head, device=device, smoke=smoke).fingerprint
-    return store.run(model_fp, fingerprint(spec), mode_key, {c: np.float32 for c in SCORE_COLUMNS})
+    model: str
+    spec: DatasetSpec
+    mode: str = "compat"
+    batch_tokens: int = 8192
+    device: str = "cpu"
+    precision: str = "fp32"
+    smoke: bool = False
+
+    def _scorer(self):
+        if "scorer" not in self.state:
+            loaded = load(self.model, _head(self.spec), device=self.device, smoke=self.smoke)
+            self.state["fingerprint"] = loaded.fingerprint
+            if _head(self.spec) == "qa":
+                self.state["scorer"] = QAScorer(loaded, self.mode, self.batch_tokens, self.precision)
+            else:
+                from .score_lm import LMScorer
+
+                self.state["scorer"] = LMScorer(loaded, self.spec, self.mode, self.batch_tokens, self.precision)
+        return self.state["scorer"]
+
+    def score_shard(self, i: int) -> dict[str, np.ndarray]:
+        scorer = self._scorer()
+        start, stop = self.span(i)
+        chunk = list(passes_of(iter_examples(self.spec, start // 2, stop // 2)))
+        ids = np.fromiter((p for p, _ in chunk), dtype=np.int64, count=len(chunk))
+        out = scorer.score([x for _, x in chunk])
+        return {"pass_id": ids, **{c: out[:, k] for k, c in enumerate(SCORE_COLUMNS)}}
+
+    def model_fingerprint(self) -> str | None:
+        return self.state.get("fingerprint")
+
+
+def _check_shard_passes(shard_passes) -> int:
+    if isinstance(shard_passes, bool) or not isinstance(shard_passes, (int, np.integer)) or shard_passes < AUTHORS_BATCH \
+            or shard_passes % AUTHORS_BATCH:
+        raise StereoprobeError(f"shard_passes={shard_passes!r} must be a positive multiple of {AUTHORS_BATCH} (the "
+                               f"authors' batch, so compat padding stays inside a shard); pass e.g. {SHARD_PASSES}.")
+    return int(shard_passes)
 
 
 def score_dataset(
@@ -358,40 +385,46 @@ def score_dataset(
     store=None,
     smoke: bool = False,
     progress: bool = True,
+    engine: str = "local",
+    workers: int | None = None,
+    shard_passes: int = SHARD_PASSES,
 ):
     """Score every pass of ``spec`` with ``model`` into the score store (resuming; nothing twice).
 
     QA variants are scored by :class:`QAScorer`, LM variants by :class:`~stereoprobe.unqover.score_lm.LMScorer`
-    (stored as start = end = p, so S = p downstream).
+    (stored as start = end = p, so S = p downstream). ``engine="ray"`` spreads the missing shards over
+    ``workers`` Ray workers (one per GPU by default; :mod:`stereoprobe.engine`) with identical results.
 
     Returns the complete :class:`~stereoprobe.store.StoreRun`. The model is loaded only when some
     shard is missing.
     """
-    from ..batching import chunked
+    from ..batching import resolve_precision
+    from ..engine import check_engine, fill, worker_device
+    from ..models import fingerprint_path, resolve
+    from ..store import ScoreStore
 
-    run = _run_for(model, spec, mode, device, precision, store, smoke)
+    if mode not in ("compat", "clean"):
+        raise StereoprobeError(f"Unknown mode {mode!r}; choose one of: compat, clean.")
+    check_engine(engine, workers)
+    shard_passes = _check_shard_passes(shard_passes)
+    dev = worker_device(device, engine)
+    dtype = str(resolve_precision(dev, precision)).replace("torch.", "")  # validates device + precision first
+    path = resolve(model, smoke=smoke)
+    model_fp = fingerprint_path(path)
+    head = _head(spec)
+    if model_fp is None:  # not local: loading tells the user what to do (hub unreachable / bad id)
+        model_fp = load(model, head, device=dev, smoke=smoke).fingerprint
+    store = store if store is not None else ScoreStore()
+    run = store.run(model_fp, fingerprint(spec), f"{'qa' if head == 'qa' else 'lm'}-{mode}-{dtype}",
+                    {c: np.float32 for c in SCORE_COLUMNS})
     if run.is_complete():
         return run
-    scorer: list = []
-
-    def score(chunk):
-        if not scorer:
-            loaded = load(model, _head(spec), device=device, smoke=smoke)
-            if _head(spec) == "qa":
-                scorer.append(QAScorer(loaded, mode, batch_tokens, precision))
-            else:
-                from .score_lm import LMScorer
-
-                scorer.append(LMScorer(loaded, spec, mode, batch_tokens, precision))
-        ids = np.fromiter((p for p, _ in chunk), dtype=np.int64, count=len(chunk))
-        out = scorer[0].score([x for _, x in chunk])
-        return {"pass_id": ids, **{c: out[:, k] for k, c in enumerate(SCORE_COLUMNS)}}
-
     n = count(spec).passes
-    chunks = chunked(passes_of(iter_examples(spec)), SHARD_PASSES)
+    job = ScoreJob(n_rows=n, shard_size=shard_passes, model=model, spec=spec, mode=mode, batch_tokens=batch_tokens,
+                   device=dev, precision=dtype, smoke=smoke)
     label = Path(model).name if Path(model).is_dir() else model
-    shards = -(-n // SHARD_PASSES)
-    return run.fill(chunks, score, progress=progress, total=shards, desc=f"{label} · {spec.dataset} ({n:,} passes)")
+    return fill(run, job, engine=engine, workers=workers, progress=progress,
+                desc=f"{label} · {spec.dataset} ({n:,} passes)")
 
 
 _META_COLUMNS = ("subj1", "subj2", "cluster1", "cluster2", "tid", "attr_cluster", "attr")

@@ -1,0 +1,97 @@
+"""Scoring shards on Ray Data workers (engine="ray") gives exactly the local engine's store, for all three probes."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from stereoprobe.engine import check_engine
+from stereoprobe.errors import StereoprobeError
+from stereoprobe.nli.score import load_probabilities, score_pairs
+from stereoprobe.nli.templates import TemplateSpec
+from stereoprobe.sodapop import contexts
+from stereoprobe.sodapop import distractors as D
+from stereoprobe.sodapop import score_mcq as S
+from stereoprobe.store import ScoreStore
+from stereoprobe.unqover.generate import DatasetSpec
+from stereoprobe.unqover.score_qa import load_scores, score_dataset
+
+
+def test_engine_parameters_are_checked():
+    with pytest.raises(StereoprobeError, match="engine='dask' is not known"):
+        check_engine("dask")
+    with pytest.raises(StereoprobeError, match="workers=0 is not a positive integer"):
+        check_engine("ray", 0)
+    with pytest.raises(StereoprobeError, match="workers=4 needs engine='ray'"):
+        check_engine("local", 4)
+    with pytest.raises(StereoprobeError, match="shard_passes=150 must be a positive multiple of 100"):
+        score_dataset("unused", DatasetSpec("religion", sample=5), shard_passes=150)
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    """A local Ray instance with two CPU slots (two one-thread workers), shut down after this module."""
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, object_store_memory=200 << 20)
+    yield ray
+    ray.shutdown()
+
+
+def _same_runs(a, b):
+    """Two store runs hold the same rows, bit for bit."""
+    pd.testing.assert_frame_equal(a.read(), b.read(), check_exact=True)
+
+
+@pytest.mark.slow
+def test_ray_workers_reproduce_the_local_run(ray_cluster, tiny_bert_qa, tmp_path, tiny_model, tiny_nli,
+                                             one_torch_thread, monkeypatch):
+    # UnQover QA: 8 shards over 2 workers; then a half-done local run finished by Ray
+    spec = DatasetSpec("religion", sample=200, seed=1)
+    opts = dict(device="cpu", progress=False, shard_passes=100)
+    local = score_dataset(str(tiny_bert_qa), spec, store=ScoreStore(tmp_path / "local"), **opts)
+    remote = score_dataset(str(tiny_bert_qa), spec, store=ScoreStore(tmp_path / "ray"), engine="ray", workers=2,
+                           **opts)
+    assert remote.mode == local.mode == "qa-compat-float32"
+    _same_runs(local, remote)
+    for i in (1, 4, 5):
+        remote.shard_path(i).unlink()
+    resumed = score_dataset(str(tiny_bert_qa), spec, store=ScoreStore(tmp_path / "ray"), engine="ray", **opts)
+    _same_runs(local, resumed)
+    pd.testing.assert_frame_equal(load_scores(str(tiny_bert_qa), spec, store=ScoreStore(tmp_path / "ray"), **opts),
+                                  load_scores(str(tiny_bert_qa), spec, store=ScoreStore(tmp_path / "local"), **opts))
+
+    # Bias-NLI: 6 shards
+    nli = tiny_nli(tmp_path / "nli", {0: "contradiction", 1: "entailment", 2: "neutral"})
+    nspec = TemplateSpec("nationality", sample=300, seed=1)
+    nopts = dict(device="cpu", progress=False, shard_pairs=50)
+    _same_runs(score_pairs(nli, nspec, store=ScoreStore(tmp_path / "nl"), **nopts),
+               score_pairs(nli, nspec, store=ScoreStore(tmp_path / "nr"), engine="ray", workers=2, **nopts))
+    with_proj = load_probabilities(nli, nspec, store=ScoreStore(tmp_path / "nl"), projection="random:0", **nopts)
+    pd.testing.assert_frame_equal(
+        with_proj, load_probabilities(nli, nspec, store=ScoreStore(tmp_path / "nr"), projection="random:0",
+                                      engine="ray", **nopts), check_exact=True)
+    # a worker's bad input arrives as the one clear error, and nothing is written
+    bad = tiny_nli(tmp_path / "bad", {0: "positive", 1: "negative", 2: "mixed"})
+    with pytest.raises(StereoprobeError, match="positive.*negative.*mixed"):
+        score_pairs(bad, nspec, store=ScoreStore(tmp_path / "bad_store"), engine="ray", **nopts)
+    assert not list((tmp_path / "bad_store").rglob("*.parquet"))
+
+    # SODAPOP MCQ: distinct choices in shards of 16
+    mcq = tiny_model(tmp_path / "mcq", "bert", head="mcq")
+    cfg = D.GenerationConfig(cap=12)
+    units = [D.make_unit(n, c) for c in contexts.probe_contexts() if c.index in (0, 3) for n in ("Amy", "Bob")]
+    rng = random.Random(0)
+    for u in units:
+        u.candidates = Counter({" ".join(rng.sample(u.answer.split() + ["kind", "the", "cold"], 2)): 1 for _ in range(40)})
+    eye = S.Variant("same", "matrix", np.eye(32))
+    monkeypatch.setattr(S, "SHARD_CHOICES", 16)
+    here = S.score_choices(str(mcq), units, cfg, variants=[eye], store=ScoreStore(tmp_path / "ml"), device="cpu",
+                           progress=False)
+    there = S.score_choices(str(mcq), units, cfg, variants=[eye], store=ScoreStore(tmp_path / "mr"), device="cpu",
+                            progress=False, engine="ray", workers=2)
+    assert len(there) > 3 * 16
+    pd.testing.assert_frame_equal(here, there, check_exact=True)
