@@ -1,47 +1,38 @@
-"""Throughput of the UnQover QA scorer against the authors' loop, same model, same run.
+"""Throughput of the UnQover QA scorer against the authors' loop, same model, same run, and its FLOP utilization.
 
 Baseline (``reference_scores``): batches of 100 passes in file order, tokenized per batch, fp32, no
 bucketing — what ``qa_hf/predict.py`` does. Ours (``QAScorer``): cached tokenization, token-budget
-batches grouped by padded length, ``inference_mode``, bf16 autocast on GPU. Both produce the same
-compat-mode numbers (checked here too).
+batches grouped by padded length, ``inference_mode``, results kept on the device until the end, bf16
+autocast on GPU. Both produce the same compat-mode numbers (checked here too).
 
-    python benchmarks/unqover_qa.py                        # random BERT-base-size model, 2,000 passes
+    python benchmarks/unqover_qa.py                        # random BERT-base-size model, 2,000 gender passes
     python benchmarks/unqover_qa.py --model lab:qa-biased --passes 20000
     python benchmarks/unqover_qa.py --device cuda --passes 200000
 
-Prints passes/s of both and their ratio.
+Prints passes/s of both and their ratio; the model FLOPs per second and the model-FLOP utilization (MFU:
+useful FLOPs, padding excluded, over the peak — the datasheet peak on known GPUs, and the peak of a large
+matmul measured in this run); the host pipeline alone (generation + tokenization + span search, no model);
+and what the measured rate means for the full gender set (5,488,000 passes).
 """
 
 from __future__ import annotations
 
 import argparse
-import itertools
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
+from common import SIZES, encoder_flops, matmul_peak, nominal_peak, random_model
 
-def random_bert(size: str, folder: Path) -> Path:
-    """A randomly initialised BERT of the given size, with the lab model's vocabulary (speed only)."""
-    from transformers import AutoTokenizer, BertConfig, BertForQuestionAnswering
-
-    from stereoprobe.models import resolve
-
-    tokenizer = AutoTokenizer.from_pretrained(resolve("lab:qa-control"))
-    dims = {"base": (768, 12, 12, 3072), "small": (512, 4, 8, 2048), "mini": (256, 4, 4, 1024)}[size]
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=dims[0], num_hidden_layers=dims[1],
-                        num_attention_heads=dims[2], intermediate_size=dims[3])
-    BertForQuestionAnswering(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+FULL_GENDER = 5_488_000
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=None, help="model name/folder (default: random BERT of --size)")
-    parser.add_argument("--size", default="base", choices=["base", "small", "mini"])
+    parser.add_argument("--size", default="base", choices=list(SIZES))
     parser.add_argument("--passes", type=int, default=2000)
     parser.add_argument("--dataset", default="gender")
     parser.add_argument("--device", default="auto")
@@ -50,20 +41,29 @@ def main() -> None:
 
     import torch
 
-    from stereoprobe.batching import resolve_device
+    from stereoprobe.batching import resolve_device, resolve_precision
     from stereoprobe.models import load
     from stereoprobe.unqover.generate import DatasetSpec, iter_examples
     from stereoprobe.unqover.score_qa import QAScorer, passes_of, reference_scores
 
     device = resolve_device(args.device)
     with tempfile.TemporaryDirectory() as tmp:
-        name = args.model or str(random_bert(args.size, Path(tmp) / f"bert-{args.size}"))
+        name = args.model or str(random_model(args.size, "qa", Path(tmp) / f"bert-{args.size}"))
         loaded = load(name, "qa", device=str(device))
-        examples = itertools.islice(iter_examples(DatasetSpec(args.dataset, sample=args.passes // 4 + 1, seed=0)), args.passes // 2)
-        passes = [p for _, p in passes_of(examples)]
+        spec = DatasetSpec(args.dataset)
+
+        t0 = time.perf_counter()  # the host pipeline alone: generation, tokenization, spans, padding lengths
+        passes = [p for _, p in passes_of(iter_examples(spec, 0, args.passes // 2))]
+        t_gen = time.perf_counter() - t0
+        probe = QAScorer(loaded, "compat")
+        t0 = time.perf_counter()
+        enc = probe.encode(passes)
+        t_enc = time.perf_counter() - t0
+        host_rate = len(passes) / (t_gen + t_enc)
         budget = args.batch_tokens or (65536 if device.type == "cuda" else 8192)
         label = args.model or f"random BERT-{args.size}"
-        print(f"model: {label} · device: {device} · {len(passes):,} passes of {args.dataset} · threads {torch.get_num_threads()}")
+        print(f"model: {label} · device: {device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'})"
+              f" · {len(passes):,} {args.dataset} passes of {enc.lengths.mean():.1f} tokens · threads {torch.get_num_threads()}")
 
         reference_scores(loaded, passes[:200])  # warm-up of both paths
         QAScorer(loaded, "compat", batch_tokens=budget).score(passes[:200])
@@ -83,13 +83,30 @@ def main() -> None:
             t0 = time.perf_counter()
             ours = scorer.score(passes)
             sync()
-            results[label_mode] = (time.perf_counter() - t0, np.abs(ours - base).max())
+            results[label_mode] = (time.perf_counter() - t0, np.abs(ours - base).max(), resolve_precision(device, precision))
 
-    print(f"{'reference loop (batch 100, fp32)':<30} {len(passes) / t_base:>10,.1f} passes/s")
-    for label_mode, (t, diff) in results.items():
-        print(f"{label_mode:<30} {len(passes) / t:>10,.1f} passes/s   ratio {t_base / t:5.2f}×   "
-              f"max |Δ| vs reference {diff:.1e}")
-    print("(compat must match the reference exactly; clean differs by design: padding masked, pair encoding)")
+        flops = encoder_flops(loaded.model.config, enc.lengths)
+        peaks = {dt: matmul_peak(device, dt) for dt in {r[2] for r in results.values()}}
+
+    def utilization(seconds: float, dtype) -> str:
+        achieved = flops / seconds / 1e12
+        nominal = nominal_peak(device, dtype)
+        text = f"{achieved:8.3f} TFLOP/s  MFU {achieved / peaks[dtype]:6.1%} of the measured {peaks[dtype]:.3g}"
+        return text + (f", {achieved / nominal:6.1%} of the datasheet {nominal:.0f}" if nominal else "")
+
+    print(f"{'host pipeline alone (no model)':<32} {host_rate:>11,.0f} passes/s  (generation {len(passes) / t_gen:,.0f}/s, "
+          f"encoding {len(passes) / t_enc:,.0f}/s)")
+    print(f"{'reference loop (batch 100, fp32)':<32} {len(passes) / t_base:>11,.1f} passes/s  "
+          f"{utilization(t_base, torch.float32)}")
+    best = None
+    for label_mode, (t, diff, dtype) in results.items():
+        print(f"{label_mode:<32} {len(passes) / t:>11,.1f} passes/s  ratio {t_base / t:6.2f}×  max |Δ| vs reference "
+              f"{diff:.1e}  {utilization(t, dtype)}")
+        best = min(best or t, t)
+    print("(compat fp32 must match the reference exactly; clean differs by design: padding masked, pair encoding)")
+    rate = len(passes) / best
+    print(f"full gender set ({FULL_GENDER:,} passes) at the best rate: {FULL_GENDER / rate / 60:.1f} min of scoring; "
+          f"the host pipeline alone needs {FULL_GENDER / host_rate / 60:.1f} min")
 
 
 if __name__ == "__main__":

@@ -54,6 +54,8 @@ rand_finetuned = ["zoo:minilm-nli-rand0"]  # ... fine-tuned with random projecti
 batch_tokens = 8192
 device = "auto"
 precision = "auto"
+engine = "local"  # local | ray: score shards on Ray Data workers (this machine's GPUs, or the cluster at RAY_ADDRESS)
+workers = None  # Ray workers (None: one per GPU)
 seed = 0
 n_boot = 1000
 smoke_models = False
@@ -70,7 +72,8 @@ from stereoprobe.nli.score import load_probabilities
 from stereoprobe.nli.templates import iter_pairs
 
 specs = report.probe_specs(sample=sample, seed=seed)
-options = dict(batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models, progress=False)
+options = dict(batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models, progress=False,
+               engine=engine, workers=workers)
 fmt3 = "{:.3f}"
 diff_cols = [f"diff_{m}" for m in report.MEASURES]  # relative change against the unprojected model (%)
 print(f"profile {profile}: {len(nli_models)} NLI model(s); "

@@ -37,6 +37,8 @@ mode = "compat"  # compat | clean
 batch_tokens = 8192
 device = "auto"
 precision = "auto"
+engine = "local"  # local | ray: score shards on Ray Data workers (this machine's GPUs, or the cluster at RAY_ADDRESS)
+workers = None  # Ray workers (None: one per GPU)
 seed = 0
 n_boot = 1000
 smoke_models = False
@@ -52,7 +54,8 @@ from stereoprobe.models import parameter_count
 from stereoprobe.unqover import report
 
 grid = report.intensity_grid(models, lm_models, sample=sample, mode=mode, seed=seed, n_boot=n_boot,
-                             batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models)
+                             batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models,
+                             engine=engine, workers=workers)
 sizes = {m: parameter_count(m, smoke=smoke_models) for m in dict.fromkeys(models + lm_models)}
 print(f"profile {profile}: {len(models)} QA model(s), {len(lm_models)} masked LM(s), 4 bias classes")
 

@@ -62,6 +62,8 @@ mcq_lab_models = ["lab:mcq-biased", "lab:mcq-control"]  # planted-bias lab (bias
 batch_tokens = 8192
 device = "auto"
 precision = "fp32"
+engine = "local"  # local | ray: score shards on Ray Data workers (this machine's GPUs, or the cluster at RAY_ADDRESS)
+workers = None  # Ray workers (None: one per GPU)
 seed = 0
 smoke_models = False
 profile = "cpu"
@@ -81,7 +83,8 @@ from stereoprobe.sodapop import abc, analysis, contexts, debias as debias_mod, d
 from stereoprobe.sodapop.probe import GridConfig, rescore, run_probe
 from stereoprobe.sodapop.success import STOPWORDS, sr_matrix
 
-options = dict(batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models, progress=False)
+options = dict(batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models, progress=False,
+               engine=engine, workers=workers)
 all_groups = names.load_groups()
 n_analysis = names.ANALYSIS_SIZE if names_per_group is None else min(names_per_group, names.ANALYSIS_SIZE)
 groups = names.analysis_groups(n_analysis)  # the names every analysis compares (paper: 25 per group)

@@ -34,6 +34,8 @@ mode = "compat"  # compat | clean
 batch_tokens = 8192
 device = "auto"
 precision = "auto"
+engine = "local"  # local | ray: score shards on Ray Data workers (this machine's GPUs, or the cluster at RAY_ADDRESS)
+workers = None  # Ray workers (None: one per GPU)
 seed = 0
 n_boot = 1000
 smoke_models = False
@@ -48,7 +50,8 @@ from stereoprobe import plots
 from stereoprobe.unqover import metrics, report
 from stereoprobe.unqover.generate import DatasetSpec, count
 
-options = dict(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models)
+options = dict(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models,
+               engine=engine, workers=workers)
 results = {}
 for dataset in ("ethnicity", "religion"):
     spec = DatasetSpec(dataset, mode=mode, sample=sample, seed=seed)

@@ -37,6 +37,8 @@ mode = "compat"  # compat | clean
 batch_tokens = 8192
 device = "auto"
 precision = "auto"
+engine = "local"  # local | ray: score shards on Ray Data workers (this machine's GPUs, or the cluster at RAY_ADDRESS)
+workers = None  # Ray workers (None: one per GPU)
 seed = 0
 n_boot = 1000  # bootstrap resamples for the CIs
 smoke_models = False
@@ -55,10 +57,10 @@ spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
 n = count(spec)
 glue("n_examples", f"{n.paper_examples:,}", display=False)
 frames = report.gather(models, spec, mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
-                       smoke=smoke_models)
+                       smoke=smoke_models, engine=engine, workers=workers)
 gammas = {name: report.gender_gamma(frame, n_boot=n_boot, seed=seed) for name, frame in frames.items()}
 lab_frames = report.gather(lab_models, spec, mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
-                           smoke=smoke_models)
+                           smoke=smoke_models, engine=engine, workers=workers)
 lab_gammas = {name: report.gender_gamma(frame, n_boot=n_boot, seed=seed) for name, frame in lab_frames.items()}
 print(f"profile {profile}: {n.paper_examples:,} paper examples per model; {len(frames)} models + {len(lab_frames)} lab models")
 

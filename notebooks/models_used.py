@@ -43,6 +43,8 @@ mode = "compat"  # compat | clean
 batch_tokens = 8192
 device = "auto"
 precision = "auto"
+engine = "local"  # local | ray: score shards on Ray Data workers (this machine's GPUs, or the cluster at RAY_ADDRESS)
+workers = None  # Ray workers (None: one per GPU)
 seed = 0
 n_boot = 1000
 smoke_models = False
@@ -121,7 +123,7 @@ recipes.paper_models_table().style.hide(axis="index")
 # %%
 spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
 frames = report.gather(side_by_side, spec, mode=mode, batch_tokens=batch_tokens, device=device,
-                       precision=precision, smoke=smoke_models)
+                       precision=precision, smoke=smoke_models, engine=engine, workers=workers)
 gammas = {name: report.gender_gamma(frame, n_boot=n_boot, seed=seed) for name, frame in frames.items()}
 mu = report.intensity(frames, n_boot=n_boot, seed=seed).set_index("model")
 top = report.top_occupations(gammas, k=3)

@@ -40,6 +40,8 @@ mode = "compat"  # compat | clean
 batch_tokens = 8192
 device = "auto"
 precision = "auto"
+engine = "local"  # local | ray: score shards on Ray Data workers (this machine's GPUs, or the cluster at RAY_ADDRESS)
+workers = None  # Ray workers (None: one per GPU)
 seed = 0
 n_boot = 1000
 top_k = 3  # countries per model in Table 4
@@ -57,7 +59,8 @@ from stereoprobe.unqover import metrics, report
 from stereoprobe.unqover.generate import DatasetSpec, count
 
 spec = DatasetSpec("nationality", mode=mode, sample=sample, seed=seed)
-options = dict(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models)
+options = dict(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models,
+               engine=engine, workers=workers)
 qa_frames = report.gather(models, spec, **options)
 lm_frames = report.gather_lm(lm_models, spec, **options)
 frames = qa_frames | lm_frames

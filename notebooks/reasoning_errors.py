@@ -46,6 +46,8 @@ mode = "compat"  # compat: the authors' code bit for bit; clean: padding masked,
 batch_tokens = 8192  # token budget per batch
 device = "auto"  # auto | cpu | cuda
 precision = "auto"  # auto | fp32 | bf16 | fp16
+engine = "local"  # local | ray: score shards on Ray Data workers (this machine's GPUs, or the cluster at RAY_ADDRESS)
+workers = None  # Ray workers (None: one per GPU)
 seed = 0  # sampling and bootstrap seed
 n_boot = 1000  # bootstrap resamples (not used in this chapter's point estimates)
 smoke_models = False  # tests: tiny lab models (when `models` names any)
@@ -102,7 +104,7 @@ display(bias)
 
 # %%
 frames = report.gather(models, spec, mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
-                       smoke=smoke_models)
+                       smoke=smoke_models, engine=engine, workers=workers)
 errors = report.reasoning_errors(frames)
 errors.style.format({"delta": "{:.3f}", "epsilon": "{:.3f}", "avg_s": "{:.3f}", "keys": "{:,}"}).hide(axis="index")
 
@@ -141,7 +143,7 @@ glue("lab_note", (
 
 # %%
 lm_frames = report.gather_lm(lm_models, spec, mode=mode, batch_tokens=batch_tokens, device=device,
-                             precision=precision, smoke=smoke_models)
+                             precision=precision, smoke=smoke_models, engine=engine, workers=workers)
 lm_errors = report.reasoning_errors(lm_frames)
 lm_errors.style.format({"delta": "{:.3f}", "epsilon": "{:.3f}", "avg_s": "{:.3f}", "keys": "{:,}"}).hide(axis="index")
 

@@ -327,10 +327,10 @@ def padded_inputs(ids: Sequence[Sequence[int]], batch: np.ndarray, pad_id: int, 
         mask[r, :n] = 1
         if tt is not None:
             tt[r, :n] = types[i]
-    out = {"input_ids": torch.from_numpy(x).to(device), "attention_mask": torch.from_numpy(mask).to(device)}
-    if tt is not None:
-        out["token_type_ids"] = torch.from_numpy(tt).to(device)
-    return out
+    arrays = {"input_ids": x, "attention_mask": mask} | ({"token_type_ids": tt} if tt is not None else {})
+    if torch.device(device).type == "cuda":  # pinned host memory: the copy overlaps the GPU's work
+        return {k: torch.from_numpy(v).pin_memory().to(device, non_blocking=True) for k, v in arrays.items()}
+    return {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
 
 
 def chunked(iterable: Iterable[T], size: int) -> Iterator[list[T]]:

@@ -59,11 +59,16 @@ class NLIScorer:
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0
         out = np.zeros((len(pairs), 3), dtype=np.float32)
         batches = list(token_budget_batches(lengths, self.batch_tokens, bucket=True))
+        columns = list(self._columns)
+        results = []  # on the device until the end (no host sync per batch)
         with inference_context(device, self.precision):
             for batch in progress(batches, desc="batches", leave=False, disable=len(batches) < 20):
                 inputs = padded_inputs(ids, batch, pad, device, types=types)
-                probs = model(**inputs).logits.float().softmax(-1).cpu().numpy()
-                out[batch] = probs[:, list(self._columns)]
+                results.append(model(**inputs).logits.float().softmax(-1)[:, columns])
+        if batches:
+            import torch
+
+            out[np.concatenate(batches)] = torch.cat(results).cpu().numpy()
         return out
 
 

@@ -80,8 +80,11 @@ class ProbeRun:
 
 def run_probe(mcq_model: str, mlm: str, grid: GridConfig, *, variants: Sequence[Variant] = (), join: str = "",
               store=None, batch_tokens: int = 8192, device: str = "auto", precision: str = "fp32",
-              smoke: bool = False, progress: bool = True) -> ProbeRun:
-    """Generate (cached) and score (score store) one grid of names × contexts; both resume after a kill."""
+              smoke: bool = False, progress: bool = True, engine: str = "local", workers: int | None = None) -> ProbeRun:
+    """Generate (cached) and score (score store) one grid of names × contexts; both resume after a kill.
+
+    ``engine``/``workers`` spread the multiple-choice scoring over Ray workers (:mod:`stereoprobe.engine`).
+    """
     groups = grid.groups()
     everyone = [n for g in groups.values() for n in g]
     t0 = time.perf_counter()
@@ -90,7 +93,7 @@ def run_probe(mcq_model: str, mlm: str, grid: GridConfig, *, variants: Sequence[
     t1 = time.perf_counter()
     logits = score_choices(mcq_model, units, grid.generation(), variants=variants, join=join, store=store,
                            batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke,
-                           progress=progress)
+                           progress=progress, engine=engine, workers=workers)
     t2 = time.perf_counter()
     return ProbeRun(grid, groups, units, meta, logits, [v.name for v in variants],
                     {"generation": t1 - t0, "scoring": t2 - t1})

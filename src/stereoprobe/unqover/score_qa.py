@@ -264,10 +264,10 @@ class QAScorer:
             batches = list(token_budget_batches(enc.lengths, self.batch_tokens, bucket=True))
         model = self.loaded.model
         device = model.device
-        out = np.empty((n, 4), dtype=np.float32)
         from ..batching import padded_inputs, progress
 
         bar = progress(batches, desc="batches", leave=False, disable=len(batches) < 20)
+        results = []  # kept on the device until the end: no host sync per batch, the GPU never waits for Python
         with inference_context(device, self.precision):
             for batch in bar:
                 inputs = padded_inputs(enc.ids, batch, self.pad_id, device, types=enc.types,
@@ -283,7 +283,10 @@ class QAScorer:
                 eidx = torch.from_numpy(enc.ends[batch].reshape(len(batch), -1)).to(device)
                 s = ps.gather(1, sidx).view(len(batch), 2, 4).amax(-1)
                 e = pe.gather(1, eidx).view(len(batch), 2, 2).amax(-1)
-                out[batch] = torch.stack([s[:, 0], e[:, 0], s[:, 1], e[:, 1]], 1).cpu().numpy()
+                results.append(torch.stack([s[:, 0], e[:, 0], s[:, 1], e[:, 1]], 1))
+        out = np.empty((n, 4), dtype=np.float32)
+        if batches:
+            out[np.concatenate(batches)] = torch.cat(results).cpu().numpy()
         return out
 
 
