@@ -29,6 +29,9 @@ test: $(STAMP)
 benchmark: $(STAMP)
 	$(PY) benchmarks/unqover_qa.py
 	$(PY) benchmarks/unqover_lm.py
+	$(PY) benchmarks/sodapop.py
+	$(PY) benchmarks/nli.py
+	$(PY) benchmarks/memory.py
 
 clean:
 	rm -rf _build

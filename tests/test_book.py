@@ -103,9 +103,9 @@ def test_book_builds_with_warnings_as_errors(smoke_executed: tuple[Path, list[Pa
 
 
 def test_profiles_are_valid_for_every_chapter() -> None:
-    assert {"smoke", "cpu", "gpu"} <= set(available_profiles())
+    assert {"smoke", "cpu", "gpu", "gpu-zoo"} <= set(available_profiles())
     declared = {c.stem: notebook_parameters(_read(c.source)) for c in NOTEBOOKS}
-    for name in ("smoke", "cpu", "gpu"):
+    for name in ("smoke", "cpu", "gpu", "gpu-zoo"):
         profile_name, data = load_profile(name)
         resolved = resolve_parameters(profile_name, data, declared)
         assert set(resolved) == {c.stem for c in NOTEBOOKS}
@@ -113,6 +113,14 @@ def test_profiles_are_valid_for_every_chapter() -> None:
     gpu = load_profile("gpu")[1]
     assert gpu["sample"] is None
     assert len(gpu["models"]) == 10 and all(m.startswith("tli8hf/unqover-") for m in gpu["models"])
+    offline = load_profile("gpu-zoo")[1]  # the same full scale with the offline zoo: every model a zoo/lab/asset name
+    assert offline["sample"] is None and offline["device"] == "cuda"
+    assert {k: v for k, v in offline["notebooks"]["discovering_biases"].items() if k not in ("mlm", "name_encoder")} == \
+        {k: v for k, v in gpu["notebooks"]["discovering_biases"].items() if k not in ("mlm", "name_encoder")}
+    names = [m for key in ("models", "lm_models", "lab_models", "lab_lm_models") for m in offline[key]]
+    names += [m for part in offline["notebooks"].values() for v in part.values() if isinstance(v, list)
+              for m in v if isinstance(m, str)]
+    assert names and all(m.split(":")[0] in ("zoo", "lab", "asset") for m in names)
 
 
 def test_unknown_profile_lists_the_valid_ones() -> None:

@@ -643,7 +643,9 @@ def run_notebooks(
                     raise
                 failures.append(exc)
                 continue
-            _say(f"[{i}/{len(selected)}] wrote {_rel(target, root)} in {time.perf_counter() - start:.1f} s", progress)
+            seconds = time.perf_counter() - start
+            _say(f"[{i}/{len(selected)}] wrote {_rel(target, root)} in {seconds:.1f} s", progress)
+            record_timing(out, name, chapter.stem, seconds, params)
             written.append(target)
     if failures:
         if len(failures) == 1:
@@ -651,6 +653,44 @@ def run_notebooks(
         raise NotebookExecutionError(f"{len(failures)} notebooks failed: " + "; ".join(str(f) for f in failures),
                                      "\n\n".join(f.details for f in failures))
     return written
+
+
+def record_timing(out_dir: Path, profile: str, stem: str, seconds: float, params: Mapping[str, Any]) -> Path:
+    """Add one chapter's wall time to ``<out_dir>/timings-<profile>.json`` (atomically; other chapters kept).
+
+    The file records, per chapter, the seconds, the date, the device parameter and the machine (GPU name or
+    CPU count): the numbers behind the book's "Rerunning at scale" page.
+
+    >>> import tempfile
+    >>> path = record_timing(Path(tempfile.mkdtemp()), "cpu", "nationality", 12.345, {"device": "cpu"})
+    >>> json.loads(path.read_text())["chapters"]["nationality"]["seconds"]
+    12.3
+    """
+    path = Path(out_dir) / f"timings-{profile}.json"
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    chapters_done = data.get("chapters") if isinstance(data.get("chapters"), dict) else {}
+    chapters_done[stem] = {"seconds": round(seconds, 1), "date": time.strftime("%Y-%m-%d %H:%M"),
+                           "device": params.get("device"), "machine": _machine()}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        json.dump({"profile": profile, "chapters": chapters_done}, fh, indent=1)
+    os.replace(tmp, path)
+    return path
+
+
+def _machine() -> str:
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return f"{torch.cuda.device_count()}× {torch.cuda.get_device_name(0)}"
+    except Exception:  # noqa: BLE001 - timing is informative only
+        pass
+    return f"CPU, {os.cpu_count()} cores"
 
 
 # --------------------------------------------------------------------------- book build

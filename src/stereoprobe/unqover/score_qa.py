@@ -187,56 +187,63 @@ class QAScorer:
         for text, ids, offs in zip(todo, enc["input_ids"], enc["offset_mapping"]):
             self._text_cache[text] = (ids, np.array([o[1] for o in offs], dtype=np.int64))
 
-    def _spans(self, context: str, ans1: str, ans2: str) -> tuple[tuple[int, int], tuple[int, int]]:
+    def _candidates(self, context: str, ans1: str, ans2: str) -> tuple[np.ndarray, np.ndarray]:
+        """Candidate start (2, 4) and end (2, 2) positions of the two subjects, counted from the paragraph's first
+        token: the span's first token, an article before it or "a group of" before it (starts), its last token
+        or a trailing noun such as "man" (ends). Only paragraph tokens are looked at (a neighbour outside the
+        paragraph is a separator), so this is cached per (paragraph, answers) and shifted per question."""
         key = (context, ans1, ans2)
         hit = self._span_cache.get(key)
         if hit is None:
             if len(self._span_cache) > 500_000:
                 self._span_cache.clear()
-            _, ends = self._text_cache[context]
-            hit = tuple(char_to_tokens(ends, s) for s in locate_answers(context, ans1, ans2, self.mode))
-            self._span_cache[key] = hit
+            c_ids, ends_off = self._text_cache[context]
+            toks = self.vocab[c_ids]
+            if self.mode == "clean":
+                toks = [self._norm(t) for t in toks]
+            starts = np.empty((2, 4), dtype=np.int64)
+            ends = np.empty((2, 2), dtype=np.int64)
+            for k, span in enumerate(locate_answers(context, ans1, ans2, self.mode)):
+                first, last = char_to_tokens(ends_off, span)
+                cand = [first, first, first, first]
+                if first >= 1 and toks[first - 1] in self._articles:
+                    cand[1] = first - 1
+                if first >= 3 and tuple(toks[first - 3 : first]) in self._groups:
+                    cand[1:4] = [first - 3, first - 2, first - 1]
+                starts[k] = cand
+                ends[k] = (last, last + 1 if last + 1 < len(toks) and toks[last + 1] in self._suffixes else last)
+            hit = self._span_cache[key] = (starts, ends)
         return hit
 
     def encode(self, passes: Sequence[tuple[str, str, str, str]]) -> _Encoded:
         """Token ids and candidate positions for (context, question, ans1, ans2) passes."""
         self._tokenize([p[0] for p in passes] + [p[1] for p in passes])
         pre, mid, post = self._layout
-        clean = self.mode == "clean"
         n = len(passes)
         ids, types = [], [] if self.use_types else None
         starts = np.empty((n, 2, 4), dtype=np.int64)
         ends = np.empty((n, 2, 2), dtype=np.int64)
         lengths = np.empty(n, dtype=np.int64)
-        norm = self._norm
+        offsets = np.empty(n, dtype=np.int64)
+        cache, head = self._text_cache, len(pre) + len(mid)
         for i, (context, question, a1, a2) in enumerate(passes):
-            c_ids, _ = self._text_cache[context]
-            q_ids, _ = self._text_cache[question]
+            c_ids = cache[context][0]
+            q_ids = cache[question][0]
             seq = pre + q_ids + mid + c_ids + post
-            if len(seq) > self.max_len:
-                raise StereoprobeError(
-                    f"Pass {question!r} / {context[:60]!r}… has {len(seq)} tokens, more than the model's "
-                    f"{self.max_len}; shorten the template."
-                )
             ids.append(seq)
             lengths[i] = len(seq)
+            offsets[i] = k = head + len(q_ids)
             if types is not None:
-                k = len(pre) + len(q_ids) + len(mid)
                 types.append([self._types[0]] * k + [self._types[1]] * (len(seq) - k))
-            offset = len(pre) + len(q_ids) + len(mid)
-            toks = self.vocab[seq]
-            if clean:
-                toks = [norm(t) for t in toks]
-            for k, (first, last) in enumerate(self._spans(context, a1, a2)):
-                first += offset
-                last += offset
-                cand = [first, first, first, first]
-                if toks[first - 1] in self._articles:
-                    cand[1] = first - 1
-                if first >= 3 and tuple(toks[first - 3 : first]) in self._groups:
-                    cand[1:4] = [first - 3, first - 2, first - 1]
-                starts[i, k] = cand
-                ends[i, k] = (last, last + 1 if toks[last + 1] in self._suffixes else last)
+            starts[i], ends[i] = self._candidates(context, a1, a2)
+        if n and lengths.max() > self.max_len:
+            i = int(lengths.argmax())
+            raise StereoprobeError(
+                f"Pass {passes[i][1]!r} / {passes[i][0][:60]!r}… has {lengths[i]} tokens, more than the model's "
+                f"{self.max_len}; shorten the template."
+            )
+        starts += offsets[:, None, None]
+        ends += offsets[:, None, None]
         return _Encoded(ids, types, starts, ends, lengths)
 
     # -- forward ------------------------------------------------------------------------------
