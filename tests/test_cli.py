@@ -90,3 +90,77 @@ def test_newsqa_models_get_the_header():
     assert spec_for("tli8hf/unqover-roberta-base-newsqa", spec).newsqa
     assert not spec_for("tli8hf/unqover-roberta-base-squad", spec).newsqa
     assert spec_for("tli8hf/unqover-roberta-base-newsqa", spec).sample == 10
+
+
+def test_nli_count(capsys):
+    code, out, _ = run(capsys, "nli", "count")
+    assert code == 0
+    assert "1,936,512" in out and "1,574,400" in out and "836,400" in out and "4,347,312" in out
+    code, out, _ = run(capsys, "nli", "count", "-p", "religion", "--sample", "0.001")
+    lines = out.splitlines()
+    assert code == 0 and len(lines) == 2 and lines[1].split() == ["religion", "25", "17", "1,968", "836"]
+
+
+def test_nli_score_and_report(capsys, tmp_path, monkeypatch, tiny_nli, one_torch_thread):
+    from stereoprobe.nli.score import load_probabilities
+    from stereoprobe.nli.templates import TemplateSpec
+    from stereoprobe.store import ScoreStore
+
+    monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
+    named = tiny_nli(tmp_path / "named", {0: "contradiction", 1: "neutral", 2: "entailment"})
+    generic = tiny_nli(tmp_path / "generic", {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"})
+    store = tmp_path / "scores"
+    common = ["-m", named, "-m", generic, "-p", "religion", "-p", "nationality", "--sample", "150", "--device", "cpu",
+              "--store", str(store), "--label-order", "entailment,neutral,contradiction"]
+    code, out, _ = run(capsys, "nli", "score", *common)
+    assert code == 0 and out.count("150 pairs stored in") == 4
+    stored = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
+    code, out, _ = run(capsys, "nli", "report", *common, "--n-boot", "50", "-o", str(tmp_path / "rep"))
+    assert code == 0 and "== nli religion neutrality ==" in out and "== nli nationality neutrality ==" in out
+    assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == stored  # read back, nothing rescored
+    assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["nli_nationality_neutrality.csv",
+                                                                     "nli_religion_neutrality.csv"]
+    table = pd.read_csv(tmp_path / "rep" / "nli_religion_neutrality.csv")
+    measures = ["NN", "FN", "T:0.5", "T:0.7"]
+    assert list(table.columns) == ["model", "probe", "pairs"] + [f"{m}{s}" for m in measures for s in ("", "_lo", "_hi")]
+    assert table["model"].tolist() == [named, generic] and (table["pairs"] == 150).all()
+    probs = load_probabilities(named, TemplateSpec("religion", sample=150), device="cpu", store=ScoreStore(store))
+    assert table["NN"].iloc[0] == pytest.approx(probs["neutral"].mean(), abs=1e-6)
+    assert table["T:0.5"].iloc[0] == pytest.approx((probs["neutral"] > 0.5).mean())
+    for m in measures:
+        assert ((table[f"{m}_lo"] <= table[m]) & (table[m] <= table[f"{m}_hi"])).all()
+
+
+def test_sodapop_report(capsys, tmp_path, monkeypatch, tiny_bert_mlm, tiny_model, one_torch_thread):
+    monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
+    mcq = tiny_model(tmp_path / "mcq", "bert", "mcq")
+    common = ["--mcq-model", str(mcq), "--mlm", str(tiny_bert_mlm), "--names-per-group", "2", "--depth", "1",
+              "--cap", "10", "--n-perm", "100", "--device", "cpu"]
+    code, out, _ = run(capsys, "sodapop", "report", *common, "--pair", "AA_m:EA_m", "-o", str(tmp_path / "a"))
+    assert code == 0 and "16 units (names × contexts), 80 MCQs" in out and "wrote 2 tables" in out
+    units = pd.read_csv(tmp_path / "a" / "sodapop_units.csv")
+    assert list(units.columns) == ["group", "name", "context", "L", "fill_calls", "mlm_passes_compat", "bound_passes",
+                                   "candidates", "bound_candidates", "unique", "mcqs", "accuracy"]
+    assert len(units) == 16 and units.groupby("group").size().eq(2).all() and (units["context"] == 3).all()
+    assert (units["L"] == 6).all() and (units["mlm_passes_compat"] == 6).all() and (units["mcqs"] == 5).all()
+    assert (units["candidates"] <= units["bound_candidates"]).all()
+    assert units["accuracy"].mul(5).round(9).mod(1).eq(0).all()  # 5 MCQs per unit
+    rd = pd.read_csv(tmp_path / "a" / "sodapop_rd_AA_m_EA_m.csv")
+    assert list(rd.columns) == ["word", "side", "mean_g1", "mean_g2", "rd_paper", "rd_code", "p", "q"] and len(rd) > 0
+    assert rd["rd_paper"].is_monotonic_increasing
+    assert (rd["side"] == rd["rd_paper"].gt(0).map({True: "G1", False: "G2"})).all()
+    m1, m2 = rd["mean_g1"].to_numpy(), rd["mean_g2"].to_numpy()
+    assert rd["rd_paper"].to_numpy() == pytest.approx((m1 - m2) / ((m1 + m2) / 2))
+    assert (rd["p"] * 6).round(9).mod(1).eq(0).all()  # exact test: C(4, 2) = 6 splits of two names per group
+    # a rerun reads the cached distractors and stored logits: the same units; default pairs are Tables 4 and 21's
+    code, _, _ = run(capsys, "sodapop", "report", *common, "-o", str(tmp_path / "b"))
+    assert code == 0 and sorted(p.name for p in (tmp_path / "b").iterdir()) == [
+        "sodapop_rd_AA_f_EA_f.csv", "sodapop_rd_EA_f_EA_m.csv", "sodapop_units.csv"]
+    assert (tmp_path / "b" / "sodapop_units.csv").read_bytes() == (tmp_path / "a" / "sodapop_units.csv").read_bytes()
+
+
+def test_usage_errors_are_one_line(capsys):
+    code, _, err = run(capsys, "unqover", "score", "-d", "gender")
+    assert code == 2 and err == "error: Missing option '--model' / '-m'; see 'stereoprobe unqover score --help'.\n"
+    code, out, err = run(capsys, "nli")
+    assert code == 2 and "Usage: stereoprobe nli" in out + err and "count" in out + err

@@ -7,6 +7,7 @@ so and how to pass a local folder instead.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -136,6 +137,26 @@ def fingerprint_path(path: str) -> str | None:
     return _fingerprint_cached(str(folder.resolve()), _stats(folder))
 
 
+@contextlib.contextmanager
+def _quiet_transformers():
+    """No transformers log output while loading (its multi-line load report: :func:`load` states what is wrong in
+    one sentence), and no weight-loading bar when ``STEREOPROBE_PROGRESS=0``; both restored afterwards."""
+    from transformers.utils import logging as hf_logging
+
+    from .batching import _progress_enabled
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    if not _progress_enabled():
+        hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> LoadedModel:
     """Load ``name`` (hub id, local folder, or ``lab:…``) with the ``head`` type (qa, mlm, nli, mcq).
 
@@ -163,8 +184,9 @@ def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> 
             "and pass the folder path instead."
         )
     try:
-        tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
-        model, info = auto.from_pretrained(path, output_loading_info=True, **kwargs)
+        with _quiet_transformers():
+            tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
+            model, info = auto.from_pretrained(path, output_loading_info=True, **kwargs)
     except OSError as err:
         if local:
             raise ModelLoadError(f"Could not load model folder {path!r}: {err}".split("\n")[0]) from err

@@ -321,7 +321,8 @@ def label_indices(id2label, order: Sequence[str] | None = None) -> tuple[int, in
     if len(items) != 3 or set(found) != {0, 1, 2}:
         shown = ", ".join(f"{i}: {name!r}" for i, name in sorted(items.items()))
         generic = all(_GENERIC.fullmatch(n.strip().lower()) for n in items.values())
-        hint = ("they are generic LABEL_k names, so pass order=('entailment', 'neutral', 'contradiction') giving the "
+        hint = ("they are generic LABEL_k names, so pass order=('entailment', 'neutral', 'contradiction') (the CLI's "
+                "--label-order entailment,neutral,contradiction) giving the "
                 "classes of LABEL_0..2 (check the model card and sanity pairs)" if generic and order is None else
                 "a 3-class NLI head needs exactly one label each for entailment, neutral and contradiction (any case); "
                 "fix config.id2label, or use an NLI model")

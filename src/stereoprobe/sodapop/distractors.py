@@ -88,11 +88,12 @@ class GenerationConfig:
         if self.recursion not in ("code", "paper"):
             raise StereoprobeError(f"recursion {self.recursion!r} is unknown; choose code or paper.")
         if not (isinstance(self.depth, int) and 1 <= self.depth <= 5):
-            raise StereoprobeError(f"depth must be an integer from 1 to 5, got {self.depth!r}.")
+            raise StereoprobeError(f"depth must be an integer from 1 to 5, got {self.depth!r}; pass e.g. depth=3.")
         if not (isinstance(self.top_m, int) and 1 <= self.top_m <= 50):
             raise StereoprobeError(f"top_m must be an integer from 1 to 50, got {self.top_m!r}.")
         if self.cap is not None and not (isinstance(self.cap, int) and self.cap >= 2):
-            raise StereoprobeError(f"cap must be None or an integer ≥ 2 (an even number of distractors), got {self.cap!r}.")
+            raise StereoprobeError(f"cap must be None or an integer ≥ 2 (an even number of distractors), got {self.cap!r}; "
+                                   "pass e.g. cap=10000.")
         if self.drop_original and self.decoding != "clean":
             raise StereoprobeError("drop_original is a clean-decoding option; set decoding='clean' or drop it.")
 
@@ -160,7 +161,8 @@ class FillMasker:
                  precision: str = "fp32"):
         tok = loaded.tokenizer
         if tok.mask_token is None:
-            raise StereoprobeError(f"{loaded.name!r} has no mask token; distractors need a masked language model.")
+            raise StereoprobeError(f"{loaded.name!r} has no mask token; distractors need a masked language model, so pass "
+                                   "one (e.g. zoo:minilm-mlm) as the writer.")
         self.loaded, self.tok, self.top_m, self.decoding = loaded, tok, top_m, decoding
         self.batch_tokens, self.precision = batch_tokens, precision
         self.passes = 0

@@ -93,7 +93,7 @@ def analysis_groups(n: int = ANALYSIS_SIZE, folder: str | Path | None = None) ->
     short = {g: len(v) for g, v in groups.items() if len(v) < n}
     if n < 1 or short:
         raise CorpusError(f"analysis size must be between 1 and {min(map(len, groups.values()))} "
-                          f"(the smallest group), got {n}.")
+                          f"(the smallest group), got {n}; pass a number in that range.")
     return {g: v[:n] for g, v in groups.items()}
 
 

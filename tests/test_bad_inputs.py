@@ -1,0 +1,262 @@
+"""The bad-input sweep: malformed inputs of the three probes, through the CLI in this process.
+
+Every case must stop with exit status 2 and exactly one line on stderr, ``error: …``, that names the culprit and
+says what to do, and must leave the output folder, the score store and the cache byte for byte as they were
+(their pre-existing files included). Inputs are tiny models built once per module, tiny samples, and for the
+word lists / names / Social IQa file a copy of ``data/`` (``STEREOPROBE_DATA``) with one file broken.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Optional
+
+import pytest
+
+from stereoprobe.cli import main
+from stereoprobe.paths import ROOT
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory, tiny_bert_qa, tiny_bert_mlm, tiny_model, tiny_nli) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("bad_input_models")
+    nomask = root / "nomask"  # a masked LM whose tokenizer has no mask token
+    shutil.copytree(tiny_bert_mlm, nomask)
+    config = json.loads((nomask / "tokenizer_config.json").read_text())
+    config.pop("mask_token")
+    config["tokenizer_class"] = "PreTrainedTokenizerFast"  # BertTokenizer's default would bring [MASK] back
+    (nomask / "tokenizer_config.json").write_text(json.dumps(config))
+    return {"qa": str(tiny_bert_qa), "mlm": str(tiny_bert_mlm), "nomask": str(nomask),
+            "mcq": str(tiny_model(root / "mcq", "bert", "mcq")),
+            "nli": tiny_nli(root / "nli", {0: "entailment", 1: "neutral", 2: "contradiction"}),
+            "nli2": tiny_nli(root / "nli2", {0: "entailment", 1: "not_entailment"}),
+            "nli_odd": tiny_nli(root / "nli_odd", {0: "yes", 1: "maybe", 2: "no"}),
+            "nli_generic": tiny_nli(root / "nli_generic", {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"})}
+
+
+@dataclass
+class World:
+    """One case's folders ({out}, {store}, {cache}, {tmp}) and models, as placeholders of its strings."""
+
+    tmp: Path
+    paths: dict
+    monkeypatch: pytest.MonkeyPatch
+
+    def fmt(self, text: str) -> str:
+        return text.format(**self.paths)
+
+    def ok(self, *args: str) -> None:
+        """Run a command that must succeed (a case's preparation)."""
+        with pytest.raises(SystemExit) as exit_info:
+            main([self.fmt(a) for a in args])
+            raise SystemExit(0)
+        assert exit_info.value.code == 0
+
+
+# -- preparations ------------------------------------------------------------------------------------------------
+def flipped(*args: str) -> Callable[[World], None]:
+    """Score a complete run, then flip four bytes in the middle of its first shard."""
+    def setup(world: World) -> None:
+        world.ok(*args)
+        (path,) = Path(world.paths["store"]).rglob("part-00000.parquet")
+        data = bytearray(path.read_bytes())
+        for k in range(len(data) // 2, len(data) // 2 + 4):
+            data[k] ^= 0xFF
+        path.write_bytes(bytes(data))
+    return setup
+
+
+def foreign_shard(world: World) -> None:
+    """Two complete runs (gender samples 12 and 10); the first shard of the 10-example run copied into the other."""
+    world.ok(*QA_SCORE, "-d", "gender", "--sample", "12")
+    (first,) = Path(world.paths["store"]).rglob("part-00000.parquet")
+    world.ok(*QA_SCORE, "-d", "gender", "--sample", "10")
+    (second,) = [p for p in Path(world.paths["store"]).rglob("part-00000.parquet") if p != first]
+    shutil.copyfile(second, first)
+
+
+def broken(relative: str, edit: Callable[[str], str]) -> Callable[[World], None]:
+    """A copy of data/ (the 22 MB zoo linked) with ``relative`` edited, as STEREOPROBE_DATA."""
+    def setup(world: World) -> None:
+        data = world.tmp / "data"
+        shutil.copytree(ROOT / "data", data, ignore=lambda folder, names: ["zoo"] if Path(folder) == ROOT / "data" else [])
+        (data / "zoo").symlink_to(ROOT / "data" / "zoo")
+        path = data / relative
+        path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")
+        world.monkeypatch.setenv("STEREOPROBE_DATA", str(data))
+    return setup
+
+
+def mkdir(path: str) -> Callable[[World], None]:
+    return lambda world: Path(world.fmt(path)).mkdir(parents=True)
+
+
+def social_iqa_line4_without_bethany(text: str) -> str:
+    lines = text.splitlines(keepends=True)
+    record = json.loads(lines[3])
+    record["context"] = record["context"].replace("Bethany", "Someone")
+    lines[3] = json.dumps(record) + "\n"
+    return "".join(lines)
+
+
+# -- the table ---------------------------------------------------------------------------------------------------
+QA_SCORE = ("unqover", "score", "-m", "{qa}", "--device", "cpu", "--store", "{store}")
+QA_GENDER = (*QA_SCORE, "-d", "gender", "--sample", "10")
+QA_REPORT = ("unqover", "report", "-m", "{qa}", "-d", "gender", "--sample", "10", "--device", "cpu",
+             "--store", "{store}", "--n-boot", "10", "-o", "{out}")
+NLI_SCORE = ("nli", "score", "-p", "religion", "--sample", "20", "--device", "cpu", "--store", "{store}")
+NLI_REPORT = ("nli", "report", "-m", "{nli}", "-p", "religion", "--sample", "20", "--device", "cpu",
+              "--store", "{store}", "--n-boot", "10", "-o", "{out}")
+SODAPOP = ("sodapop", "report", "--mcq-model", "{mcq}", "--mlm", "{mlm}", "--names-per-group", "1", "--depth", "1",
+           "--cap", "4", "--n-perm", "10", "--device", "cpu", "--store", "{store}", "-o", "{out}")
+NAMES = "sodapop/names/"
+RELIGION = "unqover/word_lists/nouns/subjects/religion"  # 11 subjects
+
+
+@dataclass
+class Case:
+    probe: str
+    args: tuple
+    culprit: str  # a substring of the message that names the bad input
+    fix: str  # ... and one that says what to do
+    setup: Optional[Callable[[World], None]] = None
+
+
+CASES = {
+    # UnQover
+    "uq-unknown-dataset": Case("unqover", ("unqover", "count", "-d", "sports"), "'sports'", "choose one of"),
+    "uq-unknown-mode": Case("unqover", ("unqover", "generate", "-d", "gender", "--mode", "exact", "-o", "{out}/g.jsonl"),
+                            "'exact'", "choose one of"),
+    "uq-unknown-variant": Case("unqover", ("unqover", "generate", "-d", "gender", "--variant", "lm-gpt", "-o",
+                                           "{out}/g.jsonl"), "'lm-gpt'", "choose one of"),
+    "uq-sample-not-a-number": Case("unqover", ("unqover", "generate", "-d", "religion", "--sample", "abc", "-o",
+                                               "{out}/r.jsonl"), "--sample 'abc'", "give a fraction"),
+    "uq-sample-negative": Case("unqover", ("unqover", "generate", "-d", "religion", "--sample=-3", "-o", "{out}/r.jsonl"),
+                               "--sample '-3' is not positive", "give a fraction"),
+    "uq-sample-too-large": Case("unqover", ("unqover", "count", "-d", "religion", "--sample", "99999999"),
+                                "sample=99999999 asks for", "use a smaller sample"),
+    "uq-out-extension": Case("unqover", ("unqover", "generate", "-d", "religion", "-o", "{out}/r.csv"),
+                             "{out}/r.csv", "use .jsonl or .parquet"),
+    "uq-out-is-a-folder": Case("unqover", ("unqover", "generate", "-d", "religion", "--sample", "2", "-o",
+                                           "{out}/r.jsonl"), "{out}/r.jsonl is a folder", "pass a file path",
+                               mkdir("{out}/r.jsonl")),
+    "uq-missing-model-folder": Case("unqover", (*QA_SCORE[:2], "-m", "{tmp}/missing", "-d", "religion", "--sample", "2",
+                                                "--store", "{store}"), "{tmp}/missing", "check the path"),
+    "uq-not-a-qa-model": Case("unqover", (*QA_SCORE[:2], "-m", "{mlm}", "-d", "religion", "--sample", "2", "--device",
+                                          "cpu", "--store", "{store}"), "'{mlm}' is not an extractive-QA model",
+                              "pass a checkpoint fine-tuned"),
+    "uq-multi-token-subject": Case("unqover", (*QA_SCORE[:2], "-m", "{mlm}", "--variant", "lm-bert", "-d", "religion",
+                                               "--sample", "2", "--device", "cpu", "--store", "{store}"),
+                                   "Christian (9 tokens", "Use the subject list of its family"),
+    "uq-engine-spark": Case("unqover", (*QA_GENDER, "--engine", "spark"), "engine='spark'", "pass 'local'"),
+    "uq-workers-0": Case("unqover", (*QA_GENDER, "--workers", "0"), "workers=0", "pass e.g. workers=4"),
+    "uq-shard-passes-150": Case("unqover", (*QA_GENDER, "--shard-passes", "150"), "shard_passes=150",
+                                "pass e.g. 20000"),
+    "uq-workers-not-an-integer": Case("unqover", (*QA_GENDER, "--workers", "abc"), "'--workers'",
+                                      "see 'stereoprobe unqover score --help'"),
+    "uq-corrupted-shard": Case("unqover", QA_REPORT, "part-00000.parquet", "; delete ", flipped(*QA_GENDER)),
+    "uq-shard-from-another-run": Case("unqover", (*QA_REPORT[:7], "12", *QA_REPORT[8:]), "holds dataset_fp=",
+                                      "delete", foreign_shard),
+    "uq-report-out-is-a-file": Case("unqover", (*QA_REPORT[:-1], "{out}/keep.csv"), "{out}/keep.csv is a file",
+                                    "pass a folder path"),
+    "uq-duplicate-subject": Case("unqover", ("unqover", "count", "-d", "religion"), "religion:12: subject 'Hindu'",
+                                 "remove the duplicate", broken(RELIGION, lambda t: t.rstrip() + "\n[subj] Hindu\n")),
+    "uq-malformed-subject-line": Case("unqover", ("unqover", "count", "-d", "religion"), "religion:12:",
+                                      "expected '[subj] <name>'",
+                                      broken(RELIGION, lambda t: t.rstrip() + "\n[subject] Zoroastrian\n")),
+    # Bias-NLI
+    "nli-unknown-probe": Case("nli", ("nli", "count", "-p", "race"), "probe 'race'", "choose one of"),
+    "nli-sample-too-large": Case("nli", ("nli", "count", "-p", "religion", "--sample", "99999999"),
+                                 "sample=99999999 asks for", "use a smaller sample"),
+    "nli-sample-not-a-number": Case("nli", ("nli", "score", "-m", "{nli}", "-p", "religion", "--sample", "abc"),
+                                    "--sample 'abc'", "give a fraction"),
+    "nli-label-order-wrong-label": Case("nli", (*NLI_SCORE, "-m", "{nli_generic}", "--label-order",
+                                                "entailment,neutral,contra"), "'entailment,neutral,contra'",
+                                        "pass e.g. entailment,neutral,contradiction"),
+    "nli-generic-labels-without-order": Case("nli", (*NLI_SCORE, "-m", "{nli_generic}"), "0: 'LABEL_0'",
+                                             "--label-order entailment,neutral,contradiction"),
+    "nli-unmappable-labels": Case("nli", (*NLI_SCORE, "-m", "{nli_odd}"), "1: 'maybe'", "use an NLI model"),
+    "nli-two-labels": Case("nli", (*NLI_SCORE, "-m", "{nli2}"), "'{nli2}' has 2 labels", "an NLI model needs 3"),
+    "nli-not-a-classifier": Case("nli", (*NLI_SCORE, "-m", "{qa}"), "'{qa}' is not a sequence-classification",
+                                 "pass a checkpoint fine-tuned"),
+    "nli-missing-model-folder": Case("nli", (*NLI_SCORE, "-m", "{tmp}/missing"), "{tmp}/missing", "check the path"),
+    "nli-bad-precision": Case("nli", (*NLI_SCORE, "-m", "{nli}", "--precision", "fp64"), "precision='fp64'",
+                              "pass one of"),
+    "nli-engine-spark": Case("nli", (*NLI_SCORE, "-m", "{nli}", "--engine", "spark"), "engine='spark'", "pass 'local'"),
+    "nli-corrupted-shard": Case("nli", NLI_REPORT, "part-00000.parquet", "; delete ",
+                                flipped(*NLI_SCORE, "-m", "{nli}")),
+    "nli-report-out-is-a-file": Case("nli", (*NLI_REPORT[:-1], "{out}/keep.csv"), "{out}/keep.csv is a file",
+                                     "pass a folder path"),
+    "nli-blank-word-list-line": Case("nli", ("nli", "count", "-p", "gender"), "occupations:2: blank line",
+                                     "remove it", broken("nli/word_lists/nouns/people/occupations",
+                                                         lambda t: t.replace("\n", "\n\n", 1))),
+    # SODAPOP
+    "sp-unknown-group": Case("sodapop", (*SODAPOP, "--pair", "EA_f:XX_m"), "--pair 'EA_f:XX_m'", "pass e.g. AA_f:EA_f"),
+    "sp-pair-without-colon": Case("sodapop", (*SODAPOP, "--pair", "EA_f"), "--pair 'EA_f'", "pass e.g. AA_f:EA_f"),
+    "sp-pair-same-group": Case("sodapop", (*SODAPOP, "--pair", "EA_f:EA_f"), "--pair 'EA_f:EA_f'", "two different"),
+    "sp-not-a-probe-context": Case("sodapop", (*SODAPOP, "--contexts", "3,1"), "--contexts 1 is not a SODAPOP probe",
+                                   "choose among 0, 3, 9"),
+    "sp-context-not-a-number": Case("sodapop", (*SODAPOP, "--contexts", "3,x"), "--contexts '3,x'", "pass e.g. 3,9"),
+    "sp-depth-0": Case("sodapop", (*SODAPOP, "--depth", "0"), "depth must be an integer from 1 to 5, got 0",
+                       "pass e.g. depth=3"),
+    "sp-depth-not-a-number": Case("sodapop", (*SODAPOP, "--depth", "two"), "'--depth'",
+                                  "see 'stereoprobe sodapop report --help'"),
+    "sp-cap-1": Case("sodapop", (*SODAPOP, "--cap", "1"), "got 1", "pass e.g. cap=10000"),
+    "sp-names-per-group-30": Case("sodapop", (*SODAPOP, "--names-per-group", "30"), "got 30",
+                                  "pass a number in that range"),
+    "sp-min-count-negative": Case("sodapop", (*SODAPOP, "--min-count", "-1"), "--min-count -1", "pass 0 or more"),
+    "sp-workers-0": Case("sodapop", (*SODAPOP, "--workers", "0"), "workers=0", "pass e.g. workers=4"),
+    "sp-mcq-model-not-multiple-choice": Case("sodapop", (*SODAPOP, "--mcq-model", "{mlm}"),
+                                             "'{mlm}' is not a multiple-choice model", "pass a checkpoint fine-tuned"),
+    "sp-writer-not-a-masked-lm": Case("sodapop", (*SODAPOP, "--mlm", "{qa}"), "'{qa}' is not a masked LM",
+                                      "pass a checkpoint fine-tuned"),
+    "sp-writer-without-mask-token": Case("sodapop", (*SODAPOP, "--mlm", "{nomask}"), "'{nomask}' has no mask token",
+                                         "pass one (e.g. zoo:minilm-mlm) as the writer"),
+    "sp-duplicate-name": Case("sodapop", SODAPOP, "european_american_female.txt:26: duplicate name 'Amanda'",
+                              "remove the repeated line", broken(NAMES + "european_american_female.txt",
+                                                                 lambda t: t + "Amanda\n")),
+    "sp-name-in-two-groups": Case("sodapop", SODAPOP, "'Amanda' is listed both in european_american_female.txt and "
+                                  "african_american_female.txt", "keep it in one group",
+                                  broken(NAMES + "african_american_female.txt", lambda t: t + "Amanda\n")),
+    "sp-context-without-bethany": Case("sodapop", SODAPOP, "social_iqa_dev_bethany.jsonl:4: the context does not "
+                                       "contain the placeholder name 'Bethany'", "write the person as 'Bethany'",
+                                       broken("sodapop/social_iqa_dev_bethany.jsonl",
+                                              social_iqa_line4_without_bethany)),
+}
+
+
+def snapshot(*roots: Path) -> dict[Path, bytes]:
+    return {p: p.read_bytes() for root in roots for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_the_table_covers_every_probe():
+    per_probe = {p: sum(c.probe == p for c in CASES.values()) for p in ("unqover", "nli", "sodapop")}
+    assert len(CASES) >= 18 and min(per_probe.values()) >= 5, per_probe
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bad_input(name, models, tmp_path, monkeypatch, capsys, one_torch_thread):
+    case = CASES[name]
+    folders = {k: tmp_path / k for k in ("out", "store", "cache")}
+    for key, folder in folders.items():  # pre-existing content that must survive untouched
+        folder.mkdir()
+        (folder / "keep.csv").write_text(f"{key},pre-existing\n")
+    monkeypatch.setenv("STEREOPROBE_CACHE", str(folders["cache"]))
+    world = World(tmp_path, {**models, **{k: str(v) for k, v in folders.items()}, "tmp": str(tmp_path)}, monkeypatch)
+    if case.setup is not None:
+        case.setup(world)
+    capsys.readouterr()
+    before = snapshot(*folders.values())
+
+    with pytest.raises(SystemExit) as exit_info:
+        main([world.fmt(a) for a in case.args])
+    err = capsys.readouterr().err
+
+    assert exit_info.value.code == 2, err
+    assert err.startswith("error: ") and err.endswith("\n") and err.count("\n") == 1, err
+    assert world.fmt(case.culprit) in err, err
+    assert world.fmt(case.fix) in err, err
+    assert snapshot(*folders.values()) == before
