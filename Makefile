@@ -5,6 +5,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PROFILE ?= cpu
+TEST_WORKERS ?= 2
 
 .PHONY: book test setup clean benchmark
 
@@ -24,7 +25,7 @@ book: $(STAMP)
 	$(PY) -m stereoprobe.book --profile $(PROFILE)
 
 test: $(STAMP)
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/unqover_qa.py

@@ -664,6 +664,16 @@ def build_lab_model(name: str, out_dir: Path | None = None, *, smoke: bool = Fal
     folder = Path(out_dir) if out_dir is not None else default_dir(name, smoke)
     if _finished(folder, h) is not None:
         return folder
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    from filelock import FileLock
+
+    with FileLock(str(folder.parent / f".{folder.name}.lock")):  # another process building it: wait, then reuse
+        if _finished(folder, h) is not None:
+            return folder
+        return _build_locked(name, recipe, h, folder, smoke, progress)
+
+
+def _build_locked(name: str, recipe, h: str, folder: Path, smoke: bool, progress: bool) -> Path:
     if folder.exists() and not (folder.is_dir() and (not any(folder.iterdir()) or (folder / CARD).exists())):
         raise StereoprobeError(
             f"{folder} exists and is not a lab model folder; pass an empty or new out_dir."
