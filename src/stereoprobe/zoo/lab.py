@@ -664,10 +664,15 @@ def build_lab_model(name: str, out_dir: Path | None = None, *, smoke: bool = Fal
     folder = Path(out_dir) if out_dir is not None else default_dir(name, smoke)
     if _finished(folder, h) is not None:
         return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
+    import hashlib
+    import tempfile
+
     from filelock import FileLock
 
-    with FileLock(str(folder.parent / f".{folder.name}.lock")):  # another process building it: wait, then reuse
+    locks = Path(tempfile.gettempdir()) / "stereoprobe-locks"  # outside the model folders, shared by this machine
+    locks.mkdir(exist_ok=True)
+    key = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16]
+    with FileLock(str(locks / f"lab-{key}.lock")):  # another process building it: wait, then reuse
         if _finished(folder, h) is not None:
             return folder
         return _build_locked(name, recipe, h, folder, smoke, progress)
