@@ -645,7 +645,7 @@ def run_notebooks(
                 continue
             seconds = time.perf_counter() - start
             _say(f"[{i}/{len(selected)}] wrote {_rel(target, root)} in {seconds:.1f} s", progress)
-            record_timing(out, name, chapter.stem, seconds, params)
+            record_timing(out.parent, name, chapter.stem, seconds, params)
             written.append(target)
     if failures:
         if len(failures) == 1:
@@ -656,7 +656,8 @@ def run_notebooks(
 
 
 def record_timing(out_dir: Path, profile: str, stem: str, seconds: float, params: Mapping[str, Any]) -> Path:
-    """Add one chapter's wall time to ``<out_dir>/timings-<profile>.json`` (atomically; other chapters kept).
+    """Add one chapter's wall time to ``<out_dir>/timings-<profile>.json`` (atomically; other chapters kept);
+    the runner passes the build folder (``_build/timings-cpu.json``), beside the executed notebooks.
 
     The file records, per chapter, the seconds, the date, the device parameter and the machine (GPU name or
     CPU count): the numbers behind the book's "Rerunning at scale" page.
