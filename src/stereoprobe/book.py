@@ -839,7 +839,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m stereoprobe.book",
         description="Execute the chapter notebooks with a parameter profile and build the HTML book.")
     p.add_argument("--profile", default="cpu",
-                   help="profile name (params/<name>.yaml: smoke, cpu, gpu) or path to a .yaml file [cpu]")
+                   help="profile name (params/<name>.yaml: smoke, cpu, gpu, gpu-zoo) or path to a .yaml file [cpu]")
     p.add_argument("--only", action="append", metavar="NOTEBOOK",
                    help="execute only this chapter notebook (repeatable; others reuse earlier executed copies)")
     p.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
