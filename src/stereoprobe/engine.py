@@ -39,7 +39,7 @@ import numpy as np
 
 from .errors import StereoprobeError, StoreError
 
-__all__ = ["ENGINES", "ShardJob", "fill", "check_engine", "worker_device"]
+__all__ = ["ENGINES", "ShardJob", "fill", "check_engine", "worker_device", "compute_dtype"]
 
 #: Accepted ``engine`` names.
 ENGINES = ("local", "ray")
@@ -124,6 +124,28 @@ def worker_device(device: str, engine: str = "local") -> str:
         raise StereoprobeError(f"device={device!r} was requested but the Ray cluster has no GPU; pass device='cpu' "
                                "(or 'auto'), or start the cluster's workers with GPUs.")
     return "cpu"
+
+
+def compute_dtype(device: str, precision: str) -> str:
+    """The dtype name the workers compute in (part of the store key): ``float32``, ``bfloat16`` or ``float16``.
+
+    Resolved on this machine (:func:`~stereoprobe.batching.resolve_precision`); a driver without a GPU that
+    sends work to GPU workers cannot resolve ``"auto"`` and is asked for the precision by name.
+
+    >>> compute_dtype("cpu", "auto"), compute_dtype("cpu", "bf16")
+    ('float32', 'bfloat16')
+    """
+    import torch
+
+    from .batching import _DTYPES, _PRECISION_ALIASES, resolve_precision
+
+    if str(device).startswith("cuda") and not torch.cuda.is_available():  # GPU workers, driver without a GPU
+        name = _PRECISION_ALIASES.get(str(precision).strip().lower())
+        if name in (None, "auto"):
+            raise StereoprobeError(f"precision={precision!r} cannot be resolved on this machine, which has no GPU, for "
+                                   "the cluster's GPU workers; pass precision='bf16' (or 'fp16', 'fp32') by name.")
+        return str(_DTYPES[name]).replace("torch.", "")
+    return str(resolve_precision(device, precision)).replace("torch.", "")
 
 
 def fill(run, job: ShardJob, *, engine: str = "local", workers: int | None = None, progress: bool = True,

@@ -138,8 +138,7 @@ def score_pairs(model: str, spec: TemplateSpec, *, batch_tokens: int = 8192, dev
     (:mod:`stereoprobe.engine`). The model is loaded (and its labels checked) as soon as some shard is
     missing, before any scoring. Returns the complete :class:`~stereoprobe.store.StoreRun`.
     """
-    from ..batching import resolve_precision
-    from ..engine import check_engine, fill, worker_device
+    from ..engine import check_engine, compute_dtype, fill, worker_device
     from ..models import fingerprint_path, resolve
     from ..store import ScoreStore
 
@@ -147,7 +146,7 @@ def score_pairs(model: str, spec: TemplateSpec, *, batch_tokens: int = 8192, dev
     if isinstance(shard_pairs, bool) or not isinstance(shard_pairs, (int, np.integer)) or shard_pairs < 1:
         raise StereoprobeError(f"shard_pairs={shard_pairs!r} is not a positive integer; pass e.g. {SHARD_PAIRS}.")
     dev = worker_device(device, engine)
-    dtype = str(resolve_precision(dev, precision)).replace("torch.", "")
+    dtype = compute_dtype(dev, precision)
     state: dict = {}
     suffix = ""
     if projection is not None:

@@ -168,14 +168,6 @@ class QAScorer:
     def _norm(self, token: str) -> str:
         return token.lstrip("Ġ").lower() if self.family == "roberta" else token.lower()
 
-    @property
-    def mode_key(self) -> str:
-        """What, besides model and data, determines the numbers (part of the score-store key)."""
-        from ..batching import resolve_precision
-
-        dtype = resolve_precision(self.loaded.model.device, self.precision)
-        return f"qa-{self.mode}-{str(dtype).replace('torch.', '')}"
-
     # -- encoding -------------------------------------------------------------------------------
     def _tokenize(self, texts: Iterable[str]) -> None:
         todo = [t for t in dict.fromkeys(texts) if t not in self._text_cache]
@@ -408,8 +400,7 @@ def score_dataset(
     Returns the complete :class:`~stereoprobe.store.StoreRun`. The model is loaded only when some
     shard is missing.
     """
-    from ..batching import resolve_precision
-    from ..engine import check_engine, fill, worker_device
+    from ..engine import check_engine, compute_dtype, fill, worker_device
     from ..models import fingerprint_path, resolve
     from ..store import ScoreStore
 
@@ -418,7 +409,7 @@ def score_dataset(
     check_engine(engine, workers)
     shard_passes = _check_shard_passes(shard_passes)
     dev = worker_device(device, engine)
-    dtype = str(resolve_precision(dev, precision)).replace("torch.", "")  # validates device + precision first
+    dtype = compute_dtype(dev, precision)  # validates device + precision first
     path = resolve(model, smoke=smoke)
     model_fp = fingerprint_path(path)
     head = _head(spec)
