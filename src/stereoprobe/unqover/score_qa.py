@@ -34,7 +34,7 @@ import pandas as pd
 from ..engine import ShardJob
 from ..errors import StereoprobeError
 from ..models import LoadedModel, load, tokenizer_family
-from .generate import DatasetSpec, Example, count, fingerprint, iter_examples
+from .generate import DatasetSpec, Example, count, example_keys, fingerprint, iter_examples
 
 AUTHORS_BATCH = 100  # sequences per batch in the authors' predict.py (50 examples × 2 questions)
 SEGMENT_ID_MODELS = ("bert-large-uncased-whole-word-masking-finetuned-squad",)  # the one model given segment ids
@@ -428,22 +428,6 @@ def score_dataset(
                 desc=f"{label} · {spec.dataset} ({n:,} passes)")
 
 
-_META_COLUMNS = ("subj1", "subj2", "cluster1", "cluster2", "tid", "attr_cluster", "attr")
-
-
-def examples_frame(spec: DatasetSpec) -> pd.DataFrame:
-    """The ordered examples of ``spec`` without their texts (index + the metric key columns)."""
-    cols: dict[str, list] = {c: [] for c in ("index",) + _META_COLUMNS}
-    for ex in iter_examples(spec):
-        cols["index"].append(ex.index)
-        for c in _META_COLUMNS:
-            cols[c].append(getattr(ex, c))
-    frame = pd.DataFrame({"index": np.asarray(cols.pop("index"), dtype=np.int64)})
-    for c, values in cols.items():
-        frame[c] = np.asarray(values, dtype=np.int16) if c == "tid" else pd.Categorical(values)
-    return frame
-
-
 def load_scores(model: str, spec: DatasetSpec, **options) -> pd.DataFrame:
     """Per-ordered-example subject scores for ``model`` on ``spec`` (scoring whatever the store lacks).
 
@@ -455,7 +439,7 @@ def load_scores(model: str, spec: DatasetSpec, **options) -> pd.DataFrame:
 
     run = score_dataset(model, spec, **options)
     raw = run.read()
-    meta = examples_frame(spec)
+    meta = example_keys(spec)
     expected = np.empty(2 * len(meta), dtype=np.int64)
     expected[0::2] = 2 * meta["index"].to_numpy()
     expected[1::2] = expected[0::2] + 1
