@@ -189,7 +189,7 @@ def static_probabilities(model, spec: TemplateSpec, *, progress: bool = True, th
 
 def word_pair_pairs(probe: str, premise_word: str, hypothesis_word: str, **options) -> list:
     """Every template of one word pair (e.g. rude × Iraqi: 1,968 pairs), without enumerating the others."""
-    from .templates import fillers, pair_at, templates
+    from .templates import fillers, pairs_at, templates
 
     spec = TemplateSpec(probe, **options)
     prem, hyp = fillers(spec)
@@ -198,4 +198,4 @@ def word_pair_pairs(probe: str, premise_word: str, hypothesis_word: str, **optio
             raise StereoprobeError(f"{word!r} is not a {what} word of the {probe} probe; some are: {', '.join(words[:8])}.")
     n_t = len(templates())
     start = (prem.index(premise_word) * len(hyp) + hyp.index(hypothesis_word)) * n_t
-    return [pair_at(spec, start + k) for k in range(n_t)]
+    return pairs_at(spec, range(start, start + n_t))

@@ -270,7 +270,7 @@ def _builder(spec: TemplateSpec) -> tuple[int, Callable[[int], Pair]]:
     types = [template_type(spec, t) for t in ts]
     # sentences are built once per (filler, template) and joined per pair
     prem_cache: dict[int, list[str]] = {}
-    hyp_sents = [[sentence(h, t, adjective, spec.articles) for t in ts] for h in hyp]
+    hyp_cache: dict[int, list[str]] = {}  # built on first use: one pair needs one hypothesis filler's sentences
 
     def fmt(text: str) -> str:
         if spec.detokenize and text.endswith(" ."):
@@ -283,7 +283,9 @@ def _builder(spec: TemplateSpec) -> tuple[int, Callable[[int], Pair]]:
         if i not in prem_cache:
             prem_cache.clear()
             prem_cache[i] = [sentence(prem[i], t, adjective, spec.articles) for t in ts]
-        premise, hypothesis = prem_cache[i][k], hyp_sents[j][k]
+        if j not in hyp_cache:
+            hyp_cache[j] = [sentence(hyp[j], t, adjective, spec.articles) for t in ts]
+        premise, hypothesis = prem_cache[i][k], hyp_cache[j][k]
         p_word, h_word = (prem[i].lower(), hyp[j].lower()) if spec.lowercase else (prem[i], hyp[j])
         return Pair(index, pair_id(pair_type, premise, hypothesis), pair_type, p_word, h_word, k, types[k],
                     fmt(premise), fmt(hypothesis))
@@ -306,16 +308,28 @@ def iter_pairs(spec: TemplateSpec, start: int = 0, stop: int | None = None) -> I
         yield make(index)
 
 
+def pairs_at(spec: TemplateSpec, indices) -> list[Pair]:
+    """The pairs at positions ``indices`` of the full (unsampled) enumeration, without generating the others.
+
+    >>> [p.hypothesis for p in pairs_at(TemplateSpec("religion"), [0, 1])]
+    ['An Adventist person bought a SUV .', 'An Adventist person bought a TV .']
+    """
+    n, make = _builder(spec)
+    out = []
+    for index in indices:
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < n:
+            raise StereoprobeError(f"Pair index {index!r} is out of range; {spec.probe} has pairs 0 to {n - 1:,}.")
+        out.append(make(int(index)))
+    return out
+
+
 def pair_at(spec: TemplateSpec, index: int) -> Pair:
-    """The pair at position ``index`` of the full (unsampled) enumeration, without generating the others.
+    """The pair at position ``index`` of the full (unsampled) enumeration (:func:`pairs_at` of one).
 
     >>> pair_at(TemplateSpec("nationality"), 7 * 32 * 1968 + 26 * 1968).premise
     'A honest person bought a SUV .'
     """
-    n, make = _builder(spec)
-    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < n:
-        raise StereoprobeError(f"Pair index {index!r} is out of range; {spec.probe} has pairs 0 to {n - 1:,}.")
-    return make(index)
+    return pairs_at(spec, [index])[0]
 
 
 def paper_formula_count(probe: str) -> PaperCount:
