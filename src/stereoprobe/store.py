@@ -804,4 +804,8 @@ class StoreRun:
                 [(c, pa.from_numpy_dtype(self.pass_id_dtype if c == PASS_ID else self.schema[c])) for c in cols]
             )
             return schema.empty_table().to_pandas()
-        return pa.concat_tables(tables).combine_chunks().to_pandas()
+        frame = pa.concat_tables(tables).to_pandas()  # one numpy array per column, straight from the chunks
+        del tables
+        # Arrow's allocator keeps what the shard reads freed; hand it back (about 260 MB for the full gender set)
+        pa.default_memory_pool().release_unused()
+        return frame
