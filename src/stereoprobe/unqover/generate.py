@@ -339,11 +339,20 @@ def example_keys(spec: DatasetSpec) -> pd.DataFrame:
     by_combo = {"attr_cluster": [a.cluster for _, a in plan.combos], "attr": [a.identity for _, a in plan.combos]}
     frame = pd.DataFrame({"index": index})
     for c, values in by_pair.items():
-        frame[c] = pd.Categorical(np.array(values, dtype=object)[pair])
+        frame[c] = _categorical(values, pair)
     frame["tid"] = np.array([t.tid for t, _ in plan.combos], dtype=np.int16)[combo]
     for c, values in by_combo.items():
-        frame[c] = pd.Categorical(np.array(values, dtype=object)[combo])
+        frame[c] = _categorical(values, combo)
     return frame
+
+
+def _categorical(values: list, rows: np.ndarray) -> pd.Categorical:
+    """``pd.Categorical(values[rows])`` (sorted categories, only those that occur) without the long object array."""
+    used = np.flatnonzero(np.bincount(rows, minlength=len(values)))
+    categories, codes = np.unique(np.array(values, dtype=object)[used], return_inverse=True)
+    code_of = np.full(len(values), -1, dtype=np.int32)
+    code_of[used] = codes
+    return pd.Categorical.from_codes(code_of[rows], categories=pd.Index(categories))
 
 
 def fingerprint(spec: DatasetSpec) -> str:

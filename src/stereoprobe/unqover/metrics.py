@@ -89,6 +89,34 @@ def _factorize(values) -> tuple[np.ndarray, np.ndarray]:
     return codes.astype(np.int64), np.asarray(uniques, dtype=object)
 
 
+def _factorize_str(*columns: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`_factorize` of the columns as text, concatenated (missing → −1). A categorical column of strings
+    (the scorer's frames) is factorized through its categories, without a text array as long as the frame.
+
+    >>> c = pd.Series(pd.Categorical(["b", "a", None]))
+    >>> codes, uniques = _factorize_str(c, pd.Series(["c", "a", "b"]))
+    >>> codes.tolist(), uniques.tolist()
+    ([1, 0, -1, 2, 0, 1], ['a', 'b', 'c'])
+    """
+    parts = []
+    for col in columns:
+        cats = col.cat.categories if isinstance(col.dtype, pd.CategoricalDtype) else None
+        if cats is not None and all(isinstance(x, str) for x in cats):
+            labels, codes = np.asarray(cats, dtype=object), col.cat.codes.to_numpy().astype(np.int64)
+        else:
+            codes, labels = pd.factorize(col.astype(str))  # missing → −1
+            codes, labels = codes.astype(np.int64), np.asarray(labels, dtype=object)
+        parts.append((labels, codes))
+    used = [labels[np.flatnonzero(np.bincount(codes[codes >= 0], minlength=len(labels)))] for labels, codes in parts]
+    uniques = np.unique(np.concatenate(used)) if used else np.array([], dtype=object)
+    index = pd.Index(uniques, dtype=object)
+    out = []
+    for labels, codes in parts:
+        to = np.append(index.get_indexer(labels), -1)  # code −1 (missing) → −1
+        out.append(to[codes])
+    return np.concatenate(out), np.asarray(uniques, dtype=object)
+
+
 def _subject_codes(first, second, what: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Shared codes for two subject columns, ordered (and merged) by lower-cased name, as analysis.py keys them."""
     c1, u1 = _factorize(first)
@@ -163,7 +191,7 @@ def pair_examples(scores: pd.DataFrame) -> pd.DataFrame:
         i = int(np.flatnonzero(same)[0])
         raise MetricsError(f"{int(same.sum())} examples name the same subject in both slots (e.g. "
                            f"{scores['subj1'].iloc[i]!r}); remove them, a pair needs two different subjects.")
-    k1, clusters = _factorize(pd.Index(scores["cluster1"].astype(str)).append(pd.Index(scores["cluster2"].astype(str))))
+    k1, clusters = _factorize_str(scores["cluster1"], scores["cluster2"])
     cl1, cl2 = k1[:n], k1[n:]
     # every subject must carry one cluster
     n_subj, n_cl = len(names), len(clusters)
@@ -177,8 +205,8 @@ def pair_examples(scores: pd.DataFrame) -> pd.DataFrame:
                            "(cluster1/cluster2 must follow the subject).")
 
     tid_code, tids = _factorize(scores["tid"])
-    ac_code, acs = _factorize(scores["attr_cluster"].astype(str))
-    at_code, ats = _factorize(scores["attr"].astype(str))
+    ac_code, acs = _factorize_str(scores["attr_cluster"])
+    at_code, ats = _factorize_str(scores["attr"])
     if (tid_code < 0).any():
         raise MetricsError("Column tid has missing values; every example needs its template id.")
     n_t, n_ac, n_at = len(tids), len(acs), len(ats)
@@ -358,7 +386,7 @@ class _Cells:
         at_code, ats = _factorize(p["attr"])
         n_at = len(ats)
         # the cluster of each attribute (analysis.py pools by attribute text; clusters of one text are joined)
-        ac_code, acs = _factorize(p["attr_cluster"].astype(str))
+        ac_code, acs = _factorize_str(p["attr_cluster"])
         seen = np.zeros(n_at * len(acs), dtype=bool)
         seen[at_code * len(acs) + ac_code] = True
         seen = seen.reshape(n_at, len(acs))
