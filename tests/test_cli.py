@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 
 import pandas as pd
@@ -37,8 +38,9 @@ def test_generate_jsonl_and_parquet(capsys, tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["unqover", "count", "-d", "sports"], "Unknown dataset 'sports'"),
-    (["unqover", "generate", "-d", "gender", "--mode", "exact", "-o", "{tmp}/x.jsonl"], "Unknown mode 'exact'"),
+    (["unqover", "count", "-d", "sports"], "'-d': 'sports' is not one of 'gender', 'nationality'"),
+    (["unqover", "generate", "-d", "gender", "--mode", "exact", "-o", "{tmp}/x.jsonl"],
+     "'--mode': 'exact' is not one of 'compat', 'clean'"),
     (["unqover", "generate", "-d", "gender", "--sample", "lots", "-o", "{tmp}/x.jsonl"], "--sample 'lots' is not a number"),
     (["unqover", "generate", "-d", "gender", "-o", "{tmp}/x.csv"], "unknown extension"),
     (["unqover", "score", "-m", "lab:unknown", "-d", "religion", "--sample", "2"], "Unknown lab model 'lab:unknown'"),
@@ -157,6 +159,10 @@ def test_sodapop_report(capsys, tmp_path, monkeypatch, tiny_bert_mlm, tiny_model
     assert code == 0 and sorted(p.name for p in (tmp_path / "b").iterdir()) == [
         "sodapop_rd_AA_f_EA_f.csv", "sodapop_rd_EA_f_EA_m.csv", "sodapop_units.csv"]
     assert (tmp_path / "b" / "sodapop_units.csv").read_bytes() == (tmp_path / "a" / "sodapop_units.csv").read_bytes()
+    # without -o, as every report: the tables are printed and nothing is written
+    code, out, _ = run(capsys, "sodapop", "report", *common)
+    assert code == 0 and "== units (names × contexts) ==" in out and "== AA_f vs EA_f: " in out and "wrote" not in out
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "cache", "mcq"]
 
 
 def test_usage_errors_are_one_line(capsys):
@@ -164,3 +170,167 @@ def test_usage_errors_are_one_line(capsys):
     assert code == 2 and err == "error: Missing option '--model' / '-m'; see 'stereoprobe unqover score --help'.\n"
     code, out, err = run(capsys, "nli")
     assert code == 2 and "Usage: stereoprobe nli" in out + err and "count" in out + err
+
+
+# -- a command line that explains itself: fixed sets of values, --version, completion, book, -o --------------------
+@pytest.fixture
+def wide(monkeypatch):
+    """Help on one line per option: rich wraps long choice lists at the terminal's width (80 under pytest)."""
+    monkeypatch.setenv("COLUMNS", "250")
+
+
+def _choices(values) -> str:
+    return "<" + "|".join(values) + ">"
+
+
+@pytest.mark.parametrize("command", [
+    ["unqover", "count"], ["unqover", "generate"], ["unqover", "score"], ["unqover", "report"],
+    ["nli", "count"], ["nli", "score"], ["nli", "report"], ["sodapop", "report"],
+])
+def test_help_lists_the_values_of_every_fixed_set(capsys, wide, command):
+    from stereoprobe.batching import PRECISIONS
+    from stereoprobe.engine import ENGINES
+    from stereoprobe.nli.templates import PROBES
+    from stereoprobe.sodapop.names import GROUPS
+    from stereoprobe.unqover.generate import DATASETS, MODES, VARIANTS
+
+    code, out, _ = run(capsys, *command, "--help")
+    assert code == 0 and f"Usage: stereoprobe {' '.join(command)} [OPTIONS]" in out
+    expected = {
+        "unqover count": [_choices([*DATASETS, "all"]), _choices(VARIANTS)],
+        "unqover generate": [_choices(DATASETS), _choices(MODES), _choices(VARIANTS)],
+        "nli count": [f"<list[{'|'.join([*PROBES, 'all'])}]>"],
+        "sodapop report": [", ".join(GROUPS), _choices(PRECISIONS), _choices(ENGINES), "cuda:N"],
+    }
+    expected["unqover score"] = expected["unqover report"] = [
+        _choices(DATASETS), _choices(MODES), _choices(VARIANTS), _choices(PRECISIONS), _choices(ENGINES), "cuda:N"]
+    expected["nli score"] = expected["nli report"] = [*expected["nli count"], _choices(PRECISIONS), _choices(ENGINES)]
+    for text in expected[" ".join(command)]:
+        assert text in out, text
+
+
+@pytest.mark.parametrize("args,option,valid", [
+    (["unqover", "count", "--variant", "gpt"], "'--variant'", "'qa', 'lm-bert', 'lm-roberta'"),
+    (["unqover", "generate", "-o", "{tmp}/x.jsonl", "-d", "sports"], "'--dataset' / '-d'",
+     "'gender', 'nationality', 'ethnicity', 'religion'"),
+    (["unqover", "score", "-m", "lab:qa-biased", "--precision", "fp64"], "'--precision'",
+     "'auto', 'fp32', 'bf16', 'fp16'"),
+    (["unqover", "report", "-m", "lab:qa-biased", "--engine", "spark"], "'--engine'", "'local', 'ray'"),
+    (["nli", "score", "-m", "x", "-p", "gender", "-p", "race"], "'--probe' / '-p'",
+     "'gender', 'nationality', 'religion', 'all'"),
+    (["nli", "report", "-m", "x", "-p", "gender", "--device", "tpu"], "'--device'",
+     "auto, cpu, cuda, cuda:N (GPU N) or mps"),
+    (["sodapop", "report", "--pair", "AA_f:XX_f"], "'--pair'", "EA_f, EA_m, AA_f, AA_m, AS_f, AS_m, HS_f, HS_m"),
+])
+def test_a_value_outside_the_set_is_one_line_naming_the_option_and_the_values(capsys, tmp_path, args, option, valid):
+    code, out, err = run(capsys, *[a.replace("{tmp}", str(tmp_path)) for a in args])
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: Invalid value for {option}: ") and valid in err and err.count("\n") == 1, err
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("device", ["cpu", "CPU", "cuda", "cuda:1", "mps", "auto"])
+def test_device_takes_what_the_library_takes(device):
+    from stereoprobe.cli import _device
+
+    assert _device(device) == device  # checked later, when a model is loaded: e.g. no GPU here for cuda:1
+
+
+def test_version(capsys):
+    from stereoprobe import __version__
+
+    code, out, err = run(capsys, "--version")
+    assert code == 0 and out == f"stereoprobe {__version__}\n" and err == ""
+
+
+def test_shell_completion_is_offered(capsys, wide):
+    code, out, _ = run(capsys, "--help")
+    assert code == 0 and "--install-completion" in out and "--show-completion" in out
+
+
+def test_book_help_shows_its_options(capsys, wide):
+    from stereoprobe.cli import book_main
+
+    options = ["--profile", "--only", "--set", "--build-dir", "--timeout", "--execute-only", "--no-execute",
+               "--keep-going", "--list", "--quiet", "-q", "--root"]
+    code, out, _ = run(capsys, "book", "--help")
+    assert code == 0 and "Usage: stereoprobe book [OPTIONS]" in out and all(o in out for o in options)
+    assert book_main(["--help"]) == 0  # python -m stereoprobe.book: the same command
+    out = capsys.readouterr().out
+    assert "Usage: python -m stereoprobe.book [OPTIONS]" in out and all(o in out for o in options)
+
+
+def test_book_list_in_the_clone(capsys, monkeypatch):
+    from stereoprobe.book import available_profiles, chapters
+    from stereoprobe.paths import checkout_root
+
+    monkeypatch.chdir(checkout_root())
+    code, out, _ = run(capsys, "book", "--list")
+    assert code == 0
+    assert out.splitlines() == [f"profiles: {', '.join(available_profiles())}"] + [
+        f"{c.kind:8s} {c.file}" for c in chapters()]
+    assert "smoke" in out and "notebook notebooks/reasoning_errors" in out
+
+
+def test_book_outside_a_clone_says_where_the_sources_are(capsys, monkeypatch, tmp_path):
+    from stereoprobe import paths
+
+    clone = paths.checkout_root()
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(paths, "checkout_root", lambda: None)  # as installed from a wheel, run outside a clone
+    for args in (["book"], ["book", "--list"], ["book", "--root", str(tmp_path), "--list"]):
+        code, out, err = run(capsys, *args)
+        assert code == 2 and out == "" and err.count("\n") == 1, err
+        assert err.startswith("error: The book's sources (_toc.yml, notebooks/, book/, params/) are in a clone of the "
+                              "stereoprobe repository and ")
+        assert "run the command from the clone's root (`git clone " in err and "&& cd stereoprobe`" in err
+    assert "and the current folder is not in one" in run(capsys, "book")[2]
+    assert list(tmp_path.iterdir()) == []
+    code, out, _ = run(capsys, "book", "--root", str(clone), "--list")
+    assert code == 0 and out.startswith("profiles: ")
+
+
+def test_book_failure_exits_1(capsys, monkeypatch):
+    from stereoprobe import book
+
+    def failing(*args, **kwargs):
+        raise book.NotebookExecutionError("Notebook notebooks/x.py failed in cell 3 with ValueError: planted",
+                                          "Traceback …\nValueError: planted")
+
+    monkeypatch.setattr(book, "run_notebooks", failing)
+    code, out, err = run(capsys, "book", "--profile", "smoke", "--execute-only")
+    assert code == 1 and out == ""
+    assert err == ("Traceback …\nValueError: planted\n"  # the traceback's tail, then the one-line error
+                   "error: Notebook notebooks/x.py failed in cell 3 with ValueError: planted\n")
+    code, _, err = run(capsys, "book", "--execute-only", "--no-execute")
+    assert code == 2 and err == "error: --execute-only and --no-execute exclude each other; pass one of them.\n"
+
+
+@pytest.mark.parametrize("command", [
+    ["unqover", "report", "-m", "never-loaded", "-d", "religion", "--sample", "2"],
+    ["nli", "report", "-m", "never-loaded", "-p", "religion", "--sample", "2"],
+    ["sodapop", "report", "--mcq-model", "never-loaded", "--mlm", "never-loaded"],
+])
+@pytest.mark.parametrize("out,message", [
+    ("{tmp}/table.csv", "--out {tmp}/table.csv is a file, not a folder; pass a folder path (it is created if "
+                        "missing)."),
+    ("{tmp}/table.csv/reports", "--out {tmp}/table.csv/reports cannot hold the tables (Not a directory); pass a folder "
+                                "you can write to (it is created if missing)."),
+])
+def test_report_out_is_checked_before_any_work(capsys, monkeypatch, tmp_path, command, out, message):
+    """The same -o in the three reports: a file, or a folder that cannot be made (for root too), stops at once."""
+    monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "table.csv").write_text("pre-existing\n")
+    code, stdout, err = run(capsys, *command, "--store", str(tmp_path / "scores"), "--device", "cpu",
+                            "-o", out.format(tmp=tmp_path))
+    assert code == 2 and stdout == ""
+    assert err == f"error: {message.format(tmp=tmp_path)}\n"  # not the unknown model: nothing was loaded or scored
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["table.csv"]
+    assert (tmp_path / "table.csv").read_text() == "pre-existing\n"
+
+
+def test_report_out_is_the_same_option_everywhere():
+    from stereoprobe import cli
+
+    reports = (cli.report_cmd, cli.nli_report_cmd, cli.sodapop_report_cmd)
+    assert all(inspect.signature(f).parameters["out"].default is cli.OutOpt for f in reports)

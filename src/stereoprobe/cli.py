@@ -1,5 +1,6 @@
 """The ``stereoprobe`` command line.
 
+    stereoprobe --version
     stereoprobe unqover count                       # Table 1 of UnQover, without generating anything
     stereoprobe unqover generate -d gender -o gender.jsonl --sample 1000
     stereoprobe unqover score -m lab:qa-biased -d gender --sample 2000
@@ -9,27 +10,47 @@
     stereoprobe nli report -m zoo:minilm-nli -p gender -p religion --sample 5000 -o reports/
     stereoprobe sodapop report --mcq-model zoo:minilm-mcq --mlm zoo:minilm-mlm --pair AA_f:EA_f -o reports/
     stereoprobe zoo list                            # the zoo models, their cards' quality numbers
-    stereoprobe zoo build minilm-qa                 # rerun a recipe from scratch (writes data/zoo/)
-    stereoprobe book --profile cpu
+    stereoprobe zoo build minilm-qa                 # rerun a recipe from scratch (into the stereoprobe cache folder)
+    stereoprobe book --profile cpu                  # from the root of a clone of the repository
+    stereoprobe --install-completion                # tab completion in bash, zsh, fish or PowerShell
 
-Every bad input stops with one sentence naming the culprit and the fix, and exit status 2.
+An option with a fixed set of values lists them in ``--help`` and is checked before the command runs. Every
+report prints its tables and, with ``-o DIR``, also writes them there as CSV. Every bad input stops with one line
+``error: …`` naming the culprit and the fix, and exit status 2.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 import os
 import re
 import sys
 import tempfile
 from pathlib import Path
-from typing import List, Optional
+from typing import List, Literal, Optional
 
 import typer
 
+from . import __version__
+from .choices import ENGINES, MODES, PRECISIONS
 from .errors import StereoprobeError
+from .nli.templates import PROBES
+from .sodapop.names import GROUPS
+from .unqover.generate import DATASETS, VARIANTS
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Stereotyping-bias probes: UnQover, SODAPOP, Bias-NLI.")
+# The values of the options with a fixed set, taken from the package: typer lists them in --help and refuses any
+# other value before the command runs. A repeatable option needs an Enum (typer takes no list of Literal).
+Dataset = Literal[tuple(DATASETS)]
+DatasetOrAll = Literal[(*DATASETS, "all")]
+Variant = Literal[tuple(VARIANTS)]
+Mode = Literal[MODES]
+Precision = Literal[PRECISIONS]
+Engine = Literal[ENGINES]
+Probe = enum.StrEnum("Probe", {name: name for name in (*PROBES, "all")})
+
+app = typer.Typer(add_completion=True, no_args_is_help=True,  # --install-completion, --show-completion
+                  help="Stereotyping-bias probes: UnQover, SODAPOP, Bias-NLI.")
 unqover_app = typer.Typer(no_args_is_help=True, help="UnQover: underspecified questions for QA models (Li et al. 2020).")
 app.add_typer(unqover_app, name="unqover")
 nli_app = typer.Typer(no_args_is_help=True, help="Bias-NLI: how neutral NLI models are on template pairs (Dev et al. 2020).")
@@ -38,6 +59,18 @@ sodapop_app = typer.Typer(no_args_is_help=True, help="SODAPOP: distractors that 
 app.add_typer(sodapop_app, name="sodapop")
 zoo_app = typer.Typer(no_args_is_help=True, help="The offline model zoo: MiniLM fine-tuned by the project's recipes.")
 app.add_typer(zoo_app, name="zoo")
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"stereoprobe {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                          help="Print the version of stereoprobe and exit.")):
+    pass
 
 
 def _sample(value: Optional[str]) -> float | int | None:
@@ -65,14 +98,34 @@ def _atomic_path(target: Path):
     return Path(tmp)
 
 
+#: The one ``-o/--out`` of every report command (checked by :func:`_check_out_dir`, written by :func:`_write_tables`).
+OutOpt = typer.Option(None, "--out", "-o", help="Folder to write the tables into as CSV files (created if missing; "
+                      "each file written atomically). The tables are printed either way.")
+
+
 def _check_out_dir(out: Optional[Path]) -> None:
-    """Fail before any work when the output folder cannot be one."""
-    if out is not None and out.exists() and not out.is_dir():
+    """Before any work: ``--out`` must be a folder this process can write to (created if missing)."""
+    if out is None:
+        return
+    if out.exists() and not out.is_dir():
         raise StereoprobeError(f"--out {out} is a file, not a folder; pass a folder path (it is created if missing).")
+    try:
+        _atomic_path(out / ".write-check").unlink()
+    except OSError as err:
+        raise StereoprobeError(f"--out {out} cannot hold the tables ({err.strerror or type(err).__name__}); pass a "
+                               "folder you can write to (it is created if missing).") from None
 
 
-def _write_tables(out: Path, tables: dict) -> None:
-    """Write tables that are all computed already, as ``out/<name>.csv``, each one atomically."""
+def _show(title: str, table) -> None:
+    typer.echo(f"\n== {title} ==")
+    if len(table):
+        typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
+
+
+def _write_tables(out: Optional[Path], tables: dict) -> None:
+    """Write tables that are all computed already, as ``out/<name>.csv``, each one atomically (none without -o)."""
+    if out is None:
+        return
     for name, table in tables.items():
         target = out / f"{name}.csv"
         tmp = _atomic_path(target)
@@ -81,24 +134,27 @@ def _write_tables(out: Path, tables: dict) -> None:
             os.replace(tmp, target)
         finally:
             tmp.unlink(missing_ok=True)
+    typer.echo(f"\nwrote {len(tables)} tables to {out}")
 
 
-DatasetOpt = typer.Option("gender", "--dataset", "-d", help="gender, nationality, ethnicity or religion.")
+DatasetOpt = typer.Option("gender", "--dataset", "-d", help="The UnQover dataset.")
 SampleOpt = typer.Option(None, "--sample", help="Paper examples to keep: a fraction (0.01), a count (5000) or 'all'.")
 SeedOpt = typer.Option(0, "--seed", help="Seed of the sampling.")
 ModeOpt = typer.Option("compat", "--mode", help="compat (the authors' code, bit for bit) or clean.")
 NewsqaOpt = typer.Option(False, "--newsqa", help="Prepend the NewsQA header (automatic for models whose name contains 'newsqa').")
+VariantOpt = typer.Option("qa", "--variant", help="qa (extractive-QA models), lm-bert or lm-roberta (masked LMs, "
+                          "e.g. zoo:minilm-mlm with lm-bert).")
 
 
 @unqover_app.command("count")
 def count_cmd(
-    dataset: str = typer.Option("all", "--dataset", "-d", help="A dataset name or 'all'."),
-    variant: str = typer.Option("qa", "--variant", help="qa, lm-bert or lm-roberta."),
+    dataset: DatasetOrAll = typer.Option("all", "--dataset", "-d", help="A dataset, or all four."),
+    variant: Variant = VariantOpt,
     sample: Optional[str] = SampleOpt,
     seed: int = SeedOpt,
 ):
     """Print Table 1: paper examples, ordered examples and forward passes (nothing is generated)."""
-    from .unqover.generate import DATASETS, count
+    from .unqover.generate import count
 
     names = list(DATASETS) if dataset == "all" else [dataset]
     rows = [(name, count(_spec(name, sample, seed, "compat", False, variant))) for name in names]
@@ -113,12 +169,12 @@ def count_cmd(
 @unqover_app.command("generate")
 def generate_cmd(
     out: Path = typer.Option(..., "--out", "-o", help="Output file: .jsonl (the authors' key/value layout) or .parquet."),
-    dataset: str = DatasetOpt,
+    dataset: Dataset = DatasetOpt,
     sample: Optional[str] = SampleOpt,
     seed: int = SeedOpt,
-    mode: str = ModeOpt,
+    mode: Mode = ModeOpt,
     newsqa: bool = NewsqaOpt,
-    variant: str = typer.Option("qa", "--variant", help="qa, lm-bert or lm-roberta."),
+    variant: Variant = VariantOpt,
 ):
     """Write the examples of a dataset (streamed; the file appears only when complete)."""
     from .batching import progress
@@ -173,32 +229,40 @@ def _score_options(batch_tokens, device, precision, store, engine="local", worke
 
 ModelOpt = typer.Option(..., "--model", "-m", help="Hub id, local folder, zoo: or lab: name (zoo:minilm-qa, lab:qa-biased …).")
 BatchOpt = typer.Option(8192, "--batch-tokens", help="Token budget per batch (padded tokens).")
-DeviceOpt = typer.Option("auto", "--device", help="auto, cpu or cuda.")
-PrecisionOpt = typer.Option("auto", "--precision", help="auto (bf16 on GPU, fp32 on CPU), fp32, bf16 or fp16.")
-StoreOpt = typer.Option(None, "--store", help="Score-store folder (default: .cache/stereoprobe/scores).")
-EngineOpt = typer.Option("local", "--engine", help="local (this process) or ray (Ray Data workers: the GPUs of this "
+
+
+def _device(value: str) -> str:
+    """What :func:`stereoprobe.batching.resolve_device` takes: auto, cpu, cuda, cuda:N or mps (in any case)."""
+    if not re.fullmatch(r"auto|(cpu|cuda|mps)(:\d+)?", value.strip().lower()):
+        raise ValueError(f"{value!r} is not a device; pass auto, cpu, cuda, cuda:N (GPU N) or mps")
+    return value
+
+
+DeviceOpt = typer.Option("auto", "--device", parser=_device, help="auto (a GPU if torch sees one, else the CPU), "
+                         "cpu, cuda, cuda:N (GPU N) or mps (Apple).")
+PrecisionOpt = typer.Option("auto", "--precision", help="auto: bf16 on GPU (fp16 without bf16), fp32 on CPU.")
+StoreOpt = typer.Option(None, "--store", help="Score-store folder (default: scores/ in the stereoprobe cache folder).")
+EngineOpt = typer.Option("local", "--engine", help="local: this process; ray: Ray Data workers (the GPUs of this "
                          "machine, or of the cluster at RAY_ADDRESS); identical results.")
 WorkersOpt = typer.Option(None, "--workers", help="Ray workers (default: one per GPU of the cluster).")
 ShardOpt = typer.Option(20_000, "--shard-passes", help="Passes per score-store shard (a multiple of 100): the unit "
                         "of resumption and of work handed to a Ray worker.")
-VariantOpt = typer.Option("qa", "--variant", help="qa (extractive-QA models), lm-bert or lm-roberta (masked LMs, "
-                          "e.g. zoo:minilm-mlm with lm-bert).")
 
 
 @unqover_app.command("score")
 def score_cmd(
     model: List[str] = ModelOpt,
-    dataset: str = DatasetOpt,
+    dataset: Dataset = DatasetOpt,
     sample: Optional[str] = SampleOpt,
     seed: int = SeedOpt,
-    mode: str = ModeOpt,
+    mode: Mode = ModeOpt,
     newsqa: bool = NewsqaOpt,
     batch_tokens: int = BatchOpt,
     device: str = DeviceOpt,
-    precision: str = PrecisionOpt,
+    precision: Precision = PrecisionOpt,
     store: Optional[Path] = StoreOpt,
-    variant: str = VariantOpt,
-    engine: str = EngineOpt,
+    variant: Variant = VariantOpt,
+    engine: Engine = EngineOpt,
     workers: Optional[int] = WorkersOpt,
     shard_passes: int = ShardOpt,
 ):
@@ -216,24 +280,27 @@ def score_cmd(
 @unqover_app.command("report")
 def report_cmd(
     model: List[str] = ModelOpt,
-    dataset: str = DatasetOpt,
+    dataset: Dataset = DatasetOpt,
     sample: Optional[str] = SampleOpt,
     seed: int = SeedOpt,
-    mode: str = ModeOpt,
+    mode: Mode = ModeOpt,
     newsqa: bool = NewsqaOpt,
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for CSV tables (written atomically)."),
+    out: Optional[Path] = OutOpt,
     n_boot: int = typer.Option(1000, "--n-boot", help="Bootstrap resamples for the CIs."),
     top: int = typer.Option(3, "--top", help="Rows per group in the top-γ table."),
     batch_tokens: int = BatchOpt,
     device: str = DeviceOpt,
-    precision: str = PrecisionOpt,
+    precision: Precision = PrecisionOpt,
     store: Optional[Path] = StoreOpt,
-    variant: str = VariantOpt,
-    engine: str = EngineOpt,
+    variant: Variant = VariantOpt,
+    engine: Engine = EngineOpt,
     workers: Optional[int] = WorkersOpt,
     shard_passes: int = ShardOpt,
 ):
-    """Reasoning errors (δ, ε, avg S), bias intensity μ and the top γ(x, a) per subject group."""
+    """Reasoning errors (δ, ε, avg S), bias intensity μ and the top γ(x, a) per subject group.
+
+    Tables (with -o): <dataset>_reasoning_errors.csv, <dataset>_intensity.csv, <dataset>_top_gamma.csv.
+    """
     from .unqover import report
 
     _check_out_dir(out)
@@ -241,24 +308,21 @@ def report_cmd(
     opts = _score_options(batch_tokens, device, precision, store, engine, workers, shard_passes=shard_passes)
     tables = report.model_report(model, spec, mode=mode, n_boot=n_boot, top=top, seed=seed, **opts)
     for name, table in tables.items():
-        typer.echo(f"\n== {name} ==")
-        typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    if out is not None:
-        _write_tables(out, {f"{dataset}_{name}": table for name, table in tables.items()})
-        typer.echo(f"\nwrote {len(tables)} tables to {out}")
+        _show(name, table)
+    _write_tables(out, {f"{dataset}_{name}": table for name, table in tables.items()})
 
 
 # -- Bias-NLI ------------------------------------------------------------------------------------------------------
-ProbeOpt = typer.Option(..., "--probe", "-p", help="gender, nationality, religion or 'all' (repeat -p for several).")
+ProbeOpt = typer.Option(..., "--probe", "-p", help="A Bias-NLI probe, or all three (repeat -p for several).")
 LabelOrderOpt = typer.Option(None, "--label-order", help="The classes of LABEL_0,LABEL_1,LABEL_2 for models with "
                              "generic label names, e.g. entailment,neutral,contradiction.")
 
 
-def _nli_specs(probes: List[str], sample: Optional[str], seed: int) -> dict:
+def _nli_specs(probes: List[Probe], sample: Optional[str], seed: int) -> dict:
     """probe -> TemplateSpec of the requested probes: the chapter's pair sets (repository lists, seeded sample)."""
-    from .nli.templates import PROBES, TemplateSpec
+    from .nli.templates import TemplateSpec
 
-    names = list(PROBES) if "all" in probes else list(dict.fromkeys(probes))
+    names = list(PROBES) if "all" in probes else list(dict.fromkeys(map(str, probes)))
     return {p: TemplateSpec(p, sample=_sample(sample), seed=seed) for p in names}
 
 
@@ -279,7 +343,7 @@ def _label_order(value: Optional[str]) -> Optional[tuple]:
 
 @nli_app.command("count")
 def nli_count_cmd(
-    probe: List[str] = typer.Option(["all"], "--probe", "-p", help="gender, nationality, religion or 'all'."),
+    probe: List[Probe] = typer.Option(["all"], "--probe", "-p", help="A Bias-NLI probe, or all three (repeat -p)."),
     sample: Optional[str] = typer.Option(None, "--sample", help="Pairs to keep: a fraction (0.01), a count or 'all'."),
     seed: int = SeedOpt,
 ):
@@ -297,14 +361,14 @@ def nli_count_cmd(
 @nli_app.command("score")
 def nli_score_cmd(
     model: List[str] = ModelOpt,
-    probe: List[str] = ProbeOpt,
+    probe: List[Probe] = ProbeOpt,
     sample: Optional[str] = typer.Option(None, "--sample", help="Pairs per probe: a fraction (0.01), a count or 'all'."),
     seed: int = SeedOpt,
     batch_tokens: int = BatchOpt,
     device: str = DeviceOpt,
-    precision: str = PrecisionOpt,
+    precision: Precision = PrecisionOpt,
     store: Optional[Path] = StoreOpt,
-    engine: str = EngineOpt,
+    engine: Engine = EngineOpt,
     workers: Optional[int] = WorkersOpt,
     label_order: Optional[str] = LabelOrderOpt,
 ):
@@ -323,20 +387,23 @@ def nli_score_cmd(
 @nli_app.command("report")
 def nli_report_cmd(
     model: List[str] = ModelOpt,
-    probe: List[str] = ProbeOpt,
+    probe: List[Probe] = ProbeOpt,
     sample: Optional[str] = typer.Option(None, "--sample", help="Pairs per probe: a fraction (0.01), a count or 'all'."),
     seed: int = SeedOpt,
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="Folder for nli_<probe>_neutrality.csv (atomic)."),
+    out: Optional[Path] = OutOpt,
     n_boot: int = typer.Option(1000, "--n-boot", help="Bootstrap resamples for the CIs."),
     batch_tokens: int = BatchOpt,
     device: str = DeviceOpt,
-    precision: str = PrecisionOpt,
+    precision: Precision = PrecisionOpt,
     store: Optional[Path] = StoreOpt,
-    engine: str = EngineOpt,
+    engine: Engine = EngineOpt,
     workers: Optional[int] = WorkersOpt,
     label_order: Optional[str] = LabelOrderOpt,
 ):
-    """Net neutral NN, fraction neutral FN, T:0.5 and T:0.7 with bootstrap CIs, per model and probe."""
+    """Net neutral NN, fraction neutral FN, T:0.5 and T:0.7 with bootstrap CIs, per model and probe.
+
+    Tables (with -o): nli_<probe>_neutrality.csv.
+    """
     from .nli import report
     from .nli.score import load_probabilities
 
@@ -349,11 +416,8 @@ def nli_report_cmd(
         probs = {(m, probe_name): load_probabilities(m, spec, label_order=order, **opts) for m in model}
         tables[probe_name] = report.measures_table(probs, ("model", "probe"), n_boot=n_boot, seed=seed)
     for probe_name, table in tables.items():
-        typer.echo(f"\n== nli {probe_name} neutrality ==")
-        typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    if out is not None:
-        _write_tables(out, {f"nli_{name}_neutrality": table for name, table in tables.items()})
-        typer.echo(f"\nwrote {len(tables)} tables to {out}")
+        _show(f"nli {probe_name} neutrality", table)
+    _write_tables(out, {f"nli_{name}_neutrality": table for name, table in tables.items()})
 
 
 # -- SODAPOP -------------------------------------------------------------------------------------------------------
@@ -382,22 +446,18 @@ def _sodapop_contexts(value: str) -> Optional[List[int]]:
     return chosen
 
 
-def _sodapop_pairs(pairs: Optional[List[str]]) -> List[tuple]:
-    from .sodapop.names import GROUPS
-
-    out = []
-    for pair in pairs or SODAPOP_PAIRS:
-        parts = pair.split(":")
-        if len(parts) != 2 or not all(p in GROUPS for p in parts) or parts[0] == parts[1]:
-            raise StereoprobeError(f"--pair {pair!r} is not two different groups G1:G2; pass e.g. AA_f:EA_f "
-                                   f"(groups: {', '.join(GROUPS)}).")
-        out.append(tuple(parts))
-    return out
+def _pair(value: str) -> str:
+    """Two different SODAPOP name groups G1:G2, e.g. AA_f:EA_f."""
+    groups = value.split(":")
+    if len(groups) != 2 or not set(groups) <= set(GROUPS) or groups[0] == groups[1]:
+        raise ValueError(f"{value!r} is not two different groups G1:G2; pass e.g. AA_f:EA_f "
+                         f"(groups: {', '.join(GROUPS)})")
+    return value
 
 
 @sodapop_app.command("report")
 def sodapop_report_cmd(
-    out: Path = typer.Option(..., "--out", "-o", help="Folder for sodapop_units.csv and sodapop_rd_<G1>_<G2>.csv."),
+    out: Optional[Path] = OutOpt,
     mcq_model: str = typer.Option("zoo:minilm-mcq", "--mcq-model", help="The multiple-choice model under test."),
     mlm: str = typer.Option("zoo:minilm-mlm", "--mlm", help="The masked LM that writes the distractors."),
     names_per_group: int = typer.Option(8, "--names-per-group", help="First names of each of the 8 groups (1-25)."),
@@ -406,21 +466,25 @@ def sodapop_report_cmd(
     cap: str = typer.Option("600", "--cap", help="Distractors kept per (name, context), or 'all'."),
     dedup: Optional[bool] = typer.Option(None, "--dedup/--no-dedup", help="Deduplicate distractors (default: "
                                          "only with several contexts, as the chapter)."),
-    pair: Optional[List[str]] = typer.Option(None, "--pair", help="Groups G1:G2 to compare (repeat; default: "
-                                             "AA_f:EA_f and EA_f:EA_m)."),
+    pair: Optional[List[str]] = typer.Option(None, "--pair", parser=_pair, help="Groups G1:G2 to compare, each "
+                                             f"one of {', '.join(GROUPS)} (repeat; default: "
+                                             f"{' and '.join(SODAPOP_PAIRS)})."),
     min_count: int = typer.Option(1, "--min-count", help="A word enters the vocabulary if it occurs more often "
                                   "than this for every name (paper: 50)."),
     n_perm: int = typer.Option(100_000, "--n-perm", help="Permutations per word (exact test when the splits are fewer)."),
     seed: int = typer.Option(10, "--seed", help="Seed of the distractor shuffle and the permutations (authors: 10)."),
     batch_tokens: int = BatchOpt,
     device: str = DeviceOpt,
-    precision: str = typer.Option("fp32", "--precision", help="fp32 (default: top-10 fills are tie-sensitive), "
-                                  "bf16, fp16 or auto."),
+    precision: Precision = typer.Option("fp32", "--precision", help="fp32 by default: the top-10 fills are "
+                                        "tie-sensitive."),
     store: Optional[Path] = StoreOpt,
-    engine: str = EngineOpt,
+    engine: Engine = EngineOpt,
     workers: Optional[int] = WorkersOpt,
 ):
-    """Distractors for names × contexts, the per-unit accuracy, and the relative difference of words between groups."""
+    """Distractors for names × contexts, the per-unit accuracy, and the relative difference of words between groups.
+
+    Tables (with -o): sodapop_units.csv and sodapop_rd_<G1>_<G2>.csv.
+    """
     from math import comb
 
     import pandas as pd
@@ -434,7 +498,7 @@ def sodapop_report_cmd(
 
     # every input is checked before anything is generated, scored or written
     _check_out_dir(out)
-    pairs = _sodapop_pairs(pair)
+    pairs = [tuple(p.split(":")) for p in pair or SODAPOP_PAIRS]
     chosen = _sodapop_contexts(contexts)
     caps = _int_list("--cap", cap)
     if caps is not None and len(caps) != 1:
@@ -470,14 +534,11 @@ def sodapop_report_cmd(
 
     typer.echo(f"{len(units)} units (names × contexts), {int(units['mcqs'].sum()):,} MCQs, mean accuracy "
                f"{units['accuracy'].mean():.3f}; vocabulary {sr.shape[1]} words (min count {min_count})")
+    _show("units (names × contexts)", units)
     for (g1, g2), table in rd.items():
         flagged = int((table["q"] < 0.05).sum()) if len(table) else 0
-        typer.echo(f"\n== {g1} vs {g2}: {len(table)} words with a relative difference, {flagged} with q < 0.05 ==")
-        if len(table):
-            typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
-    tables = {"sodapop_units": units, **{f"sodapop_rd_{g1}_{g2}": table for (g1, g2), table in rd.items()}}
-    _write_tables(out, tables)
-    typer.echo(f"\nwrote {len(tables)} tables to {out}")
+        _show(f"{g1} vs {g2}: {len(table)} words with a relative difference, {flagged} with q < 0.05", table)
+    _write_tables(out, {"sodapop_units": units, **{f"sodapop_rd_{g1}_{g2}": table for (g1, g2), table in rd.items()}})
 
 
 @zoo_app.command("list")
@@ -499,7 +560,8 @@ def zoo_list_cmd():
 @zoo_app.command("build")
 def zoo_build_cmd(
     names: Optional[List[str]] = typer.Argument(None, help="recipes to run (default: all), e.g. minilm-qa"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for the parts and cards (default: data/zoo)"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for the parts and cards (default: the "
+                                       "stereoprobe cache folder)"),
     smoke: bool = typer.Option(False, help="tiny sizes: checks the recipe end to end in seconds"),
 ):
     """Train zoo models from scratch with their seeded recipes (the whole zoo: about 30 min on 2 idle cores)."""
@@ -512,41 +574,101 @@ def zoo_build_cmd(
         typer.echo(f"{card['name']}: {quality}; trained in {card['training']['wall_s']['train']:.0f} s")
 
 
-@app.command("book", context_settings={"allow_extra_args": True, "ignore_unknown_options": True,
-                                         "help_option_names": []})
-def book_cmd(ctx: typer.Context):
-    """Execute every chapter notebook with a profile and build _build/html (options: `stereoprobe book --help`).
+@app.command("book")
+def book_cmd(
+    profile: str = typer.Option("cpu", "--profile", help="A profile name (params/<name>.yaml: smoke, cpu, gpu, "
+                                "gpu-zoo) or the path of a .yaml file."),
+    only: Optional[List[str]] = typer.Option(None, "--only", metavar="NOTEBOOK", help="Execute only this chapter "
+                                             "notebook (repeat, or separate with commas); the others reuse their "
+                                             "executed copies."),
+    assignments: Optional[List[str]] = typer.Option(None, "--set", metavar="KEY=VALUE", help="Override a parameter "
+                                                    "(VALUE in YAML), e.g. --set models=my/qa-model or "
+                                                    "--set reasoning_errors.sample=0.1."),
+    build_dir: Path = typer.Option(Path("_build"), "--build-dir", help="Output folder, relative to the repository "
+                                   "root."),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="Per-cell timeout in seconds (default: none)."),
+    execute_only: bool = typer.Option(False, "--execute-only", help="Execute the notebooks, do not build the HTML."),
+    no_execute: bool = typer.Option(False, "--no-execute", help="Build the HTML from the notebooks executed before."),
+    keep_going: bool = typer.Option(False, "--keep-going", help="With --execute-only: run every notebook even if one "
+                                    "fails."),
+    list_: bool = typer.Option(False, "--list", help="List the profiles and chapters, then exit."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress output."),
+    root: Optional[Path] = typer.Option(None, "--root", metavar="DIR", help="The root of a clone of the stereoprobe "
+                                        "repository (default: the clone holding the current folder)."),
+):
+    """Execute the chapter notebooks with a parameter profile, then build the HTML book (_build/html).
 
-    The same command as ``python -m stereoprobe.book``: --profile, --set KEY=VALUE, --only, --no-execute, …
+    The book's sources (_toc.yml, notebooks/, book/, params/) are in a clone of the repository: run this from the
+    clone's root, or pass --root. Exit status: 0 done, 1 a notebook or the build failed, 2 bad input.
     """
-    from .book import main as book_main
+    from . import book
 
-    code = book_main(ctx.args)
-    if code:
-        sys.exit(code)
+    if execute_only and no_execute:
+        raise StereoprobeError("--execute-only and --no-execute exclude each other; pass one of them.")
+    folder = book.book_root(root)
+    if list_:
+        typer.echo(f"profiles: {', '.join(book.available_profiles(folder))}")
+        for c in book.chapters(folder):
+            typer.echo(f"{c.kind:8s} {c.file}")
+        return
+    overrides = book.overrides_from_assignments(assignments or [])
+    chosen = [n for item in only for n in item.split(",") if n] if only else None
+    try:
+        if execute_only:
+            for path in book.run_notebooks(profile, only=chosen, out_dir=build_dir / "executed", timeout=timeout,
+                                           overrides=overrides, keep_going=keep_going, progress=not quiet, root=folder):
+                typer.echo(path)
+        else:
+            html = book.build_book(profile, only=chosen, build_dir=build_dir, timeout=timeout, overrides=overrides,
+                                   execute=not no_execute, progress=not quiet, root=folder)
+            typer.echo(html / "index.html")
+    except (book.NotebookExecutionError, book.BookBuildError) as err:  # the run failed, not its input: status 1
+        if getattr(err, "details", ""):
+            typer.echo(err.details, err=True)
+        typer.echo(f"error: {_one_line(str(err))}", err=True)
+        raise typer.Exit(1)
+
+
+_book_app = typer.Typer(add_completion=False)  # ``python -m stereoprobe.book``: the same command on its own
+_book_app.command()(book_cmd)
 
 
 def _one_line(message: str) -> str:
     return re.sub(r"\s*\n\s*", " ", message.strip())
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Entry point: user errors print one line and exit with status 2."""
+def _run(command: typer.Typer, argv: list[str] | None, prog_name: str) -> int:
+    """Run a command line; return its exit status. User errors print one line ``error: …`` (status 2)."""
     try:
-        app(args=argv, prog_name="stereoprobe", standalone_mode=False)
+        code = command(args=argv, prog_name=prog_name, standalone_mode=False)
     except StereoprobeError as err:
         typer.echo(f"error: {_one_line(str(err))}", err=True)
-        sys.exit(2)
+        return 2
     except typer.Abort:
-        sys.exit(1)
+        return 1
     except typer.TyperException as err:  # usage errors of typer's click: one line too, with their exit code
         ctx = getattr(err, "ctx", None)
         if type(err).__name__ == "NoArgsIsHelpError":  # a group called without a command: its help
             err.show()
         else:
             hint = f"; see '{ctx.command_path} --help'" if ctx is not None else ""
-            typer.echo(f"error: {_one_line(err.format_message()).rstrip('.')}{hint}.", err=True)
-        sys.exit(err.exit_code)
+            # typer checks values with pydantic, which starts the message of a refused value with "Value error, "
+            message = _one_line(err.format_message()).replace("Value error, ", "").rstrip(".")
+            typer.echo(f"error: {message}{hint}.", err=True)
+        return err.exit_code
+    return code if isinstance(code, int) else 0
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of ``stereoprobe``: exits with the status when it is not 0."""
+    code = _run(app, argv, "stereoprobe")
+    if code:
+        sys.exit(code)
+
+
+def book_main(argv: list[str] | None = None) -> int:
+    """``python -m stereoprobe.book``: the ``stereoprobe book`` command; returns its exit status."""
+    return _run(_book_app, argv, "python -m stereoprobe.book")
 
 
 if __name__ == "__main__":

@@ -37,12 +37,12 @@ from typing import Any
 
 import numpy as np
 
+from .choices import ENGINES
 from .errors import StereoprobeError, StoreError
 
 __all__ = ["ENGINES", "ShardJob", "fill", "check_engine", "worker_device", "compute_dtype"]
 
 #: Accepted ``engine`` names.
-ENGINES = ("local", "ray")
 
 
 def check_engine(engine: str, workers: int | None = None) -> str:

@@ -221,7 +221,7 @@ def _read(path: str, mtime: int) -> pd.DataFrame:
     df = pd.read_csv(path, sep="\t", comment="#", keep_default_na=False, na_values={"similarity": [""], "margin": [""]})
     if tuple(df.columns) != COLUMNS:
         raise CorpusError(f"{path}: columns are {list(df.columns)}, expected {list(COLUMNS)}; regenerate it with "
-                          "stereoprobe.sodapop.abc.build_mapping_file().")
+                          "stereoprobe.sodapop.abc.build_mapping_file(PATH).")
     for col in ("nearest", "dimension", "trait"):
         df[col] = df[col].astype(object).where(df[col] != "", None)
     return df
@@ -231,8 +231,8 @@ def read_mapping(path: str | Path | None = None) -> pd.DataFrame:
     """The shipped mapping file (columns :data:`COLUMNS`; ``mapped`` is 1 under the default thresholds)."""
     path = mapping_path() if path is None else Path(path)
     if not path.is_file():
-        raise CorpusError(f"{path}: ABC mapping file not found; regenerate it with "
-                          "stereoprobe.sodapop.abc.build_mapping_file().")
+        raise CorpusError(f"{path}: ABC mapping file not found; reinstall stereoprobe (the file ships with it) or "
+                          "regenerate it with stereoprobe.sodapop.abc.build_mapping_file(PATH).")
     return _read(str(path), path.stat().st_mtime_ns).copy()
 
 
@@ -311,11 +311,11 @@ def mapping_vocabulary(embeddings: Embeddings | None = None) -> list[str]:
     return sorted(vocab)
 
 
-def build_mapping_file(path: str | Path | None = None, *, date: str = BUILT) -> pd.DataFrame:
-    """Write the mapping of :func:`mapping_vocabulary` (GloVe 6B 50d, default thresholds) to ``path``
-    (default: the shipped ``data/sodapop/abc_traits.tsv``) with a header describing the method; returns it.
-    With the shipped ``date`` the output is byte-identical to the shipped file."""
-    path = mapping_path() if path is None else Path(path)
+def build_mapping_file(path: str | Path, *, date: str = BUILT) -> pd.DataFrame:
+    """Write the mapping of :func:`mapping_vocabulary` (GloVe 6B 50d, default thresholds) to ``path`` (a file
+    you name; the shipped one is :func:`mapping_path`, inside the package) with a header describing the
+    method; returns it. With the shipped ``date`` the output is byte-identical to the shipped file."""
+    path = Path(path)
     df = _nearest(mapping_vocabulary(), _glove(None))
     df["mapped"] = ((df["similarity"] >= SIMILARITY) & (df["margin"] >= MARGIN)).astype(int)
     header = [

@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import MetricsError
-from ..paths import data_dir
+from ..paths import data_dir, missing_data_fix
 from ..stats import adjust_pvalues
 
 __all__ = [
@@ -403,6 +403,6 @@ def reference(kind: Literal["table9", "top_words"]) -> pd.DataFrame:
         raise MetricsError(f"Unknown reference {kind!r}; choose 'table9' or 'top_words'.")
     path = data_dir() / "sodapop" / "reference" / _REFERENCES[kind]
     if not path.is_file():
-        raise MetricsError(f"{path}: reference table not found; copy data/sodapop/reference into the data folder.")
+        raise MetricsError(f"{path}: reference table not found; {missing_data_fix()}.")
     return pd.read_csv(path, sep="\t", dtype={"table": str, "word": str}, keep_default_na=False,
                        na_values={"rd": [""], "p": [""]})

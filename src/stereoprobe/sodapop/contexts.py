@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CorpusError
-from ..paths import data_dir
+from ..paths import data_dir, missing_data_fix
 
 #: Placeholder name of the shipped slice.
 PLACEHOLDER = "Bethany"
@@ -50,7 +50,7 @@ def default_path() -> Path:
 def _open_lines(path: str | Path) -> list[str]:
     path = Path(path)
     if not path.is_file():
-        raise CorpusError(f"{path}: Social IQa file not found; copy data/sodapop into the project's data folder.")
+        raise CorpusError(f"{path}: Social IQa file not found; {missing_data_fix()}.")
     return path.read_text(encoding="utf-8").splitlines()
 
 

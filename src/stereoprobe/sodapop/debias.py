@@ -67,7 +67,7 @@ from typing import Callable, Sequence
 import numpy as np
 
 from ..errors import ProjectionError
-from ..paths import cache_dir, data_dir
+from ..paths import cache_dir, data_dir, missing_data_fix
 
 METHODS = ("inlp", "sentence_debias")
 KINDS = ("gender", "race", "religion")
@@ -101,7 +101,7 @@ def attribute_words(kind: str) -> list[tuple[str, ...]]:
     """
     path = data_dir() / "sodapop" / "bias_attribute_words.json"
     if not path.is_file():
-        raise ProjectionError(f"{path} is missing; restore data/sodapop/bias_attribute_words.json from the repository.")
+        raise ProjectionError(f"{path} is missing; {missing_data_fix()}.")
     return [tuple(words) for words in _attribute_file(str(path))[_check_kind(kind)]]
 
 

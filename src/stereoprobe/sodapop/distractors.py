@@ -60,6 +60,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from ..choices import MODES
 from ..errors import StereoprobeError
 from ..paths import cache_dir
 from .contexts import LETTERS, Context, substitute
@@ -83,7 +84,7 @@ class GenerationConfig:
     drop_original: bool = False  # clean only
 
     def __post_init__(self):
-        if self.decoding not in ("compat", "clean"):
+        if self.decoding not in MODES:
             raise StereoprobeError(f"decoding {self.decoding!r} is unknown; choose compat or clean.")
         if self.recursion not in ("code", "paper"):
             raise StereoprobeError(f"recursion {self.recursion!r} is unknown; choose code or paper.")

@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import CorpusError
-from ..paths import data_dir
+from ..paths import data_dir, missing_data_fix
 
 #: Group key → file stem in ``data/sodapop/names``.
 FILES = {
@@ -53,7 +53,7 @@ def read_names(path: str | Path) -> list[str]:
     """Names of one file, one per line (blank lines ignored); a duplicate stops with file:line."""
     path = Path(path)
     if not path.is_file():
-        raise CorpusError(f"{path}: name file not found; copy data/sodapop/names into the project's data folder.")
+        raise CorpusError(f"{path}: name file not found; {missing_data_fix()}.")
     names: list[str] = []
     seen: dict[str, int] = {}
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):

@@ -47,7 +47,7 @@ import pyarrow.compute as pc
 import scipy.sparse as sp
 
 from ..errors import MetricsError
-from ..paths import data_dir
+from ..paths import data_dir, missing_data_fix
 
 __all__ = ["WordTable", "STOPWORDS", "load_stopwords", "word_counts", "success_rates", "vocabulary", "sr_matrix"]
 
@@ -86,7 +86,7 @@ def load_stopwords() -> frozenset[str]:
     ``data/sodapop/nltk_stopwords_english.txt`` (nltk_data is not downloaded at run time; spec §6)."""
     path = data_dir() / "sodapop" / "nltk_stopwords_english.txt"
     if not path.is_file():
-        raise MetricsError(f"{path}: stopword list not found; copy data/sodapop from the repository into the data folder.")
+        raise MetricsError(f"{path}: stopword list not found; {missing_data_fix()}.")
     return frozenset(w for w in path.read_text(encoding="utf-8").split("\n") if w)
 
 

@@ -22,8 +22,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterator, NamedTuple
 
 import numpy as np
-import pandas as pd
 
+from ..choices import MODES
 from ..errors import StereoprobeError
 from . import wordlists as wl
 
@@ -42,7 +42,6 @@ VARIANTS: dict[str, tuple[str, str, str | None]] = {
     "lm-bert": ("_lm", "_bert", "[MASK]"),
     "lm-roberta": ("_lm", "_roberta", "<mask>"),
 }
-MODES = ("compat", "clean")
 QUIRKS = ("repo", "paper", "fixed")
 
 # Words spelled with a vowel letter but pronounced with a consonant sound ("a European"): used by the
@@ -325,6 +324,8 @@ def example_keys(spec: DatasetSpec) -> pd.DataFrame:
     >>> [ex.attr for ex in iter_examples(spec)] == keys["attr"].tolist(), len(keys)
     (True, 60)
     """
+    import pandas as pd  # imported here: the CLI imports this module for its names, and pandas takes 0.6 s
+
     plan = _plan(spec)
     n_combos = len(plan.combos)
     index = np.arange(len(plan.pairs) * n_combos, dtype=np.int64)
@@ -352,6 +353,8 @@ def _categorical(values: list, rows: np.ndarray) -> pd.Categorical:
     categories, codes = np.unique(np.array(values, dtype=object)[used], return_inverse=True)
     code_of = np.full(len(values), -1, dtype=np.int32)
     code_of[used] = codes
+    import pandas as pd  # see example_keys
+
     return pd.Categorical.from_codes(code_of[rows], categories=pd.Index(categories))
 
 

@@ -23,6 +23,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..choices import MODES
 from ..errors import StereoprobeError
 from ..models import LoadedModel, mask_logits, tokenizer_family
 from . import wordlists as wl
@@ -74,7 +75,7 @@ class LMScorer:
     _cache: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
-        if self.mode not in ("compat", "clean"):
+        if self.mode not in MODES:
             raise StereoprobeError(f"Unknown mode {self.mode!r}; choose one of: compat, clean.")
         if not self.spec.variant.startswith("lm"):
             raise StereoprobeError(f"Masked-LM scoring needs an LM variant of the dataset (lm-bert or lm-roberta), "

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from ..choices import MODES
 from ..engine import ShardJob
 from ..errors import StereoprobeError
 from ..models import LoadedModel, load, tokenizer_family
@@ -129,7 +130,7 @@ class QAScorer:
     _span_cache: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
-        if self.mode not in ("compat", "clean"):
+        if self.mode not in MODES:
             raise StereoprobeError(f"Unknown mode {self.mode!r}; choose one of: compat, clean.")
         if self.batch_tokens < 64:
             raise StereoprobeError(f"batch_tokens={self.batch_tokens} is too small; use at least 64 (e.g. 8192).")
@@ -404,7 +405,7 @@ def score_dataset(
     from ..models import fingerprint_path, resolve
     from ..store import ScoreStore
 
-    if mode not in ("compat", "clean"):
+    if mode not in MODES:
         raise StereoprobeError(f"Unknown mode {mode!r}; choose one of: compat, clean.")
     check_engine(engine, workers)
     shard_passes = _check_shard_passes(shard_passes)

