@@ -23,7 +23,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 book: $(STAMP)
-	$(PY) -m stereoprobe.book --profile $(PROFILE)
+	$(VENV)/bin/stereoprobe book --profile $(PROFILE)
 
 test: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile

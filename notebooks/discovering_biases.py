@@ -612,7 +612,7 @@ glue("lab_also", ", ".join(others_flagged) if others_flagged else "no other word
 #
 # ```bash
 # make book PROFILE=gpu
-# .venv/bin/python -m stereoprobe.book --profile gpu --only discovering_biases --set mcq_model=/path/to/bert-socialiqa
+# stereoprobe book --profile gpu --only discovering_biases --set mcq_model=/path/to/bert-socialiqa
 # ```
 #
 # The paper's answerer is a `bert-base-uncased` fine-tuned on Social IQa (lr 1e-5, 3 epochs, dev

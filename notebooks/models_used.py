@@ -74,11 +74,12 @@ glue("zoo_minutes", f"{sum(c['training']['wall_s']['total'] for c in cards.value
 # %% [markdown]
 # Each recipe freezes the encoder and trains low-rank adapters (LoRA) on every attention and
 # feed-forward matrix {cite:p}`hu2022lora`, the LayerNorms and the task head; only those tensors
-# ({glue:text}`zoo_mb` MB for the four models, safetensors) are committed in `data/zoo/`, each beside
-# its model card (`<name>.card.json`: data, steps, seed, wall time, held-out metrics, SHA-256).
-# Loading `zoo:minilm-qa` checks both checksums (the part's and the encoder's), merges the adapters
-# once and caches an ordinary HuggingFace folder. `stereoprobe zoo build` retrains the whole zoo from
-# scratch in about {glue:text}`zoo_minutes` minutes on 2 CPU cores.
+# ({glue:text}`zoo_mb` MB for the four models, safetensors) ship inside the package
+# (`stereoprobe/data/zoo/`), each beside its model card (`<name>.card.json`: data, steps, seed, wall
+# time, held-out metrics, SHA-256). Loading `zoo:minilm-qa` checks both checksums (the part's and the
+# encoder's), merges the adapters once and caches an ordinary HuggingFace folder in the stereoprobe
+# cache. `stereoprobe zoo build` retrains the whole zoo from scratch in about {glue:text}`zoo_minutes`
+# minutes on 2 CPU cores, into the cache (where a rebuilt part replaces the shipped one).
 #
 # ## What each model can do
 #
@@ -151,9 +152,9 @@ glue("lab_mu", f"{mu.loc['lab:qa-biased', 'mu']:.3f}" if "lab:qa-biased" in mu.i
 #
 # ```bash
 # # the whole book on the paper's ten QA models (a GPU and the hub)
-# python -m stereoprobe.book --profile gpu
+# stereoprobe book --profile gpu
 # # one chapter on a model of your own
-# python -m stereoprobe.book --only gender_occupations --set models='["deepset/roberta-base-squad2"]'
+# stereoprobe book --only gender_occupations --set models='["deepset/roberta-base-squad2"]'
 # # from the shell, or from Python
 # stereoprobe unqover score -m ./my-qa-model -d gender --sample 2000
 # python -c "from stereoprobe.models import load; print(load('bert-base-uncased', head='mlm').fingerprint)"

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -84,8 +85,16 @@ def _pip(*args: str, python: Path) -> subprocess.CompletedProcess:
 def installed(tmp_path_factory) -> Installed:
     assert REPO is not None, "the packaging test runs from a clone of the repository"
     inst = Installed(tmp_path_factory.mktemp("install"))
+    # A copy of the clone's files (tracked or new, not ignored): the build writes nothing into the clone.
+    source = inst.root / "source"
+    files = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                           capture_output=True, text=True, check=True).stdout.split("\0")
+    for name in filter(None, files):
+        if (REPO / name).is_file():
+            (source / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / name, source / name)
     # The sdist first, then the wheel built from it: what a user or a package index receives.
-    built = subprocess.run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(inst.dist), str(REPO)],
+    built = subprocess.run([sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(inst.dist), str(source)],
                            capture_output=True, text=True, timeout=900)
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     assert "did not match any files" not in built.stdout + built.stderr
