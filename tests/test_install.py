@@ -6,7 +6,8 @@ directory on local models. The install prefix must be byte-for-byte unchanged af
 where ``STEREOPROBE_CACHE`` points, and the core install must not pull the zoo, Ray or the asset packages.
 
 For speed pip does not byte-compile (``--no-compile``, about 1.5 minutes saved); the commands run with
-``PYTHONDONTWRITEBYTECODE=1``, which keeps Python from writing what pip's compile step would have written.
+``PYTHONPYCACHEPREFIX`` outside the prefix, so the modules they import are compiled once, into that folder,
+instead of what pip's compile step would have written into the prefix.
 """
 
 from __future__ import annotations
@@ -64,8 +65,8 @@ class Installed:
     def env(self, **extra: str) -> dict[str, str]:
         keep = {k: v for k, v in os.environ.items() if not k.startswith(("STEREOPROBE_", "VIRTUAL_ENV", "PYTHON"))}
         keep.update(PATH=f"{self.venv / 'bin'}{os.pathsep}/usr/bin:/bin", HOME=str(self.home), HF_HUB_OFFLINE="1",
-                    STEREOPROBE_CACHE=str(self.cache), STEREOPROBE_PROGRESS="0", PYTHONDONTWRITEBYTECODE="1",
-                    OMP_NUM_THREADS="1", XDG_CACHE_HOME=str(self.home / ".cache"))
+                    STEREOPROBE_CACHE=str(self.cache), STEREOPROBE_PROGRESS="0", OMP_NUM_THREADS="1",
+                    PYTHONPYCACHEPREFIX=str(self.root / "pycache"), XDG_CACHE_HOME=str(self.home / ".cache"))
         keep.pop("XDG_CONFIG_HOME", None)
         keep.update(extra)
         return keep

