@@ -544,14 +544,15 @@ def sodapop_report_cmd(
 @zoo_app.command("list")
 def zoo_list_cmd():
     """The zoo models with their held-out quality numbers and whether each part checks out."""
-    from .zoo.recipes import ZOO, ZooError, check_part
+    from .zoo.recipes import ZOO, ZooError, built_parts_dir, check_part
 
     for name, r in ZOO.items():
         try:
-            _, card = check_part(name)
+            path, card = check_part(name)
             m = card["metrics"]
             quality = ", ".join(f"{k} {v:.3f}" for k, v in m.items() if isinstance(v, float))
-            status = f"ok ({card['part']['bytes'] / 1e6:.1f} MB; {quality})"
+            source = f"; rebuilt, in {path.parent}" if path.parent == built_parts_dir() else ""
+            status = f"ok ({card['part']['bytes'] / 1e6:.1f} MB; {quality}{source})"
         except ZooError as err:
             status = f"NOT AVAILABLE: {err}"
         typer.echo(f"zoo:{name:<12} {r.head:<4} {r.summary}: {status}")
