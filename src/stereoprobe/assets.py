@@ -8,7 +8,8 @@
 
 Both are located through the installed package (never a hard-coded path) and their files are checked
 against the SHA-256 recorded here before use. They come with the ``[zoo]`` extra (:data:`ZOO_INSTALL`),
-which pins them exactly, with the zoo's other needs (peft, WordNet 3.1 files, US Census name files). Any GloVe or word2vec *text* file (e.g. Common Crawl
+which pins them exactly, with the zoo's other needs (peft, WordNet 3.1 files, US Census name files).
+Any GloVe or word2vec *text* file (e.g. Common Crawl
 300d) loads with :func:`load_embeddings`.
 
 >>> sorted(ASSETS)

@@ -44,7 +44,7 @@ from typing import Any
 import yaml
 
 from stereoprobe import paths
-from stereoprobe.choices import MODES, PRECISIONS
+from stereoprobe.choices import MODES, PRECISIONS, is_device
 from stereoprobe.errors import StereoprobeError
 
 __all__ = [
@@ -69,7 +69,6 @@ KERNEL_NAME = "stereoprobe-python"
 #: The kernelspec written into executed notebooks (portable: any Python 3 kernel).
 PORTABLE_KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
 
-_DEVICES = ("auto", "cpu", "cuda")
 
 
 class BookBuildError(StereoprobeError):
@@ -111,15 +110,19 @@ def _check_sample(value: Any) -> Any:
     raise ValueError("null (full dataset), a fraction in (0, 1] or a positive integer")
 
 
-def _check_choice(choices: tuple[str, ...], allow_cuda_index: bool = False) -> Callable[[Any], Any]:
+def _check_choice(choices: tuple[str, ...]) -> Callable[[Any], Any]:
     def check(value: Any) -> Any:
         if value in choices:
-            return value
-        if allow_cuda_index and isinstance(value, str) and re.fullmatch(r"cuda:\d+", value):
             return value
         raise ValueError("one of " + ", ".join(repr(c) for c in choices))
 
     return check
+
+
+def _check_device(value: Any) -> Any:
+    if is_device(value):
+        return value
+    raise ValueError("a device: 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")
 
 
 def _check_int(minimum: int | None) -> Callable[[Any], Any]:
@@ -143,7 +146,7 @@ KNOWN_PARAMETERS: dict[str, Callable[[Any], Any]] = {
     "sample": _check_sample,
     "mode": _check_choice(MODES),
     "batch_tokens": _check_int(1),
-    "device": _check_choice(_DEVICES, allow_cuda_index=True),
+    "device": _check_device,
     "precision": _check_choice(PRECISIONS),
     "seed": _check_int(None),
     "n_boot": _check_int(0),

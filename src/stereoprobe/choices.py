@@ -10,5 +10,20 @@ MODES = ("compat", "clean")
 #: Model precision: ``auto`` is bf16 on a GPU that supports it and fp32 on a CPU.
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 
+#: Device names (any case): auto (a GPU if torch sees one, else the CPU), cpu, cuda, cuda:N (GPU N), mps (Apple).
+DEVICE_PATTERN = r"auto|(cpu|cuda|mps)(:\d+)?"
+
+
+def is_device(value: object) -> bool:
+    """Whether ``value`` names a device as :func:`stereoprobe.batching.resolve_device` takes it.
+
+    >>> [is_device(v) for v in ("auto", "CUDA:1", "mps", "gpu", 0)]
+    [True, True, True, False, False]
+    """
+    import re
+
+    return isinstance(value, str) and re.fullmatch(DEVICE_PATTERN, value.strip().lower()) is not None
+
+
 #: Where shards are scored: this process, or Ray Data workers (several GPUs or machines).
 ENGINES = ("local", "ray")

@@ -33,8 +33,9 @@ from typing import List, Literal, Optional
 import typer
 
 from . import __version__
-from .choices import ENGINES, MODES, PRECISIONS
+from .choices import ENGINES, MODES, PRECISIONS, is_device
 from .errors import StereoprobeError
+from .paths import writable_folder
 from .nli.templates import PROBES
 from .sodapop.names import GROUPS
 from .unqover.generate import DATASETS, VARIANTS
@@ -110,7 +111,7 @@ def _check_out_dir(out: Optional[Path]) -> None:
     if out.exists() and not out.is_dir():
         raise StereoprobeError(f"--out {out} is a file, not a folder; pass a folder path (it is created if missing).")
     try:
-        _atomic_path(out / ".write-check").unlink()
+        writable_folder(out)
     except OSError as err:
         raise StereoprobeError(f"--out {out} cannot hold the tables ({err.strerror or type(err).__name__}); pass a "
                                "folder you can write to (it is created if missing).") from None
@@ -233,7 +234,7 @@ BatchOpt = typer.Option(8192, "--batch-tokens", help="Token budget per batch (pa
 
 def _device(value: str) -> str:
     """What :func:`stereoprobe.batching.resolve_device` takes: auto, cpu, cuda, cuda:N or mps (in any case)."""
-    if not re.fullmatch(r"auto|(cpu|cuda|mps)(:\d+)?", value.strip().lower()):
+    if not is_device(value):
         raise ValueError(f"{value!r} is not a device; pass auto, cpu, cuda, cuda:N (GPU N) or mps")
     return value
 

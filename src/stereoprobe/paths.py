@@ -68,8 +68,7 @@ def cache_dir() -> Path:
         return path
     fix = "set STEREOPROBE_CACHE to a writable folder (e.g. `export STEREOPROBE_CACHE=/tmp/stereoprobe-cache`)"
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        _check_writable(path)
+        writable_folder(path)
     except OSError as err:
         reason = err.strerror or type(err).__name__
         raise StereoprobeError(f"The cache folder {path} ({how}) is not writable ({reason}); {fix}.") from None
@@ -77,13 +76,16 @@ def cache_dir() -> Path:
     return path
 
 
-def _check_writable(folder: Path) -> None:
-    """Raise OSError unless a file can be created in ``folder`` (also true of a read-only file system for root)."""
+def writable_folder(folder: Path) -> Path:
+    """Create ``folder`` if missing; raise OSError unless a file can be created in it (a real write, so a
+    read-only file system is caught for root too, whom permissions do not stop)."""
+    folder.mkdir(parents=True, exist_ok=True)
     if not os.access(folder, os.W_OK | os.X_OK):
         raise PermissionError(13, "Permission denied", str(folder))
     fd, probe = tempfile.mkstemp(dir=folder, prefix=".write-check.")
     os.close(fd)
     os.unlink(probe)
+    return folder
 
 
 def checkout_root() -> Path | None:
