@@ -25,8 +25,6 @@ _AUTO = {
     "nli": "AutoModelForSequenceClassification",
     "mcq": "AutoModelForMultipleChoice",
 }
-_HEAD_WEIGHTS = {"base": (), "qa": "qa_outputs", "mlm": ("cls.predictions", "lm_head", "vocab_projector"), "nli": "classifier",
-                 "mcq": "classifier"}
 _DESCRIBE = {"base": "an encoder", "qa": "an extractive-QA model (AutoModelForQuestionAnswering)", "mlm": "a masked LM",
              "nli": "a sequence-classification (NLI) model", "mcq": "a multiple-choice model"}
 
@@ -157,11 +155,101 @@ def _quiet_transformers():
             hf_logging.enable_progress_bar()
 
 
-def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> LoadedModel:
-    """Load ``name`` (hub id, local folder, or ``lab:…``) with the ``head`` type (qa, mlm, nli, mcq).
+#: Files a folder's tokenizer can be built from (any one of them): fast ``tokenizer.json``, WordPiece, byte-level BPE,
+#: SentencePiece.
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model", "sentencepiece.bpe.model", "spm.model",
+                   "tokenizer.model")
+#: Probe words every English tokenizer encodes (a tokenizer that turns most of them into its unknown token is broken).
+_PROBE_WORDS = "the woman met the man in the city . she was a nurse and he was a doctor".split()
+ALLOW_PICKLE_ENV = "STEREOPROBE_ALLOW_PICKLE"
 
-    Stops with one clear :class:`ModelLoadError` when the model cannot be had offline or has the wrong
-    head (a QA head that would be freshly initialised counts as the wrong head).
+
+def pickle_allowed() -> bool:
+    """Whether ``pytorch_model.bin`` (pickle) weights may be loaded: only after an explicit opt-in
+    (``--allow-pickle`` on the command line, or ``STEREOPROBE_ALLOW_PICKLE=1``)."""
+    return os.environ.get(ALLOW_PICKLE_ENV, "") not in ("", "0")
+
+
+def check_folder(folder: Path, name: str) -> None:
+    """Refuse, in one sentence with the fix, a model folder that cannot give trustworthy scores: no weights,
+    pickle-only weights without the opt-in, unreadable safetensors, or no tokenizer files."""
+    safetensors = sorted(folder.glob("*.safetensors"))
+    bins = sorted(folder.glob("pytorch_model*.bin"))
+    if not safetensors and not bins:
+        raise ModelLoadError(f"{name!r} holds no model weights (model.safetensors); pass the folder that "
+                             "`save_pretrained` wrote.")
+    if not safetensors and not pickle_allowed():
+        raise ModelLoadError(
+            f"{name!r} has only pickle weights ({bins[0].name}), which can run arbitrary code when loaded; convert "
+            "them to safetensors (`model.save_pretrained(folder)` in transformers) or, if you trust the file, rerun "
+            "with --allow-pickle.")
+    from safetensors import SafetensorError, safe_open
+
+    for f in safetensors:
+        try:
+            with safe_open(str(f), "pt") as st:
+                st.keys()
+        except (SafetensorError, OSError) as err:
+            raise ModelLoadError(f"{f} is not a complete safetensors file ({str(err).splitlines()[0]}); the "
+                                 "download or copy was cut short: fetch the model again.") from None
+    try:
+        config = json.loads((folder / "config.json").read_text()) if (folder / "config.json").is_file() else {}
+    except (ValueError, OSError) as err:
+        raise ModelLoadError(f"{folder / 'config.json'} cannot be read ({err}); fetch the model again.") from None
+    if config.get("auto_map"):
+        from transformers import CONFIG_MAPPING
+
+        if config.get("model_type") not in CONFIG_MAPPING:
+            raise ModelLoadError(
+                f"{name!r} needs code from its own repository (trust_remote_code, auto_map of its config.json), which "
+                "stereoprobe never runs; use a model whose architecture ships with transformers.")
+    if not any((folder / t).is_file() for t in TOKENIZER_FILES):
+        raise ModelLoadError(
+            f"{name!r} has no tokenizer files ({', '.join(TOKENIZER_FILES[:3])} …); save the tokenizer of the "
+            "model it was fine-tuned from into the folder (`tokenizer.save_pretrained(folder)`).")
+
+
+def _check_tokenizer(tokenizer, name: str, folder: Path | None) -> None:
+    """A fast tokenizer (character offsets) that knows English words; a byte-level BPE mask token that absorbs
+    the space before it, as the hub's ``tokenizer.json`` of RoBERTa has it (transformers 5 drops that when it
+    builds the tokenizer from ``vocab.json``/``merges.txt`` alone)."""
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelLoadError(f"{name!r} has no fast tokenizer (needed for character offsets); pass a model folder "
+                             "with tokenizer.json.")
+    unk = tokenizer.unk_token_id
+    if unk is not None:
+        ids = [tokenizer(w, add_special_tokens=False)["input_ids"] for w in _PROBE_WORDS]
+        unknown = [w for w, i in zip(_PROBE_WORDS, ids) if not i or all(t == unk for t in i)]
+        if len(unknown) * 2 > len(_PROBE_WORDS):
+            raise ModelLoadError(
+                f"The tokenizer of {name!r} turns common English words ({', '.join(list(dict.fromkeys(unknown))[:4])}) "
+                f"into its unknown token {tokenizer.unk_token!r}; its vocabulary files are missing or wrong, so save "
+                "the tokenizer of the model it was fine-tuned from into the folder.")
+    mask = tokenizer.mask_token
+    if mask and folder is not None and not (folder / "tokenizer.json").is_file():
+        from tokenizers import AddedToken
+
+        state = json.loads(tokenizer.backend_tokenizer.to_str())
+        if "ByteLevel" in json.dumps(state.get("pre_tokenizer")):
+            tokenizer.add_special_tokens({"mask_token": AddedToken(mask, lstrip=True, rstrip=False, normalized=False,
+                                                                   special=True)})
+
+
+def _missing(info: dict, head: str) -> list[str]:
+    """Weights transformers had to initialise at random (missing, or of the wrong shape): a head the checkpoint
+    lacks. An encoder (``base``) may lack only its pooler, which nothing here reads."""
+    keys = sorted(info.get("missing_keys") or ()) + sorted(k[0] if isinstance(k, tuple) else k
+                                                             for k in info.get("mismatched_keys") or ())
+    return [k for k in keys if not (head == "base" and "pooler" in k)]
+
+
+def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> LoadedModel:
+    """Load ``name`` (hub id, local folder, or ``lab:…``) with the ``head`` type (qa, mlm, nli, mcq, base).
+
+    Stops with one clear :class:`ModelLoadError` when the model cannot be had offline, has no trained head of
+    this type (any weight transformers would initialise at random, for any architecture), has only pickle
+    weights without the opt-in (:func:`pickle_allowed`), needs remote code (never run), or has a missing or
+    broken tokenizer.
     """
     import transformers
     from transformers import AutoTokenizer
@@ -175,38 +263,52 @@ def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> 
     local = Path(path).is_dir()
     if not local and (path.startswith((".", "/", "~")) or path.count("/") > 1):
         raise ModelLoadError(f"Model folder {path!r} does not exist; check the path.")
-    auto = getattr(transformers, _AUTO[head])
-    kwargs = dict(trust_remote_code=False)
-    if not local and local_folder(path) is None and not hub_reachable():
+    folder = local_folder(path)
+    if folder is None and not hub_reachable():
         raise ModelLoadError(
             f"Could not load {name!r}: there is no local folder of that name and the model hub is unreachable; "
             "download the model where you have internet (e.g. `hf download ID --local-dir DIR`) "
             "and pass the folder path instead."
         )
+    if folder is not None:
+        check_folder(folder, name)
+    allow = pickle_allowed()
+    if allow:
+        import warnings
+
+        warnings.warn(f"Loading {name!r} with pickle weights allowed (--allow-pickle): only do this for files you "
+                      "trust.", stacklevel=2)
+    kwargs = dict(trust_remote_code=False)
     try:
         with _quiet_transformers():
             tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
-            model, info = auto.from_pretrained(path, output_loading_info=True, **kwargs)
+            model, info = getattr(transformers, _AUTO[head]).from_pretrained(
+                path, output_loading_info=True, use_safetensors=None if allow else True, **kwargs)
     except OSError as err:
         if local:
             raise ModelLoadError(f"Could not load model folder {path!r}: {err}".split("\n")[0]) from err
         raise ModelLoadError(
             f"Could not load {name!r}: there is no local folder of that name and the model hub is unreachable "
-            "(or the id is wrong); download the model where you have internet "
-            "(e.g. `hf download ID --local-dir DIR`) and pass the folder path instead."
+            "(or the id is wrong, or it has no safetensors weights: then rerun with --allow-pickle if you trust "
+            "it); download the model where you have internet (e.g. `hf download ID --local-dir DIR`) "
+            "and pass the folder path instead."
         ) from err
     except (ValueError, KeyError) as err:
-        raise ModelLoadError(f"{name!r} is not {_DESCRIBE[head]}: {str(err).splitlines()[0]}") from err
-    prefixes = _HEAD_WEIGHTS[head]
-    prefixes = (prefixes,) if isinstance(prefixes, str) else prefixes
-    fresh = [k for k in info.get("missing_keys", []) if any(p in k for p in prefixes)]
+        first = str(err).splitlines()[0]
+        if "trust_remote_code" in first:
+            raise ModelLoadError(f"{name!r} needs code from its own repository (trust_remote_code), which stereoprobe "
+                                 "never runs; use a model whose architecture ships with transformers.") from None
+        raise ModelLoadError(f"{name!r} is not {_DESCRIBE[head]}: {first}") from err
+    fresh = _missing(info, head)
     if fresh:
         raise ModelLoadError(
-            f"{name!r} is not {_DESCRIBE[head]}: its head weights ({fresh[0]}, …) are missing and would be "
-            "randomly initialised; pass a checkpoint fine-tuned for this task."
+            f"{name!r} is not {_DESCRIBE[head]}: its weights lack {', '.join(fresh[:2])}{' …' if len(fresh) > 2 else ''}"
+            ", which would be randomly initialised; pass a checkpoint fine-tuned with this head."
         )
-    if not getattr(tokenizer, "is_fast", False):
-        raise ModelLoadError(f"{name!r} has no fast tokenizer (needed for character offsets); pass a model with tokenizer.json.")
+    if head == "mlm" and getattr(model.config, "is_encoder_decoder", False):
+        raise ModelLoadError(f"{name!r} is an encoder-decoder ({model.config.model_type}), not a masked LM that "
+                             "predicts a word at its mask; pass an encoder masked LM (BERT, RoBERTa, DeBERTa, …).")
+    _check_tokenizer(tokenizer, name, folder)
     model.eval().to(dev)
     fp = fingerprint_path(path) or hashlib.sha256(model.config.to_json_string().encode()).hexdigest()[:16]
     return LoadedModel(name, path, model, tokenizer, fp)
