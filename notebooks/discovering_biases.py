@@ -75,6 +75,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+import sklearn
 from myst_nb import glue
 
 from stereoprobe import models
@@ -110,6 +111,13 @@ print(f"profile {profile}: {sum(map(len, all_groups.values()))} seed names in {l
 # describe Bethany?": exactly **50 contexts**. A name goes in with a plain string replacement over
 # every field (context, question, the three answers), as in the code. The correct answer is what the
 # masked LM rewrites; its length L in word tokens decides how many distractors there are.
+#
+# Word tokens are those of nltk 3.7's `word_tokenize`, the version the authors ran
+# {cite:p}`an2023sodapop`; every distractor window is cut with it too. Later nltk releases changed its
+# rules around apostrophes: 3.10 splits "'well" into "'" and "well" (one answer of the slice, "tell
+# their father 'well done'") and a glued fill such as "'sfo" into "'" and "sfo". So the 3.7 rules ship
+# with stereoprobe (`stereoprobe.sodapop.treebank`), compat distractors are the same whatever nltk is
+# installed, and the distractor cache is keyed by this tokenizer (`distractors.tokenizer_id()`).
 
 # %%
 probe = contexts.probe_contexts()
@@ -328,14 +336,27 @@ pd.DataFrame({"candidate words (first name)": [sr_single.attrs["n_candidates"], 
 sep = analysis.separability_table(sr_multi, groups).rename(columns={"accuracy": "multi-context"})
 sep["single context"] = analysis.separability_table(sr_single, groups)["accuracy"]
 sep["paper (BERT)"] = analysis.reference("table9")["bert"].to_numpy()
+glue("sklearn_version", sklearn.__version__, display=False)
 sep[["pair", "multi-context", "single context", "paper (BERT)"]].style.format(
     "{:.2f}", subset=["multi-context", "single context", "paper (BERT)"]).background_gradient(
     cmap="Reds", vmin=0.5, vmax=1.0, subset=["multi-context", "single context", "paper (BERT)"]).hide(axis="index")
 
 # %% [markdown]
 # With few names per group KMeans accuracy is coarse (one name moves it by 1/(2n)) and high by
-# chance alone; compare rows, not the third decimal. The t-SNE maps of the paper (Fig. 4–5) show the
-# same vectors for European- vs African-American names:
+# chance alone; compare rows, not the third decimal.
+#
+# These accuracies can also move with the scikit-learn version. The authors' environment did not pin
+# scikit-learn (its Python 3.7 stops at 1.0.2), so the separability here spells out the 1.0 defaults that
+# the authors' code ran with {cite:p}`an2023sodapop`: k-means++, 10 restarts, Elkan's algorithm,
+# `random_state=0`. Left to the defaults it would not be the same computation: since scikit-learn 1.4
+# `n_init` defaults to `"auto"` (one k-means++ run) and since 1.1 the algorithm to Lloyd's. Even with
+# the settings fixed, scikit-learn does not promise the same clusters from the same data and seed across
+# releases (its release notes have listed KMeans among the "changed models", e.g. in 0.23), and the
+# random draws of the k-means++ seeding decide which split wins, so a borderline pair can move by a name
+# or two. This book was built with scikit-learn {glue:text}`sklearn_version`, the version
+# `constraints.txt` pins.
+#
+# The t-SNE maps of the paper (Fig. 4–5) show the same vectors for European- vs African-American names:
 
 # %%
 fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))

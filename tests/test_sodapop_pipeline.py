@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from stereoprobe.errors import CorpusError, StereoprobeError
@@ -42,7 +44,7 @@ def test_bad_inputs_name_the_culprit(tmp_path):
     rec = contexts.read_records()[0]
     bad = dict(rec, context=rec["context"].replace("Bethany", "Sam"))
     path = tmp_path / "slice.jsonl"
-    path.write_text(pd.Series([rec, bad]).map(__import__("json").dumps).str.cat(sep="\n"))
+    path.write_text(pd.Series([rec, bad]).map(json.dumps).str.cat(sep="\n"))
     with pytest.raises(CorpusError, match=r"slice.jsonl:2: the context does not contain the placeholder"):
         contexts.probe_contexts(path, indices=[0, 1])
     folder = tmp_path / "names"
@@ -134,6 +136,9 @@ def test_generation_runs_batched_and_resumes(tmp_path, monkeypatch, tiny_bert_ml
     cfg = D.GenerationConfig(depth=2, cap=40)
     units, meta = D.generate(str(tiny_bert_mlm), ["Amy", "Bob"], ctx, cfg, device="cpu", progress=False)
     assert meta["generated"] == 4 and meta["mlm_passes_run"] <= meta["mlm_passes_compat"]
+    assert meta["tokenize"] == D.tokenizer_id() and meta["tokenize"].startswith("treebank-nltk3.7-vendored-v1/")
+    stored = pq.read_schema(D._unit_file(Path(meta["cache"]), "Amy", 0)).metadata[b"stereoprobe.sodapop"]
+    assert json.loads(stored)["tokenize"] == meta["tokenize"]
     frame = D.units_frame(units, cfg)
     assert (frame["candidates"] <= frame["bound_candidates"]).all()
     assert (frame["mcqs"] == [D.n_mcqs(u, 40) for u in frame["unique"]]).all()

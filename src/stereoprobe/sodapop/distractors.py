@@ -2,7 +2,7 @@
 
 For a name n and a probe context, the correct answer is turned into "neighbours" by a masked LM:
 
-* ``FILL(s)``: tokenize the answer string ``s`` with NLTK's Treebank word tokenizer (L tokens); for each
+* ``FILL(s)``: tokenize the answer string ``s`` with nltk 3.7's ``word_tokenize`` (L tokens); for each
   position i, mask token i in ``context + " " + "{n} is" + " " + answer`` and take the masked LM's top-M
   (M = 10) fills; each fill gives the neighbour ``" ".join(word_tokenize(text with the fill)[-L:])`` —
   the last L tokens of the whole string, so a deleted word pulls the prompt's "is" into the window.
@@ -34,10 +34,14 @@ every distinct sentence is filled once (memoized) and the masked inputs of many 
 through the model together in token-budget batches, logits taken at the mask only; the multiset is rebuilt
 from multiplicities, so the result is the one of the authors' recursion.
 
-Sentence splitting: NLTK's ``word_tokenize`` first splits sentences with the Punkt model, whose data
-(``punkt_tab``) needs a download; where it is missing the tokenizer runs on the whole line
+Tokenization (:func:`word_tokenize`): the authors ran nltk 3.7's ``word_tokenize`` (Punkt sentences, then
+NLTK's improved Treebank rules on each). Those rules changed in later nltk releases (3.10 splits "'sfo"
+into "'" "sfo"), so they are vendored from 3.7 (:mod:`stereoprobe.sodapop.treebank`) and used whatever nltk
+is installed, by both decodings (one tokenizer, so ``clean`` runs are also the same everywhere). Punkt needs
+its data (``punkt_tab``), which needs a download; where it is missing the rules run on the whole line
 (``preserve_line=True``), which differs only when a window reaches back across a sentence end of the
-context. :func:`tokenizer_mode` says which one ran; it is part of the cache key.
+context. :func:`tokenizer_mode` says which one ran; :func:`tokenizer_id` (rules id + mode, and the nltk
+that splits sentences in punkt mode) is part of the cache key.
 
 >>> scale(6)
 {'mlm_passes': 21966, 'candidates': 219660, 'mcqs_uncapped': 109830}
@@ -63,6 +67,7 @@ import pandas as pd
 from ..choices import MODES
 from ..errors import StereoprobeError
 from ..paths import cache_dir
+from . import treebank
 from .contexts import LETTERS, Context, substitute
 
 MASK = "[MASK]"
@@ -118,22 +123,36 @@ def n_mcqs(unique: int, cap: int | None = 10000) -> int:
 
 @lru_cache(maxsize=1)
 def tokenizer_mode() -> str:
-    """"punkt" when NLTK's Punkt data is installed, else "treebank-line" (``preserve_line=True``)."""
-    import nltk
-
+    """"punkt" when NLTK's Punkt data (``punkt_tab``) is installed, else "line" (no sentence splitting)."""
     try:
+        import nltk
+
         nltk.data.find("tokenizers/punkt_tab/english/")
         return "punkt"
-    except LookupError:
-        return "treebank-line"
+    except (ImportError, LookupError):
+        return "line"
+
+
+def tokenizer_id() -> str:
+    """What :func:`word_tokenize` does, for cache keys: the vendored rules' id and the sentence mode.
+
+    Line mode depends on nothing installed; punkt mode also records the nltk whose Punkt splits sentences.
+    """
+    if tokenizer_mode() == "line":
+        return f"{treebank.RULES_ID}/line"
+    import nltk
+
+    return f"{treebank.RULES_ID}/punkt-nltk{nltk.__version__}"
 
 
 @lru_cache(maxsize=1 << 18)
 def word_tokenize(text: str) -> tuple[str, ...]:
-    """NLTK ``word_tokenize`` (Punkt + Treebank, or Treebank on the whole line: :func:`tokenizer_mode`)."""
-    from nltk.tokenize import word_tokenize as wt
+    """nltk 3.7's ``word_tokenize``: Punkt sentences (or the whole line), each through :func:`treebank.tokenize`."""
+    if tokenizer_mode() == "line":
+        return tuple(treebank.tokenize(text))
+    from nltk.tokenize import sent_tokenize
 
-    return tuple(wt(text, preserve_line=tokenizer_mode() != "punkt"))
+    return tuple(t for sentence in sent_tokenize(text) for t in treebank.tokenize(sentence))
 
 
 #: transformers 4.18's ``clean_up_tokenization`` (applied by ``decode`` for every tokenizer then; 5.x skips it for BPE).
@@ -341,13 +360,13 @@ GENERATION_FIELDS = ("depth", "top_m", "decoding", "recursion", "drop_original")
 
 
 def config_key(config: GenerationConfig, model_fp: str) -> str:
-    """Cache key of a generation: model fingerprint, :data:`GENERATION_FIELDS`, tokenizer mode, prompt, format version.
+    """Cache key of a generation: model fingerprint, :data:`GENERATION_FIELDS`, :func:`tokenizer_id`, prompt, format version.
 
     >>> config_key(GenerationConfig(cap=10), "m") == config_key(GenerationConfig(cap=None, dedup=False), "m")
     True
     """
     fields = {f: getattr(config, f) for f in GENERATION_FIELDS}
-    payload = {"model": model_fp, **fields, "tokenize": tokenizer_mode(), "prompt": PROMPT, "v": 3}
+    payload = {"model": model_fp, **fields, "tokenize": tokenizer_id(), "prompt": PROMPT, "v": 3}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -364,7 +383,8 @@ def _write_unit(path: Path, unit: Unit) -> None:
     items = sorted(unit.candidates.items())
     table = pa.table({"distractor": pa.array([s for s, _ in items], pa.string()),
                       "multiplicity": pa.array([m for _, m in items], pa.int64())})
-    meta = {"fill_calls": unit.fill_calls, "compat_passes": unit.compat_passes, "answer": unit.answer}
+    meta = {"fill_calls": unit.fill_calls, "compat_passes": unit.compat_passes, "answer": unit.answer,
+            "tokenize": tokenizer_id()}
     table = table.replace_schema_metadata({b"stereoprobe.sodapop": json.dumps(meta).encode()})
     tmp = path.with_suffix(f".tmp{os.getpid()}")
     pq.write_table(table, tmp, compression="zstd")
@@ -417,7 +437,7 @@ def generate(mlm: str, names: Sequence[str], contexts: Sequence[Context], config
         generate_units(chunk, masker, config)
         for u in chunk:
             _write_unit(_unit_file(folder, u.name, u.context.index), u)
-    meta = {"model": mlm, "model_fingerprint": model_fp, "cache": str(folder), "tokenize": tokenizer_mode(),
+    meta = {"model": mlm, "model_fingerprint": model_fp, "cache": str(folder), "tokenize": tokenizer_id(),
             "config": asdict(config), "units": len(units), "generated": len(todo),
             "mlm_passes_run": masker.passes if masker else 0,
             "mlm_passes_compat": sum(u.compat_passes for u in units)}
