@@ -78,16 +78,29 @@ def foreign_shard(world: World) -> None:
     shutil.copyfile(second, first)
 
 
+def data_copy(world: World) -> Path:
+    """A copy of data/ (the 22 MB zoo linked), as STEREOPROBE_DATA."""
+    data = world.tmp / "data"
+    shipped = data_dir()
+    shutil.copytree(shipped, data, ignore=lambda folder, names: ["zoo"] if Path(folder) == shipped else [])
+    (data / "zoo").symlink_to(shipped / "zoo")
+    world.monkeypatch.setenv("STEREOPROBE_DATA", str(data))
+    return data
+
+
 def broken(relative: str, edit: Callable[[str], str]) -> Callable[[World], None]:
-    """A copy of data/ (the 22 MB zoo linked) with ``relative`` edited, as STEREOPROBE_DATA."""
+    """A copy of data/ with ``relative`` edited."""
     def setup(world: World) -> None:
-        data = world.tmp / "data"
-        shipped = data_dir()
-        shutil.copytree(shipped, data, ignore=lambda folder, names: ["zoo"] if Path(folder) == shipped else [])
-        (data / "zoo").symlink_to(shipped / "zoo")
-        path = data / relative
+        path = data_copy(world) / relative
         path.write_text(edit(path.read_text(encoding="utf-8")), encoding="utf-8")
-        world.monkeypatch.setenv("STEREOPROBE_DATA", str(data))
+    return setup
+
+
+def latin1(relative: str) -> Callable[[World], None]:
+    """A copy of data/ with a line in Latin-1 (not UTF-8) appended to ``relative``, as a Windows editor saves it."""
+    def setup(world: World) -> None:
+        path = data_copy(world) / relative
+        path.write_bytes(path.read_bytes() + "Zoë\n".encode("latin-1"))
     return setup
 
 
@@ -117,6 +130,10 @@ NAMES = "sodapop/names/"
 RELIGION = "unqover/word_lists/nouns/subjects/religion"  # 11 subjects
 
 
+#: typer's refusal of a number below an option's minimum (``min=``), as the CLI prints it
+AT_LEAST = "Input should be greater than or equal to {}; see 'stereoprobe "
+
+
 @dataclass
 class Case:
     probe: str
@@ -136,9 +153,12 @@ CASES = {
                                            "{out}/g.jsonl"), "'--variant': 'lm-gpt'",
                               "is not one of 'qa', 'lm-bert', 'lm-roberta'"),
     "uq-sample-not-a-number": Case("unqover", ("unqover", "generate", "-d", "religion", "--sample", "abc", "-o",
-                                               "{out}/r.jsonl"), "--sample 'abc'", "give a fraction"),
+                                               "{out}/r.jsonl"), "--sample 'abc'", "a count has no decimal point"),
     "uq-sample-negative": Case("unqover", ("unqover", "generate", "-d", "religion", "--sample=-3", "-o", "{out}/r.jsonl"),
-                               "--sample '-3' is not positive", "give a fraction"),
+                               "--sample '-3' is not positive", "a fraction has one (0.01; 1.0 keeps all)"),
+    "uq-sample-fraction-above-1": Case("unqover", ("unqover", "generate", "-d", "religion", "--sample", "2.0", "-o",
+                                                   "{out}/r.jsonl"), "--sample '2.0' is a fraction above 1",
+                                       "a count has no decimal point (5000)"),
     "uq-sample-too-large": Case("unqover", ("unqover", "count", "-d", "religion", "--sample", "99999999"),
                                 "sample=99999999 asks for", "use a smaller sample"),
     "uq-out-extension": Case("unqover", ("unqover", "generate", "-d", "religion", "-o", "{out}/r.csv"),
@@ -156,9 +176,19 @@ CASES = {
                                    "Christian (9 tokens", "Use the subject list of its family"),
     "uq-engine-spark": Case("unqover", (*QA_GENDER, "--engine", "spark"), "'--engine': 'spark'",
                             "is not one of 'local', 'ray'"),
-    "uq-workers-0": Case("unqover", (*QA_GENDER, "--workers", "0"), "workers=0", "pass e.g. workers=4"),
-    "uq-shard-passes-150": Case("unqover", (*QA_GENDER, "--shard-passes", "150"), "shard_passes=150",
-                                "pass e.g. 20000"),
+    "uq-workers-0": Case("unqover", (*QA_GENDER, "--workers", "0"), "'--workers'", AT_LEAST.format(1)),
+    "uq-shard-passes-150": Case("unqover", (*QA_GENDER, "--shard-passes", "150"), "'--shard-passes': 150",
+                                "is not a multiple of 100 (the authors' batch); pass e.g. 20000"),
+    "uq-shard-passes-0": Case("unqover", (*QA_GENDER, "--shard-passes", "0"), "'--shard-passes'", AT_LEAST.format(100)),
+    "uq-batch-tokens-0": Case("unqover", (*QA_GENDER, "--batch-tokens", "0"), "'--batch-tokens'", AT_LEAST.format(1)),
+    "uq-seed-negative": Case("unqover", ("unqover", "count", "-d", "religion", "--sample", "5", "--seed=-1"),
+                             "'--seed'", AT_LEAST.format(0)),
+    "uq-n-boot-0": Case("unqover", (*QA_REPORT, "--n-boot", "0"), "'--n-boot'", AT_LEAST.format(1)),
+    "uq-n-boot-negative": Case("unqover", (*QA_REPORT, "--n-boot=-5"), "'--n-boot'", AT_LEAST.format(1)),
+    "uq-top-0": Case("unqover", (*QA_REPORT, "--top", "0"), "'--top'", AT_LEAST.format(1)),
+    "uq-top-negative": Case("unqover", (*QA_REPORT, "--top=-2"), "'--top'", AT_LEAST.format(1)),
+    "uq-model-twice": Case("unqover", (*QA_REPORT, "-m", "{qa}/"), "-m/--model {qa}/ is given twice",
+                           "pass each model once"),
     "uq-workers-not-an-integer": Case("unqover", (*QA_GENDER, "--workers", "abc"), "'--workers'",
                                       "see 'stereoprobe unqover score --help'"),
     "uq-corrupted-shard": Case("unqover", QA_REPORT, "part-00000.parquet", "; delete ", flipped(*QA_GENDER)),
@@ -171,13 +201,16 @@ CASES = {
     "uq-malformed-subject-line": Case("unqover", ("unqover", "count", "-d", "religion"), "religion:12:",
                                       "expected '[subj] <name>'",
                                       broken(RELIGION, lambda t: t.rstrip() + "\n[subject] Zoroastrian\n")),
+    "uq-word-list-not-utf8": Case("unqover", ("unqover", "count", "-d", "religion"),
+                                  f"{{tmp}}/data/{RELIGION} is not UTF-8 text (byte 0xeb)", "save it as UTF-8",
+                                  latin1(RELIGION)),
     # Bias-NLI
     "nli-unknown-probe": Case("nli", ("nli", "count", "-p", "race"), "'-p': 'race'",
                               "is not one of 'gender', 'nationality', 'religion', 'all'"),
     "nli-sample-too-large": Case("nli", ("nli", "count", "-p", "religion", "--sample", "99999999"),
                                  "sample=99999999 asks for", "use a smaller sample"),
     "nli-sample-not-a-number": Case("nli", ("nli", "score", "-m", "{nli}", "-p", "religion", "--sample", "abc"),
-                                    "--sample 'abc'", "give a fraction"),
+                                    "--sample 'abc'", "a count has no decimal point"),
     "nli-label-order-wrong-label": Case("nli", (*NLI_SCORE, "-m", "{nli_generic}", "--label-order",
                                                 "entailment,neutral,contra"), "'entailment,neutral,contra'",
                                         "pass e.g. entailment,neutral,contradiction"),
@@ -194,11 +227,21 @@ CASES = {
                              "is not one of 'local', 'ray'"),
     "nli-corrupted-shard": Case("nli", NLI_REPORT, "part-00000.parquet", "; delete ",
                                 flipped(*NLI_SCORE, "-m", "{nli}")),
+    "nli-n-boot-0": Case("nli", (*NLI_REPORT, "--n-boot", "0"), "'--n-boot'", AT_LEAST.format(1)),
+    "nli-label-order-for-named-labels": Case("nli", (*NLI_REPORT, "--label-order", "entailment,neutral,contradiction"),
+                                             "--label-order is only for models whose labels are LABEL_0..LABEL_2; "
+                                             "{nli} names its labels (entailment, neutral, contradiction)",
+                                             "drop --label-order"),
+    "nli-model-twice": Case("nli", (*NLI_SCORE, "-m", "{nli}", "-m", "{nli}"), "-m/--model {nli} is given twice",
+                            "pass each model once"),
     "nli-report-out-is-a-file": Case("nli", (*NLI_REPORT[:-1], "{out}/keep.csv"), "{out}/keep.csv is a file",
                                      "pass a folder path"),
     "nli-blank-word-list-line": Case("nli", ("nli", "count", "-p", "gender"), "occupations:2: blank line",
                                      "remove it", broken("nli/word_lists/nouns/people/occupations",
                                                          lambda t: t.replace("\n", "\n\n", 1))),
+    "nli-word-list-not-utf8": Case("nli", ("nli", "count", "-p", "gender"), "{tmp}/data/nli/word_lists/nouns/people/"
+                                   "occupations is not UTF-8 text", "save it as UTF-8",
+                                   latin1("nli/word_lists/nouns/people/occupations")),
     # SODAPOP
     "sp-unknown-group": Case("sodapop", (*SODAPOP, "--pair", "EA_f:XX_m"), "'--pair': 'EA_f:XX_m'",
                              "pass e.g. AA_f:EA_f (groups: EA_f, EA_m, AA_f, AA_m, AS_f, AS_m, HS_f, HS_m)"),
@@ -214,8 +257,10 @@ CASES = {
     "sp-cap-1": Case("sodapop", (*SODAPOP, "--cap", "1"), "got 1", "pass e.g. cap=10000"),
     "sp-names-per-group-30": Case("sodapop", (*SODAPOP, "--names-per-group", "30"), "got 30",
                                   "pass a number in that range"),
-    "sp-min-count-negative": Case("sodapop", (*SODAPOP, "--min-count", "-1"), "--min-count -1", "pass 0 or more"),
-    "sp-workers-0": Case("sodapop", (*SODAPOP, "--workers", "0"), "workers=0", "pass e.g. workers=4"),
+    "sp-min-count-negative": Case("sodapop", (*SODAPOP, "--min-count", "-1"), "'--min-count'", AT_LEAST.format(0)),
+    "sp-n-perm-0": Case("sodapop", (*SODAPOP, "--n-perm", "0"), "'--n-perm'", AT_LEAST.format(1)),
+    "sp-seed-negative": Case("sodapop", (*SODAPOP, "--seed=-10"), "'--seed'", AT_LEAST.format(0)),
+    "sp-workers-0": Case("sodapop", (*SODAPOP, "--workers", "0"), "'--workers'", AT_LEAST.format(1)),
     "sp-mcq-model-not-multiple-choice": Case("sodapop", (*SODAPOP, "--mcq-model", "{mlm}"),
                                              "'{mlm}' is not a multiple-choice model", "pass a checkpoint fine-tuned"),
     "sp-writer-not-a-masked-lm": Case("sodapop", (*SODAPOP, "--mlm", "{qa}"), "'{qa}' is not a masked LM",
@@ -232,6 +277,10 @@ CASES = {
                                        "contain the placeholder name 'Bethany'", "write the person as 'Bethany'",
                                        broken("sodapop/social_iqa_dev_bethany.jsonl",
                                               social_iqa_line4_without_bethany)),
+    "sp-names-not-utf8": Case("sodapop", SODAPOP, "{tmp}/data/" + NAMES + "european_american_female.txt is not UTF-8",
+                              "save it as UTF-8", latin1(NAMES + "european_american_female.txt")),
+    "sp-contexts-not-utf8": Case("sodapop", SODAPOP, "{tmp}/data/sodapop/social_iqa_dev_bethany.jsonl is not UTF-8",
+                                 "save it as UTF-8", latin1("sodapop/social_iqa_dev_bethany.jsonl")),
 }
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -125,7 +127,7 @@ def test_nli_score_and_report(capsys, tmp_path, monkeypatch, tiny_nli, one_torch
     table = pd.read_csv(tmp_path / "rep" / "nli_religion_neutrality.csv")
     measures = ["NN", "FN", "T:0.5", "T:0.7"]
     assert list(table.columns) == ["model", "probe", "pairs"] + [f"{m}{s}" for m in measures for s in ("", "_lo", "_hi")]
-    assert table["model"].tolist() == [named, generic] and (table["pairs"] == 150).all()
+    assert table["model"].tolist() == ["named", "generic"] and (table["pairs"] == 150).all()
     probs = load_probabilities(named, TemplateSpec("religion", sample=150), device="cpu", store=ScoreStore(store))
     assert table["NN"].iloc[0] == pytest.approx(probs["neutral"].mean(), abs=1e-6)
     assert table["T:0.5"].iloc[0] == pytest.approx((probs["neutral"] > 0.5).mean())
@@ -140,7 +142,9 @@ def test_sodapop_report(capsys, tmp_path, monkeypatch, tiny_bert_mlm, tiny_model
               "--cap", "10", "--n-perm", "100", "--device", "cpu"]
     code, out, _ = run(capsys, "sodapop", "report", *common, "--pair", "AA_m:EA_m", "-o", str(tmp_path / "a"))
     assert code == 0 and "16 units (names × contexts), 80 MCQs" in out and "wrote 2 tables" in out
+    assert f"model mcq (distractors by {tiny_bert_mlm.name}): 16 units" in out
     units = pd.read_csv(tmp_path / "a" / "sodapop_units.csv")
+    assert (units.pop("model") == "mcq").all()
     assert list(units.columns) == ["group", "name", "context", "L", "fill_calls", "mlm_passes_compat", "bound_passes",
                                    "candidates", "bound_candidates", "unique", "mcqs", "accuracy"]
     assert len(units) == 16 and units.groupby("group").size().eq(2).all() and (units["context"] == 3).all()
@@ -148,7 +152,7 @@ def test_sodapop_report(capsys, tmp_path, monkeypatch, tiny_bert_mlm, tiny_model
     assert (units["candidates"] <= units["bound_candidates"]).all()
     assert units["accuracy"].mul(5).round(9).mod(1).eq(0).all()  # 5 MCQs per unit
     rd = pd.read_csv(tmp_path / "a" / "sodapop_rd_AA_m_EA_m.csv")
-    assert list(rd.columns) == ["word", "side", "mean_g1", "mean_g2", "rd_paper", "rd_code", "p", "q"] and len(rd) > 0
+    assert list(rd.columns) == ["model", "word", "side", "mean_g1", "mean_g2", "rd_paper", "rd_code", "p", "q"] and len(rd) > 0
     assert rd["rd_paper"].is_monotonic_increasing
     assert (rd["side"] == rd["rd_paper"].gt(0).map({True: "G1", False: "G2"})).all()
     m1, m2 = rd["mean_g1"].to_numpy(), rd["mean_g2"].to_numpy()
@@ -334,3 +338,201 @@ def test_report_out_is_the_same_option_everywhere():
 
     reports = (cli.report_cmd, cli.nli_report_cmd, cli.sodapop_report_cmd)
     assert all(inspect.signature(f).parameters["out"].default is cli.OutOpt for f in reports)
+
+
+# -- command-line edges: Ctrl-C, model names, --sample, early checks, file modes -------------------------------------
+@pytest.mark.parametrize("interrupt", ["KeyboardInterrupt", "typer.Abort", "click.Abort"])
+def test_ctrl_c_exits_130_with_one_line(capsys, tmp_path, monkeypatch, interrupt):
+    import click
+    import typer
+
+    from stereoprobe.unqover import score_qa
+
+    error = {"KeyboardInterrupt": KeyboardInterrupt, "typer.Abort": typer.Abort, "click.Abort": click.Abort}[interrupt]
+
+    def interrupted(*args, **kwargs):
+        raise error()
+
+    monkeypatch.setattr(score_qa, "score_dataset", interrupted)
+    code, out, err = run(capsys, "unqover", "score", "-m", "lab:qa-biased", "-d", "religion", "--sample", "2",
+                         "--store", str(tmp_path / "scores"))
+    assert code == 130 and out == "" and err == "error: interrupted; rerun to resume\n"
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_ctrl_c_keeps_the_stored_shards_and_a_rerun_resumes(capsys, tmp_path, monkeypatch, tiny_bert_qa):
+    from stereoprobe import engine
+
+    store = tmp_path / "scores"
+    args = ["unqover", "score", "-m", str(tiny_bert_qa), "-d", "gender", "--sample", "100", "--shard-passes", "100",
+            "--device", "cpu", "--store", str(store)]
+    real, calls = engine._write, []
+
+    def write_then_interrupt(run_, job, i, columns):
+        calls.append(i)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        real(run_, job, i, columns)
+
+    monkeypatch.setattr(engine, "_write", write_then_interrupt)
+    code, _, err = run(capsys, *args)
+    assert code == 130 and err == "error: interrupted; rerun to resume\n"
+    assert [p.name for p in store.rglob("*") if p.is_file()] == ["part-00000.parquet"]  # no temp file, no manifest
+    monkeypatch.setattr(engine, "_write", real)
+    calls.clear()
+    code, out, _ = run(capsys, *args)
+    assert code == 0 and "400 passes stored" in out
+    assert sorted(p.name for p in store.rglob("*") if p.is_file()) == ["_manifest.json"] + [
+        f"part-0000{i}.parquet" for i in range(4)]
+
+
+def test_model_labels_are_unique_short_and_refuse_duplicates():
+    from stereoprobe.errors import StereoprobeError
+    from stereoprobe.naming import model_labels, short_name
+
+    assert model_labels(["runs/a/model", "runs/b/model", "lab:qa-biased", "zoo:minilm-qa", "owner/qa-squad"]) == [
+        "a/model", "b/model", "lab:qa-biased", "zoo:minilm-qa", "qa-squad"]
+    assert model_labels(["x/a/model", "a/model", "/abs/m/"]) == ["x/a/model", "a/model", "m"]
+    assert short_name("tli8hf/unqover-roberta-base-newsqa") == "unqover-roberta-base-newsqa"
+    with pytest.raises(StereoprobeError, match=r"^model \./runs/a/ is given twice \(as runs/a\); pass each model"):
+        model_labels(["runs/a", "./runs/a/"])
+
+
+def test_the_reports_name_models_alike_and_keep_both_of_a_shared_last_part(capsys, tmp_path, monkeypatch, tiny_bert_qa,
+                                                                           tiny_nli, one_torch_thread):
+    """runs/a/model and runs/b/model: two rows a/model and b/model in the UnQover and Bias-NLI tables (SODAPOP's
+    model column comes from the same helper, test_sodapop_report)."""
+    import shutil
+
+    monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
+    qa = [str(shutil.copytree(tiny_bert_qa, tmp_path / "qa" / k / "model")) for k in "ab"]
+    nli = [tiny_nli(tmp_path / "nli" / k / "model", {0: "entailment", 1: "neutral", 2: "contradiction"}) for k in "ab"]
+    store = ["--store", str(tmp_path / "scores"), "--device", "cpu", "--n-boot", "10"]
+    code, out, _ = run(capsys, "unqover", "report", "-m", qa[0], "-m", qa[1], "-d", "religion", "--sample", "3",
+                       *store, "-o", str(tmp_path / "rep"))
+    assert code == 0
+    for name in ("reasoning_errors", "intensity"):
+        assert pd.read_csv(tmp_path / "rep" / f"religion_{name}.csv")["model"].tolist() == ["a/model", "b/model"]
+    assert pd.read_csv(tmp_path / "rep" / "religion_top_gamma.csv")["model"].unique().tolist() == ["a/model", "b/model"]
+    code, out, _ = run(capsys, "nli", "report", "-m", nli[0], "-m", nli[1], "-p", "religion", "--sample", "20", *store,
+                       "-o", str(tmp_path / "rep"))
+    assert code == 0
+    assert pd.read_csv(tmp_path / "rep" / "nli_religion_neutrality.csv")["model"].tolist() == ["a/model", "b/model"]
+
+
+@pytest.mark.parametrize("value,sample", [("1", 1), ("2", 2), ("5000", 5000), ("0.5", 0.5), ("1e-2", 0.01),
+                                          ("1.0", None), ("1.", None), ("all", None), (None, None)])
+def test_sample_digits_are_a_count_a_decimal_point_a_fraction(value, sample):
+    from stereoprobe.cli import _sample
+
+    assert _sample(value) == sample and type(_sample(value)) is type(sample)
+
+
+def test_sample_1_is_one_example_and_1_0_all(capsys):
+    code, out, _ = run(capsys, "unqover", "count", "-d", "religion", "--sample", "1")
+    assert code == 0 and out.splitlines()[1].split() == ["religion", "1", "2", "4"]
+    code, out, _ = run(capsys, "unqover", "count", "-d", "religion", "--sample", "1.0")
+    assert code == 0 and out.splitlines()[1].split() == ["religion", "38,500", "77,000", "154,000"]
+    code, out, _ = run(capsys, "nli", "count", "-p", "religion", "--sample", "1")
+    assert code == 0 and out.splitlines()[1].split()[-1] == "1"
+
+
+@pytest.mark.parametrize("value", ["2.0", "5000.0", "0", "-1", "0.0"])
+def test_sample_refusals_state_the_rule(capsys, value):
+    code, out, err = run(capsys, "nli", "count", "-p", "religion", f"--sample={value}")
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert err.startswith(f"error: --sample '{value}' is ") and err.endswith(
+        "a count has no decimal point (5000), a fraction has one (0.01; 1.0 keeps all), or 'all'.\n")
+
+
+REPORTS = {
+    "unqover": (["unqover", "report", "-m", "never-loaded", "-d", "religion", "--sample", "2"],
+                "religion_reasoning_errors.csv"),
+    "nli": (["nli", "report", "-m", "never-loaded", "-p", "religion", "--sample", "2"], "nli_religion_neutrality.csv"),
+    "sodapop": (["sodapop", "report", "--mcq-model", "never-loaded", "--mlm", "never-loaded"], "sodapop_units.csv"),
+}
+
+
+@pytest.mark.parametrize("probe", list(REPORTS))
+def test_report_refuses_a_read_only_table_before_any_work(capsys, monkeypatch, tmp_path, probe):
+    monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
+    command, table = REPORTS[probe]
+    (tmp_path / "rep").mkdir()
+    (tmp_path / "rep" / table).write_text("kept\n")
+    (tmp_path / "rep" / table).chmod(0o444)
+    code, out, err = run(capsys, *command, "--store", str(tmp_path / "scores"), "-o", str(tmp_path / "rep"))
+    assert code == 2 and out == ""
+    assert err == (f"error: --out {tmp_path}/rep/{table} exists and is read-only; make it writable (chmod u+w), "
+                   "remove it or pass another path.\n")
+    assert {p.name for p in tmp_path.rglob("*")} == {"rep", table} and (tmp_path / "rep" / table).read_text() == "kept\n"
+
+
+@pytest.fixture
+def read_only(monkeypatch):
+    """``read_only(folder)``: the folder refuses writes as for a user without permission (the tests run as root)."""
+    real = os.access
+    folders = []
+    monkeypatch.setattr(os, "access", lambda path, mode, **kw: not (Path(path) in folders and mode & os.W_OK)
+                        and real(path, mode, **kw))
+    return folders.append
+
+
+@pytest.mark.parametrize("probe", list(REPORTS))
+def test_report_refuses_a_read_only_folder_before_any_work(capsys, monkeypatch, tmp_path, read_only, probe):
+    monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "rep").mkdir()
+    read_only(tmp_path / "rep")
+    code, out, err = run(capsys, *REPORTS[probe][0], "--store", str(tmp_path / "scores"), "-o", str(tmp_path / "rep"))
+    assert code == 2 and out == ""
+    assert err == (f"error: --out {tmp_path}/rep cannot hold the tables (Permission denied); pass a folder you can "
+                   "write to (it is created if missing).\n")
+    assert [p.name for p in tmp_path.rglob("*")] == ["rep"]
+
+
+def test_generate_refuses_a_read_only_target_or_folder_before_generating(capsys, monkeypatch, tmp_path, read_only):
+    from stereoprobe.unqover import generate
+
+    monkeypatch.setattr(generate, "iter_examples", lambda spec: pytest.fail("generated before the checks"))
+    target = tmp_path / "r.jsonl"
+    target.write_text("kept\n")
+    target.chmod(0o444)
+    code, out, err = run(capsys, "unqover", "generate", "-d", "religion", "--sample", "2", "-o", str(target))
+    assert code == 2 and out == "" and err == (f"error: --out {target} exists and is read-only; make it writable "
+                                               "(chmod u+w), remove it or pass another path.\n")
+    read_only(tmp_path / "ro")
+    (tmp_path / "ro").mkdir()
+    code, out, err = run(capsys, "unqover", "generate", "-d", "religion", "-o", str(tmp_path / "ro" / "r.jsonl"))
+    assert code == 2 and out == "" and err == (f"error: --out {tmp_path}/ro/r.jsonl: its folder cannot be written "
+                                               "(Permission denied); pass a path in a folder you can write to (it is "
+                                               "created if missing).\n")
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["r.jsonl", "ro"] and target.read_text() == "kept\n"
+
+
+def test_zoo_build_checks_its_out_before_training(capsys, monkeypatch, tmp_path):
+    from stereoprobe.zoo import recipes
+
+    monkeypatch.setattr(recipes, "build", lambda *a, **k: pytest.fail("trained before the checks"))
+    (tmp_path / "file").write_text("kept\n")
+    code, out, err = run(capsys, "zoo", "build", "minilm-qa", "--smoke", "-o", str(tmp_path / "file" / "parts"))
+    assert code == 2 and out == "" and err == (f"error: --out {tmp_path}/file/parts cannot hold the parts and cards "
+                                               "(Not a directory); pass a folder you can write to (it is created if "
+                                               "missing).\n")
+
+
+def test_written_files_get_the_umask_mode(capsys, tmp_path, monkeypatch, tiny_bert_qa):
+    """Tables, generated examples and the score store's shards and manifest: 0o666 & ~umask, as open() makes."""
+    monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
+    before = os.umask(0o027)
+    try:
+        for name in ("r.jsonl", "r.parquet"):
+            assert run(capsys, "unqover", "generate", "-d", "religion", "--sample", "2", "-o", str(tmp_path / name))[0] == 0
+        code, _, _ = run(capsys, "unqover", "report", "-m", str(tiny_bert_qa), "-d", "religion", "--sample", "3",
+                         "--device", "cpu", "--n-boot", "10", "--store", str(tmp_path / "scores"),
+                         "-o", str(tmp_path / "rep"))
+    finally:
+        os.umask(before)
+    assert code == 0
+    written = [tmp_path / "r.jsonl", tmp_path / "r.parquet", *(tmp_path / "rep").iterdir(),
+               *(p for p in (tmp_path / "scores").rglob("*") if p.is_file())]
+    assert len(written) == 2 + 3 + 2 and {p.name for p in written} >= {"_manifest.json", "part-00000.parquet"}
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in written} == {p.name: "0o640" for p in written}

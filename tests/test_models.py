@@ -29,7 +29,7 @@ def _pickle_only(folder):
 
 def test_pickle_weights_need_the_opt_in(bert_mlm, monkeypatch):
     _pickle_only(bert_mlm)
-    monkeypatch.delenv(ALLOW_PICKLE_ENV, raising=False)
+    monkeypatch.setenv(ALLOW_PICKLE_ENV, "0")  # restored afterwards, also when --allow-pickle sets it
     with pytest.raises(ModelLoadError, match=r"only pickle weights \(pytorch_model.bin\).*rerun with --allow-pickle"):
         load(str(bert_mlm), "mlm", device="cpu")
     monkeypatch.setenv(ALLOW_PICKLE_ENV, "1")
@@ -89,3 +89,23 @@ def test_a_slow_only_roberta_folder_encodes_like_the_hub(tmp_path, tiny_model):
     raw = AutoTokenizer.from_pretrained(slow)
     assert raw(text)["input_ids"] != hub(text)["input_ids"]  # what transformers alone gives
     assert load(str(slow), "mlm", device="cpu").tokenizer(text)["input_ids"] == hub(text)["input_ids"]
+
+
+def test_the_command_line_opt_in_to_pickle_weights(tmp_path, tiny_nli, capsys, monkeypatch):
+    from stereoprobe.cli import main
+
+    model = tiny_nli(tmp_path / "nli", {0: "entailment", 1: "neutral", 2: "contradiction"})
+    _pickle_only(tmp_path / "nli")
+    monkeypatch.setenv(ALLOW_PICKLE_ENV, "0")  # restored afterwards, also when --allow-pickle sets it
+    capsys.readouterr()
+    args = ["nli", "score", "-m", model, "-p", "gender", "--sample", "4", "--device", "cpu", "--store",
+            str(tmp_path / "store")]
+    with pytest.raises(SystemExit) as refused:
+        main(args)
+    err = capsys.readouterr().err
+    assert refused.value.code == 2 and err.count("\n") == 1 and "rerun with --allow-pickle" in err, err
+    assert not (tmp_path / "store").exists() or not any((tmp_path / "store").rglob("*.parquet"))
+    main([*args, "--allow-pickle"])
+    err = capsys.readouterr().err
+    assert err.startswith("warning: Loading") and "only do this for files you trust" in err, err
+    assert any((tmp_path / "store").rglob("*.parquet"))

@@ -590,6 +590,7 @@ def _execute_one(
     out_path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out_path.stem}.", suffix=".ipynb.tmp", dir=out_path.parent)
     try:
+        os.fchmod(fd, paths.umask_mode())
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             nbformat.write(executed, fh)
         os.replace(tmp_name, out_path)
@@ -698,6 +699,7 @@ def record_timing(out_dir: Path, profile: str, stem: str, seconds: float, params
                            "device": params.get("device"), "machine": _machine()}
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.fchmod(fd, paths.umask_mode())
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump({"profile": profile, "chapters": chapters_done}, fh, indent=1)
     os.replace(tmp, path)

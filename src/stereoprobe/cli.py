@@ -15,27 +15,33 @@
     stereoprobe --install-completion                # tab completion in bash, zsh, fish or PowerShell
 
 An option with a fixed set of values lists them in ``--help`` and is checked before the command runs. Every
-report prints its tables and, with ``-o DIR``, also writes them there as CSV. Every bad input stops with one line
-``error: …`` naming the culprit and the fix, and exit status 2.
+report prints its tables and, with ``-o DIR``, also writes them there as CSV (model names as
+:func:`stereoprobe.naming.model_labels` gives them). Every bad input stops with one line ``error: …`` naming the
+culprit and the fix, and exit status 2 (options and output paths are checked before any scoring); Ctrl-C stops with
+``error: interrupted; rerun to resume`` and status 130 (the score store keeps every finished shard).
 """
 
 from __future__ import annotations
 
 import enum
+import io
 import json
 import os
 import re
 import sys
 import tempfile
+import traceback
 from pathlib import Path
-from typing import List, Literal, Optional
+from typing import List, Literal, Optional, Sequence
 
 import typer
 
 from . import __version__
 from .choices import ENGINES, MODES, PRECISIONS, is_device
-from .errors import StereoprobeError
-from .paths import writable_folder
+from .errors import StereoprobeError, StereoprobeWarning
+from .naming import model_labels
+from .models import ALLOW_PICKLE_ENV
+from .paths import umask_mode, writable_folder
 from .nli.templates import PROBES
 from .sodapop.names import GROUPS
 from .unqover.generate import DATASETS, VARIANTS
@@ -74,16 +80,41 @@ def _options(version: bool = typer.Option(False, "--version", callback=_version,
     pass
 
 
+def _allow_pickle(value: bool) -> bool:
+    if value:
+        os.environ[ALLOW_PICKLE_ENV] = "1"
+    return value
+
+
+#: The opt-in to pickle weights (pytorch_model.bin) of every command that loads a model (models.pickle_allowed).
+AllowPickleOpt = typer.Option(False, "--allow-pickle", callback=_allow_pickle, help="Also load models that have "
+                              "only pickle weights (pytorch_model.bin), which can run code: only for files you trust.")
+
+
+#: How --sample reads (as the library: an int is a count, a float a fraction), in its help and its errors.
+SAMPLE_RULE = "a count has no decimal point (5000), a fraction has one (0.01; 1.0 keeps all), or 'all'"
+
+
 def _sample(value: Optional[str]) -> float | int | None:
+    """--sample: digits only are a count (1 is one example), a number with a decimal point a fraction in (0, 1]."""
     if value is None or value.lower() in ("none", "all", "full"):
         return None
-    try:
-        number = float(value)
-    except ValueError:
-        raise StereoprobeError(f"--sample {value!r} is not a number; give a fraction like 0.01, a count like 5000, or 'all'.")
+    if re.fullmatch(r"[0-9]+", value.strip()):
+        number = int(value)
+    else:
+        try:
+            number = float(value)
+        except ValueError:
+            raise StereoprobeError(f"--sample {value!r} is not a number; {SAMPLE_RULE}.") from None
     if not number > 0:
-        raise StereoprobeError(f"--sample {value!r} is not positive; give a fraction like 0.01, a count like 5000, or 'all'.")
-    return int(number) if number > 1 and number.is_integer() else number
+        raise StereoprobeError(f"--sample {value!r} is not positive; {SAMPLE_RULE}.")
+    if isinstance(number, float) and number > 1:
+        raise StereoprobeError(f"--sample {value!r} is a fraction above 1; {SAMPLE_RULE}.")
+    return None if number == 1.0 and isinstance(number, float) else number
+
+
+def _sample_opt(what: str):
+    return typer.Option(None, "--sample", help=f"{what} to keep: {SAMPLE_RULE} (the default).")
 
 
 def _spec(dataset: str, sample: Optional[str], seed: int, mode: str, newsqa: bool, variant: str = "qa"):
@@ -93,9 +124,13 @@ def _spec(dataset: str, sample: Optional[str], seed: int, mode: str, newsqa: boo
 
 
 def _atomic_path(target: Path):
+    """A temporary file beside ``target`` with the mode of a new file, to be renamed onto it when complete."""
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    os.close(fd)
+    try:
+        os.fchmod(fd, umask_mode())
+    finally:
+        os.close(fd)
     return Path(tmp)
 
 
@@ -104,8 +139,16 @@ OutOpt = typer.Option(None, "--out", "-o", help="Folder to write the tables into
                       "each file written atomically). The tables are printed either way.")
 
 
-def _check_out_dir(out: Optional[Path]) -> None:
-    """Before any work: ``--out`` must be a folder this process can write to (created if missing)."""
+def _check_writable_file(target: Path, option: str = "--out") -> None:
+    """An existing read-only ``target`` (for its owner and for root alike) is not replaced: refused before any work."""
+    if target.exists() and (not os.access(target, os.W_OK) or not target.stat().st_mode & 0o222):
+        raise StereoprobeError(f"{option} {target} exists and is read-only; make it writable (chmod u+w), remove it "
+                               "or pass another path.")
+
+
+def _check_out_dir(out: Optional[Path], tables: Sequence[str] = (), what: str = "the tables") -> None:
+    """Before any work: ``--out`` must be a folder this process can write to (created if missing), in which
+    none of the files ``<table>.csv`` to be written is read-only."""
     if out is None:
         return
     if out.exists() and not out.is_dir():
@@ -113,8 +156,10 @@ def _check_out_dir(out: Optional[Path]) -> None:
     try:
         writable_folder(out)
     except OSError as err:
-        raise StereoprobeError(f"--out {out} cannot hold the tables ({err.strerror or type(err).__name__}); pass a "
+        raise StereoprobeError(f"--out {out} cannot hold {what} ({err.strerror or type(err).__name__}); pass a "
                                "folder you can write to (it is created if missing).") from None
+    for name in tables:
+        _check_writable_file(out / f"{name}.csv")
 
 
 def _show(title: str, table) -> None:
@@ -139,8 +184,9 @@ def _write_tables(out: Optional[Path], tables: dict) -> None:
 
 
 DatasetOpt = typer.Option("gender", "--dataset", "-d", help="The UnQover dataset.")
-SampleOpt = typer.Option(None, "--sample", help="Paper examples to keep: a fraction (0.01), a count (5000) or 'all'.")
-SeedOpt = typer.Option(0, "--seed", help="Seed of the sampling.")
+SampleOpt = _sample_opt("Paper examples")
+SeedOpt = typer.Option(0, "--seed", min=0, help="Seed of the sampling.")
+NBootOpt = typer.Option(1000, "--n-boot", min=1, help="Bootstrap resamples for the CIs.")
 ModeOpt = typer.Option("compat", "--mode", help="compat (the authors' code, bit for bit) or clean.")
 NewsqaOpt = typer.Option(False, "--newsqa", help="Prepend the NewsQA header (automatic for models whose name contains 'newsqa').")
 VariantOpt = typer.Option("qa", "--variant", help="qa (extractive-QA models), lm-bert or lm-roberta (masked LMs, "
@@ -187,6 +233,12 @@ def generate_cmd(
         raise StereoprobeError(f"--out {out} is a folder; pass a file path ending in .jsonl or .parquet.")
     spec = _spec(dataset, sample, seed, mode, newsqa, variant)
     total = count(spec).ordered_examples
+    _check_writable_file(out)
+    try:
+        writable_folder(out.parent)
+    except OSError as err:
+        raise StereoprobeError(f"--out {out}: its folder cannot be written ({err.strerror or type(err).__name__}); "
+                               "pass a path in a folder you can write to (it is created if missing).") from None
     examples = progress(iter_examples(spec), total=total, desc=f"generating {dataset}")
     tmp = _atomic_path(out)
     try:
@@ -229,7 +281,7 @@ def _score_options(batch_tokens, device, precision, store, engine="local", worke
 
 
 ModelOpt = typer.Option(..., "--model", "-m", help="Hub id, local folder, zoo: or lab: name (zoo:minilm-qa, lab:qa-biased …).")
-BatchOpt = typer.Option(8192, "--batch-tokens", help="Token budget per batch (padded tokens).")
+BatchOpt = typer.Option(8192, "--batch-tokens", min=1, help="Token budget per batch (padded tokens).")
 
 
 def _device(value: str) -> str:
@@ -245,14 +297,33 @@ PrecisionOpt = typer.Option("auto", "--precision", help="auto: bf16 on GPU (fp16
 StoreOpt = typer.Option(None, "--store", help="Score-store folder (default: scores/ in the stereoprobe cache folder).")
 EngineOpt = typer.Option("local", "--engine", help="local: this process; ray: Ray Data workers (the GPUs of this "
                          "machine, or of the cluster at RAY_ADDRESS); identical results.")
-WorkersOpt = typer.Option(None, "--workers", help="Ray workers (default: one per GPU of the cluster).")
-ShardOpt = typer.Option(20_000, "--shard-passes", help="Passes per score-store shard (a multiple of 100): the unit "
-                        "of resumption and of work handed to a Ray worker.")
+WorkersOpt = typer.Option(None, "--workers", min=1, help="Ray workers (default: one per GPU of the cluster).")
+
+
+def _shard_passes(value: int) -> int:
+    if value % 100:
+        raise typer.BadParameter(f"{value} is not a multiple of 100 (the authors' batch); pass e.g. 20000")
+    return value
+
+
+ShardOpt = typer.Option(20_000, "--shard-passes", min=100, callback=_shard_passes, help="Passes per score-store "
+                        "shard (a multiple of 100): the unit of resumption and of work handed to a Ray worker.")
+
+
+def _models(models: Sequence[str]) -> list[str]:
+    """The label of each -m model in the report tables (:func:`stereoprobe.naming.model_labels`); one given twice
+    is refused before any work."""
+    return model_labels(models, option="-m/--model")
+
+
+#: The tables of ``unqover report`` (:func:`stereoprobe.unqover.report.model_report`), in its order.
+UNQOVER_TABLES = ("reasoning_errors", "intensity", "top_gamma")
 
 
 @unqover_app.command("score")
 def score_cmd(
     model: List[str] = ModelOpt,
+    allow_pickle: bool = AllowPickleOpt,
     dataset: Dataset = DatasetOpt,
     sample: Optional[str] = SampleOpt,
     seed: int = SeedOpt,
@@ -271,6 +342,7 @@ def score_cmd(
     from .unqover.report import spec_for
     from .unqover.score_qa import score_dataset
 
+    _models(model)
     spec = _spec(dataset, sample, seed, mode, newsqa, variant)
     for name in model:
         run = score_dataset(name, spec_for(name, spec), mode=mode, **_score_options(
@@ -281,14 +353,15 @@ def score_cmd(
 @unqover_app.command("report")
 def report_cmd(
     model: List[str] = ModelOpt,
+    allow_pickle: bool = AllowPickleOpt,
     dataset: Dataset = DatasetOpt,
     sample: Optional[str] = SampleOpt,
     seed: int = SeedOpt,
     mode: Mode = ModeOpt,
     newsqa: bool = NewsqaOpt,
     out: Optional[Path] = OutOpt,
-    n_boot: int = typer.Option(1000, "--n-boot", help="Bootstrap resamples for the CIs."),
-    top: int = typer.Option(3, "--top", help="Rows per group in the top-γ table."),
+    n_boot: int = NBootOpt,
+    top: int = typer.Option(3, "--top", min=1, help="Rows per group in the top-γ table."),
     batch_tokens: int = BatchOpt,
     device: str = DeviceOpt,
     precision: Precision = PrecisionOpt,
@@ -304,19 +377,23 @@ def report_cmd(
     """
     from .unqover import report
 
-    _check_out_dir(out)
+    _models(model)
     spec = _spec(dataset, sample, seed, mode, newsqa, variant)
+    names = {name: f"{dataset}_{name}" for name in UNQOVER_TABLES}
+    _check_out_dir(out, names.values())
     opts = _score_options(batch_tokens, device, precision, store, engine, workers, shard_passes=shard_passes)
     tables = report.model_report(model, spec, mode=mode, n_boot=n_boot, top=top, seed=seed, **opts)
     for name, table in tables.items():
         _show(name, table)
-    _write_tables(out, {f"{dataset}_{name}": table for name, table in tables.items()})
+    _write_tables(out, {names[name]: table for name, table in tables.items()})
 
 
 # -- Bias-NLI ------------------------------------------------------------------------------------------------------
 ProbeOpt = typer.Option(..., "--probe", "-p", help="A Bias-NLI probe, or all three (repeat -p for several).")
 LabelOrderOpt = typer.Option(None, "--label-order", help="The classes of LABEL_0,LABEL_1,LABEL_2 for models with "
-                             "generic label names, e.g. entailment,neutral,contradiction.")
+                             "generic label names, e.g. entailment,neutral,contradiction (models that name their "
+                             "labels use their own; an error if every -m model does).")
+NliSampleOpt = _sample_opt("Pairs per probe")
 
 
 def _nli_specs(probes: List[Probe], sample: Optional[str], seed: int) -> dict:
@@ -327,25 +404,48 @@ def _nli_specs(probes: List[Probe], sample: Optional[str], seed: int) -> dict:
     return {p: TemplateSpec(p, sample=_sample(sample), seed=seed) for p in names}
 
 
-def _label_order(value: Optional[str]) -> Optional[tuple]:
+def _own_labels(model: str) -> Optional[list]:
+    """The labels of ``model`` from its local ``config.json`` when they identify the three classes on their own
+    (then --label-order is not used); None when they are generic or cannot be read without loading it."""
+    from .models import local_folder, resolve
+    from .nli.measures import label_indices
+
+    if model.startswith("lab:"):  # built on first use, and never an NLI model: loading says so
+        return None
+    try:
+        id2label = json.loads((local_folder(resolve(model)) / "config.json").read_text(encoding="utf-8"))["id2label"]
+        label_indices(id2label)  # a MetricsError (a StereoprobeError) when they need an order
+        return list(id2label.values())
+    except (StereoprobeError, OSError, TypeError, KeyError, ValueError, AttributeError):
+        return None
+
+
+def _label_orders(models: Sequence[str], value: Optional[str]) -> dict:
+    """model -> the --label-order it is scored with: the order for models with generic LABEL_k names, None for
+    models that name their labels. Refused before any work if the order is malformed or no model can use it."""
     from .errors import MetricsError
     from .nli.measures import label_indices
 
     if value is None:
-        return None
+        return dict.fromkeys(models)
     order = tuple(v.strip() for v in value.split(","))
     try:
         label_indices([f"LABEL_{i}" for i in range(3)], order)  # the names, checked before any model is loaded
     except MetricsError:
         raise StereoprobeError(f"--label-order {value!r} must name entailment, neutral and contradiction once each "
                                "(the classes of LABEL_0, LABEL_1, LABEL_2); pass e.g. entailment,neutral,contradiction.")
-    return order
+    own = {m: _own_labels(m) for m in models}
+    if all(own.values()):
+        model, labels = next(iter(own.items()))
+        raise StereoprobeError(f"--label-order is only for models whose labels are LABEL_0..LABEL_2; {model} names "
+                               f"its labels ({', '.join(labels)}), which are used; drop --label-order.")
+    return {m: None if own[m] else order for m in models}
 
 
 @nli_app.command("count")
 def nli_count_cmd(
     probe: List[Probe] = typer.Option(["all"], "--probe", "-p", help="A Bias-NLI probe, or all three (repeat -p)."),
-    sample: Optional[str] = typer.Option(None, "--sample", help="Pairs to keep: a fraction (0.01), a count or 'all'."),
+    sample: Optional[str] = _sample_opt("Pairs"),
     seed: int = SeedOpt,
 ):
     """Pairs per probe: filler words × templates (nothing is generated)."""
@@ -362,8 +462,9 @@ def nli_count_cmd(
 @nli_app.command("score")
 def nli_score_cmd(
     model: List[str] = ModelOpt,
+    allow_pickle: bool = AllowPickleOpt,
     probe: List[Probe] = ProbeOpt,
-    sample: Optional[str] = typer.Option(None, "--sample", help="Pairs per probe: a fraction (0.01), a count or 'all'."),
+    sample: Optional[str] = NliSampleOpt,
     seed: int = SeedOpt,
     batch_tokens: int = BatchOpt,
     device: str = DeviceOpt,
@@ -376,23 +477,25 @@ def nli_score_cmd(
     """Score the pairs of each probe with one or more NLI classifiers into the score store."""
     from .nli.score import score_pairs
 
+    _models(model)
     specs = _nli_specs(probe, sample, seed)
-    order = _label_order(label_order)
+    orders = _label_orders(model, label_order)
     opts = _score_options(batch_tokens, device, precision, store, engine, workers)
     for name in model:
         for probe_name, spec in specs.items():
-            run = score_pairs(name, spec, label_order=order, **opts)
+            run = score_pairs(name, spec, label_order=orders[name], **opts)
             typer.echo(f"{name} · {probe_name}: {run.n_rows():,} pairs stored in {run.path}")
 
 
 @nli_app.command("report")
 def nli_report_cmd(
     model: List[str] = ModelOpt,
+    allow_pickle: bool = AllowPickleOpt,
     probe: List[Probe] = ProbeOpt,
-    sample: Optional[str] = typer.Option(None, "--sample", help="Pairs per probe: a fraction (0.01), a count or 'all'."),
+    sample: Optional[str] = NliSampleOpt,
     seed: int = SeedOpt,
     out: Optional[Path] = OutOpt,
-    n_boot: int = typer.Option(1000, "--n-boot", help="Bootstrap resamples for the CIs."),
+    n_boot: int = NBootOpt,
     batch_tokens: int = BatchOpt,
     device: str = DeviceOpt,
     precision: Precision = PrecisionOpt,
@@ -408,17 +511,20 @@ def nli_report_cmd(
     from .nli import report
     from .nli.score import load_probabilities
 
-    _check_out_dir(out)
+    labels = _models(model)
     specs = _nli_specs(probe, sample, seed)
-    order = _label_order(label_order)
+    names = {p: f"nli_{p}_neutrality" for p in specs}
+    _check_out_dir(out, names.values())
+    orders = _label_orders(model, label_order)
     opts = _score_options(batch_tokens, device, precision, store, engine, workers)
     tables = {}
     for probe_name, spec in specs.items():
-        probs = {(m, probe_name): load_probabilities(m, spec, label_order=order, **opts) for m in model}
+        probs = {(label, probe_name): load_probabilities(m, spec, label_order=orders[m], **opts)
+                 for label, m in zip(labels, model)}
         tables[probe_name] = report.measures_table(probs, ("model", "probe"), n_boot=n_boot, seed=seed)
     for probe_name, table in tables.items():
         _show(f"nli {probe_name} neutrality", table)
-    _write_tables(out, {f"nli_{name}_neutrality": table for name, table in tables.items()})
+    _write_tables(out, {names[p]: table for p, table in tables.items()})
 
 
 # -- SODAPOP -------------------------------------------------------------------------------------------------------
@@ -459,6 +565,7 @@ def _pair(value: str) -> str:
 @sodapop_app.command("report")
 def sodapop_report_cmd(
     out: Optional[Path] = OutOpt,
+    allow_pickle: bool = AllowPickleOpt,
     mcq_model: str = typer.Option("zoo:minilm-mcq", "--mcq-model", help="The multiple-choice model under test."),
     mlm: str = typer.Option("zoo:minilm-mlm", "--mlm", help="The masked LM that writes the distractors."),
     names_per_group: int = typer.Option(8, "--names-per-group", help="First names of each of the 8 groups (1-25)."),
@@ -470,10 +577,12 @@ def sodapop_report_cmd(
     pair: Optional[List[str]] = typer.Option(None, "--pair", parser=_pair, help="Groups G1:G2 to compare, each "
                                              f"one of {', '.join(GROUPS)} (repeat; default: "
                                              f"{' and '.join(SODAPOP_PAIRS)})."),
-    min_count: int = typer.Option(1, "--min-count", help="A word enters the vocabulary if it occurs more often "
-                                  "than this for every name (paper: 50)."),
-    n_perm: int = typer.Option(100_000, "--n-perm", help="Permutations per word (exact test when the splits are fewer)."),
-    seed: int = typer.Option(10, "--seed", help="Seed of the distractor shuffle and the permutations (authors: 10)."),
+    min_count: int = typer.Option(1, "--min-count", min=0, help="A word enters the vocabulary if it occurs more "
+                                  "often than this for every name (paper: 50)."),
+    n_perm: int = typer.Option(100_000, "--n-perm", min=1, help="Permutations per word (exact test when the splits "
+                               "are fewer)."),
+    seed: int = typer.Option(10, "--seed", min=0, help="Seed of the distractor shuffle and the permutations "
+                             "(authors: 10)."),
     batch_tokens: int = BatchOpt,
     device: str = DeviceOpt,
     precision: Precision = typer.Option("fp32", "--precision", help="fp32 by default: the top-10 fills are "
@@ -484,7 +593,7 @@ def sodapop_report_cmd(
 ):
     """Distractors for names × contexts, the per-unit accuracy, and the relative difference of words between groups.
 
-    Tables (with -o): sodapop_units.csv and sodapop_rd_<G1>_<G2>.csv.
+    Tables (with -o): sodapop_units.csv and sodapop_rd_<G1>_<G2>.csv, each with the MCQ model in a first column.
     """
     from math import comb
 
@@ -498,8 +607,10 @@ def sodapop_report_cmd(
     from .sodapop.success import sr_matrix
 
     # every input is checked before anything is generated, scored or written
-    _check_out_dir(out)
+    models = list(dict.fromkeys((mcq_model, mlm)))  # one folder as both: refused when it is loaded
+    label = dict(zip(models, model_labels(models)))
     pairs = [tuple(p.split(":")) for p in pair or SODAPOP_PAIRS]
+    names_of = {"units": "sodapop_units", **{(g1, g2): f"sodapop_rd_{g1}_{g2}" for g1, g2 in pairs}}
     chosen = _sodapop_contexts(contexts)
     caps = _int_list("--cap", cap)
     if caps is not None and len(caps) != 1:
@@ -511,10 +622,7 @@ def sodapop_report_cmd(
     grid.generation()
     groups = grid.groups()
     grid.probe_contexts()
-    if min_count < 0:
-        raise StereoprobeError(f"--min-count {min_count} is negative; pass 0 or more (paper: 50).")
-    if n_perm < 1:
-        raise StereoprobeError(f"--n-perm {n_perm} is not a positive number of permutations; pass e.g. 100000.")
+    _check_out_dir(out, names_of.values())
     opts = _score_options(batch_tokens, device, precision, store, engine, workers)
     resolve_precision(worker_device(device, engine), precision)
     load(mcq_model, "mcq", device="cpu")  # a wrong head stops here, before the distractors are generated
@@ -523,6 +631,7 @@ def sodapop_report_cmd(
     outcomes, accuracy = run.outcomes()
     units = run.units_table().merge(accuracy[["name", "context", "accuracy"]], on=["name", "context"])
     units.insert(0, "group", units["name"].map(names.group_of(groups)))
+    units.insert(0, "model", label[mcq_model])
     sr = sr_matrix(outcomes, min_count=min_count)
     rd = {}
     for g1, g2 in pairs:  # as the chapter: exact permutation test when there are at most n_perm splits
@@ -532,14 +641,16 @@ def sodapop_report_cmd(
             rd[g1, g2] = pd.DataFrame(columns=["word", "side", "mean_g1", "mean_g2", "rd_paper", "rd_code", "p", "q"])
         else:
             rd[g1, g2] = analysis.rd_table(sr, groups[g1], groups[g2], n_perm=n_perm, method=method, seed=seed)
+        rd[g1, g2].insert(0, "model", label[mcq_model])
 
-    typer.echo(f"{len(units)} units (names × contexts), {int(units['mcqs'].sum()):,} MCQs, mean accuracy "
+    typer.echo(f"model {label[mcq_model]} (distractors by {label[mlm]}): "
+               f"{len(units)} units (names × contexts), {int(units['mcqs'].sum()):,} MCQs, mean accuracy "
                f"{units['accuracy'].mean():.3f}; vocabulary {sr.shape[1]} words (min count {min_count})")
     _show("units (names × contexts)", units)
     for (g1, g2), table in rd.items():
         flagged = int((table["q"] < 0.05).sum()) if len(table) else 0
         _show(f"{g1} vs {g2}: {len(table)} words with a relative difference, {flagged} with q < 0.05", table)
-    _write_tables(out, {"sodapop_units": units, **{f"sodapop_rd_{g1}_{g2}": table for (g1, g2), table in rd.items()}})
+    _write_tables(out, {names_of[key]: table for key, table in {"units": units, **rd}.items()})
 
 
 @zoo_app.command("list")
@@ -571,6 +682,7 @@ def zoo_build_cmd(
 
     for name in names or []:
         recipe(name)  # unknown names fail before anything trains
+    _check_out_dir(out, what="the parts and cards")
     for card in build(names, out, smoke=smoke):
         quality = ", ".join(f"{k} {v:.3f}" for k, v in card["metrics"].items() if isinstance(v, float))
         typer.echo(f"{card['name']}: {quality}; trained in {card['training']['wall_s']['train']:.0f} s")
@@ -639,15 +751,48 @@ def _one_line(message: str) -> str:
     return re.sub(r"\s*\n\s*", " ", message.strip())
 
 
+def _undecodable_file(err: UnicodeDecodeError) -> str:
+    """The file being read when ``err`` was raised: the innermost frame's open file or file path."""
+    for frame, _ in reversed(list(traceback.walk_tb(err.__traceback__))):
+        for value in frame.f_locals.values():
+            if isinstance(value, io.TextIOBase) and isinstance(getattr(value, "name", None), str):
+                return value.name
+            if isinstance(value, Path) and value.is_file():
+                return str(value)
+    return "a text file it reads"
+
+
+#: The status of a command line stopped by Ctrl-C (128 + SIGINT; typer returns it for a KeyboardInterrupt).
+INTERRUPTED = 130
+
+
 def _run(command: typer.Typer, argv: list[str] | None, prog_name: str) -> int:
-    """Run a command line; return its exit status. User errors print one line ``error: …`` (status 2)."""
+    """Run a command line; return its exit status. User errors print one line ``error: …`` (status 2), Ctrl-C
+    ``error: interrupted; …`` (status 130: what is in the score store is kept, and a rerun resumes from it)."""
+    import warnings
+
+    import click
+
+    def show(message, category, *args, **kwargs):
+        if issubclass(category, StereoprobeWarning):
+            typer.echo(f"warning: {_one_line(str(message))}", err=True)
+        else:
+            default(message, category, *args, **kwargs)
+
+    default = warnings.showwarning
     try:
-        code = command(args=argv, prog_name=prog_name, standalone_mode=False)
+        with warnings.catch_warnings():
+            warnings.showwarning = show
+            code = command(args=argv, prog_name=prog_name, standalone_mode=False)
     except StereoprobeError as err:
         typer.echo(f"error: {_one_line(str(err))}", err=True)
         return 2
-    except typer.Abort:
-        return 1
+    except UnicodeDecodeError as err:
+        typer.echo(f"error: {_undecodable_file(err)} is not UTF-8 text (byte 0x{err.object[err.start]:02x}); save it "
+                   "as UTF-8 and rerun.", err=True)
+        return 2
+    except (KeyboardInterrupt, typer.Abort, click.exceptions.Abort):
+        code = INTERRUPTED
     except typer.TyperException as err:  # usage errors of typer's click: one line too, with their exit code
         ctx = getattr(err, "ctx", None)
         if type(err).__name__ == "NoArgsIsHelpError":  # a group called without a command: its help
@@ -658,6 +803,8 @@ def _run(command: typer.Typer, argv: list[str] | None, prog_name: str) -> int:
             message = _one_line(err.format_message()).replace("Value error, ", "").rstrip(".")
             typer.echo(f"error: {message}{hint}.", err=True)
         return err.exit_code
+    if code == INTERRUPTED:
+        typer.echo("error: interrupted; rerun to resume", err=True)
     return code if isinstance(code, int) else 0
 
 

@@ -5,6 +5,10 @@ class StereoprobeError(Exception):
     """A user-facing error. The CLI prints its message (one sentence) and exits with status 2."""
 
 
+class StereoprobeWarning(UserWarning):
+    """A risky choice the user made on purpose (e.g. loading pickle weights); the CLI prints ``warning: …``."""
+
+
 class WordListError(StereoprobeError):
     """A malformed word-list line; the message starts with ``file:line``."""
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .errors import ModelLoadError
+from .errors import ModelLoadError, StereoprobeWarning
 
 HEADS = ("qa", "mlm", "nli", "mcq", "base")
 _AUTO = {
@@ -277,7 +277,7 @@ def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> 
         import warnings
 
         warnings.warn(f"Loading {name!r} with pickle weights allowed (--allow-pickle): only do this for files you "
-                      "trust.", stacklevel=2)
+                      "trust.", StereoprobeWarning, stacklevel=2)
     kwargs = dict(trust_remote_code=False)
     try:
         with _quiet_transformers():

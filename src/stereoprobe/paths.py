@@ -109,3 +109,11 @@ def sha256_file(path: str | os.PathLike) -> str:
         for block in iter(lambda: f.read(1 << 22), b""):
             h.update(block)
     return h.hexdigest()
+
+
+def umask_mode() -> int:
+    """The mode ``open()`` gives a new file: 0o666 minus this process's umask. A temporary file made with
+    ``tempfile.mkstemp`` (0o600) is given it before it is renamed onto an output, so outputs follow the umask."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask

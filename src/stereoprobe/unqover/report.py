@@ -14,6 +14,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..naming import model_labels, short_name
 from ..paths import data_dir
 from . import metrics
 from .generate import DatasetSpec
@@ -23,13 +24,6 @@ PAPER_MODELS = ["BERT_Dist", "BERT_B", "BERT_L", "RoBERTa_B", "RoBERTa_L"]
 
 
 # -- inputs ------------------------------------------------------------------------------------------------------
-def short_name(model: str) -> str:
-    """A readable label: ``lab:qa-biased`` stays, hub ids lose their owner, folders keep their last part."""
-    if model.startswith(("lab:", "zoo:")):
-        return model
-    return model.rstrip("/").split("/")[-1]
-
-
 def spec_for(model: str, spec: DatasetSpec) -> DatasetSpec:
     """The dataset a model reads: NewsQA-trained QA models (name contains ``newsqa``) get the NewsQA header."""
     if spec.variant == "qa" and "newsqa" in model.lower() and not spec.newsqa:
@@ -38,11 +32,12 @@ def spec_for(model: str, spec: DatasetSpec) -> DatasetSpec:
 
 
 def gather(models: Sequence[str], spec: DatasetSpec, **options) -> dict[str, pd.DataFrame]:
-    """Per-example scores (:func:`~stereoprobe.unqover.score_qa.load_scores`) for each model, by label.
+    """Per-example scores (:func:`~stereoprobe.unqover.score_qa.load_scores`) for each model, by its label
+    (:func:`stereoprobe.naming.model_labels`: unique, short; a model listed twice is an error).
 
     NewsQA models read the dataset with the NewsQA header (:func:`spec_for`); the sample is the same.
     """
-    return {short_name(m): load_scores(m, spec_for(m, spec), **options) for m in models}
+    return {label: load_scores(m, spec_for(m, spec), **options) for label, m in zip(model_labels(models), models)}
 
 
 def lm_spec_for(model: str, spec: DatasetSpec) -> DatasetSpec:
@@ -54,7 +49,7 @@ def lm_spec_for(model: str, spec: DatasetSpec) -> DatasetSpec:
 
 def gather_lm(models: Sequence[str], spec: DatasetSpec, **options) -> dict[str, pd.DataFrame]:
     """Per-example scores of masked LMs on the LM variant of ``spec`` (:func:`lm_spec_for`), by label."""
-    return {short_name(m): load_scores(m, lm_spec_for(m, spec), **options) for m in models}
+    return {label: load_scores(m, lm_spec_for(m, spec), **options) for label, m in zip(model_labels(models), models)}
 
 
 def lab_card(model: str, smoke: bool = False) -> dict | None:
