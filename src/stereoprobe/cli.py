@@ -767,6 +767,18 @@ INTERRUPTED = 130
 
 
 def _run(command: typer.Typer, argv: list[str] | None, prog_name: str) -> int:
+    """:func:`_run_command`, with ``--allow-pickle`` holding for this command only (also when the CLI runs in-process)."""
+    before = os.environ.get(ALLOW_PICKLE_ENV)
+    try:
+        return _run_command(command, argv, prog_name)
+    finally:
+        if before is None:
+            os.environ.pop(ALLOW_PICKLE_ENV, None)
+        else:
+            os.environ[ALLOW_PICKLE_ENV] = before
+
+
+def _run_command(command: typer.Typer, argv: list[str] | None, prog_name: str) -> int:
     """Run a command line; return its exit status. User errors print one line ``error: …`` (status 2), Ctrl-C
     ``error: interrupted; …`` (status 130: what is in the score store is kept, and a rerun resumes from it)."""
     import warnings
