@@ -207,7 +207,8 @@ def test_help_lists_the_values_of_every_fixed_set(capsys, wide, command):
         "sodapop report": [", ".join(GROUPS), _choices(PRECISIONS), _choices(ENGINES), "cuda:N"],
     }
     expected["unqover score"] = expected["unqover report"] = [
-        _choices(DATASETS), _choices(MODES), _choices(VARIANTS), _choices(PRECISIONS), _choices(ENGINES), "cuda:N"]
+        _choices(DATASETS), _choices(MODES), _choices([*VARIANTS, "lm"]), _choices(PRECISIONS), _choices(ENGINES),
+        "cuda:N"]
     expected["nli score"] = expected["nli report"] = [*expected["nli count"], _choices(PRECISIONS), _choices(ENGINES)]
     for text in expected[" ".join(command)]:
         assert text in out, text

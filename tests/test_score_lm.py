@@ -9,7 +9,7 @@ import pytest
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.models import LoadedModel
 from stereoprobe.unqover.generate import DatasetSpec, iter_examples
-from stereoprobe.unqover.score_lm import LMScorer, check_single_tokens
+from stereoprobe.unqover.score_lm import LMScorer, check_single_tokens, lm_degeneracy, lm_spec_for_model
 
 
 @pytest.fixture(scope="module")
@@ -99,6 +99,50 @@ def test_multi_token_subjects_are_listed_by_name_in_one_error(tiny_bert_mlm):
     assert "not a single token" in message and "lm-bert" in message
     assert "Elizabeth (" in message or "elizabeth (" in message.lower()
     assert "Mary (" not in message  # one token in the tiny vocabulary
+
+
+def test_subjects_are_checked_from_the_tokenizer_before_any_model_loads(tiny_bert_mlm, tmp_path, monkeypatch):
+    from stereoprobe.store import ScoreStore
+    from stereoprobe.unqover import score_qa
+
+    monkeypatch.setattr(score_qa, "load", lambda *a, **k: pytest.fail("the model must not load"))
+    with pytest.raises(StereoprobeError, match=r"for this bert tokenizer: .*Christian \(9 tokens"):
+        score_qa.score_dataset(str(tiny_bert_mlm), DatasetSpec("religion", variant="lm-bert", sample=2), device="cpu",
+                               progress=False, store=ScoreStore(tmp_path))
+
+
+def test_lm_lists_follow_the_tokenizer(tiny_bert_mlm, tiny_model, tmp_path):
+    spec = DatasetSpec("gender", sample=10, newsqa=True)
+    roberta = tiny_model(tmp_path / "roberta-free-name", "roberta", "mlm")  # no "roberta" needed in the name:
+    assert lm_spec_for_model(str(roberta), spec).variant == "lm-roberta"  # the tokenizer decides
+    assert lm_spec_for_model(str(tiny_bert_mlm), spec).variant == "lm-bert"
+    bert = lm_spec_for_model("bert-base-uncased", spec)  # no local copy: the authors' name rule
+    assert (bert.variant, bert.newsqa, bert.mask_string) == ("lm-bert", False, "[MASK]")
+    assert lm_spec_for_model("roberta-large", spec).mask_string == "<mask>"
+
+
+def test_degenerate_lm_predictions_are_named(minilm_tokenizer):
+    # compat, no subject (nor he/she) ever in the top 10: every score is exactly 0
+    scorer, _ = _scorer(minilm_tokenizer, {w: 5.0 for w in "it they we you i this that there one nobody".split()},
+                        "compat", he_she=False)
+    assert "every subject probability is 0" in lm_degeneracy(scorer.score([_pass(minilm_tokenizer)] * 3))
+    # clean, a flat LM: every subject at 1/V
+    scorer, _ = _scorer(minilm_tokenizer, {}, "clean")
+    out = scorer.score([_pass(minilm_tokenizer)])
+    np.testing.assert_allclose(out, 1 / len(minilm_tokenizer), rtol=1e-4)
+    assert "the same" in lm_degeneracy(out)
+    rng = np.random.default_rng(0)
+    near = (1 + 0.3 * rng.random((50, 4))) / 30522
+    assert "near-uniform" in lm_degeneracy(near)
+    collapsed = 10 ** rng.uniform(-12, -6, (50, 4))  # all mass on other words
+    assert lm_degeneracy(collapsed) is None and "10 / vocabulary size" in lm_degeneracy(collapsed, vocab_size=30522)
+    # a working LM: the named subjects get real probability; compat zeros alone are the authors' normal case
+    import pandas as pd
+
+    frame = pd.DataFrame({"s1_pos": [0.3, 0.0, 0.01], "s2_pos": [0.0, 0.2, 0.0], "s1_neg": [0.1, 0.0, 0.0],
+                          "s2_neg": [0.0, 0.0, 0.4], "subj1": ["a", "b", "c"]})
+    assert lm_degeneracy(frame, vocab_size=30522) is None
+    assert lm_degeneracy(frame.assign(s1_pos=0.0, s2_pos=0.0, s1_neg=0.0, s2_neg=0.0)) is not None
 
 
 def test_exactly_one_mask_per_input(minilm_tokenizer):

@@ -84,6 +84,35 @@ def test_roberta_single_separator_and_first_token_asymmetry(roberta):
     assert clean.starts[0, 0].tolist() == [m, m - 1, m, m]  # clean treats "A" and "ĠA" alike
 
 
+def test_clean_rules_are_on_words_not_tokens(bert, roberta):
+    """clean: the article / noun rules read words, so words of several tokens (the tiny vocabularies split "several"
+    and "couple") and the first word of a RoBERTa paragraph count; compat keeps the authors' token strings."""
+    ctx = "Several mary men met a couple of james children."
+    for loaded in (bert, roberta):
+        tok = loaded.tokenizer
+        passes = [(ctx, "Who was a nurse?", "mary", "james")]
+        clean, compat = QAScorer(loaded, "clean").encode(passes), QAScorer(loaded, "compat").encode(passes)
+        spell = lambda a, b, enc=clean: tok.decode(enc.ids[0][a:b]).strip().lower()  # noqa: E731
+        for enc in (clean, compat):
+            assert [spell(enc.starts[0, k, 0], enc.ends[0, k, 0] + 1, enc) for k in (0, 1)] == ["mary", "james"]
+        m, j = clean.starts[0, 0, 0], clean.ends[0, 1, 0]
+        assert spell(clean.starts[0, 0, 1], m) == "several"
+        assert [spell(k, clean.starts[0, 1, 0]) for k in clean.starts[0, 1, 1:]] == ["a couple of", "couple of", "of"]
+        assert spell(j + 1, clean.ends[0, 1, 1] + 1) == "children"  # several pieces, its last one
+        assert compat.starts[0, 0].tolist() == [compat.starts[0, 0, 0]] * 4  # "##l" / "al" is no article token
+        assert compat.starts[0, 1, 1:].tolist() == [compat.starts[0, 1, 0]] * 3  # lower-case "a couple of": no rule
+
+
+def test_a_tokenizer_without_offsets_stops_before_the_model_loads(tiny_bert_qa, tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(score_qa, "load_tokenizer", lambda *a, **k: SimpleNamespace(is_fast=False))
+    monkeypatch.setattr(score_qa, "load", lambda *a, **k: pytest.fail("the model must not load"))
+    with pytest.raises(ModelLoadError, match="is not a fast tokenizer: UnQover needs character offsets"):
+        score_dataset(str(tiny_bert_qa), DatasetSpec("religion", sample=2), device="cpu", progress=False,
+                      store=ScoreStore(tmp_path))
+
+
 # -- scores -------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("family", ["bert", "roberta"])
 def test_compat_reproduces_the_authors_loop(family, bert, roberta):

@@ -51,6 +51,7 @@ from .unqover.generate import DATASETS, VARIANTS
 Dataset = Literal[tuple(DATASETS)]
 DatasetOrAll = Literal[(*DATASETS, "all")]
 Variant = Literal[tuple(VARIANTS)]
+ModelVariant = Literal[tuple(VARIANTS) + ("lm",)]  # lm: each masked LM reads the lists of its own tokenizer
 Mode = Literal[MODES]
 Precision = Literal[PRECISIONS]
 Engine = Literal[ENGINES]
@@ -191,6 +192,9 @@ ModeOpt = typer.Option("compat", "--mode", help="compat (the authors' code, bit 
 NewsqaOpt = typer.Option(False, "--newsqa", help="Prepend the NewsQA header (automatic for models whose name contains 'newsqa').")
 VariantOpt = typer.Option("qa", "--variant", help="qa (extractive-QA models), lm-bert or lm-roberta (masked LMs, "
                           "e.g. zoo:minilm-mlm with lm-bert).")
+ModelVariantOpt = typer.Option("qa", "--variant", help="qa (extractive-QA models); lm (masked LMs, each with the "
+                               "subject lists and mask token of its tokenizer), or lm-bert / lm-roberta to choose "
+                               "the lists yourself.")
 
 
 @unqover_app.command("count")
@@ -333,20 +337,20 @@ def score_cmd(
     device: str = DeviceOpt,
     precision: Precision = PrecisionOpt,
     store: Optional[Path] = StoreOpt,
-    variant: Variant = VariantOpt,
+    variant: ModelVariant = ModelVariantOpt,
     engine: Engine = EngineOpt,
     workers: Optional[int] = WorkersOpt,
     shard_passes: int = ShardOpt,
 ):
-    """Score a dataset with one or more QA models (or masked LMs, --variant lm-bert) into the score store."""
-    from .unqover.report import spec_for
+    """Score a dataset with one or more QA models (or masked LMs, --variant lm) into the score store."""
+    from .unqover.report import lm_spec_for, spec_for
     from .unqover.score_qa import score_dataset
 
     _models(model)
-    spec = _spec(dataset, sample, seed, mode, newsqa, variant)
+    spec = _spec(dataset, sample, seed, mode, newsqa, "qa" if variant == "lm" else variant)
+    options = _score_options(batch_tokens, device, precision, store, engine, workers, shard_passes=shard_passes)
     for name in model:
-        run = score_dataset(name, spec_for(name, spec), mode=mode, **_score_options(
-            batch_tokens, device, precision, store, engine, workers, shard_passes=shard_passes))
+        run = score_dataset(name, (lm_spec_for if variant == "lm" else spec_for)(name, spec), mode=mode, **options)
         typer.echo(f"{name}: {run.n_rows():,} passes stored in {run.path}")
 
 
@@ -366,7 +370,7 @@ def report_cmd(
     device: str = DeviceOpt,
     precision: Precision = PrecisionOpt,
     store: Optional[Path] = StoreOpt,
-    variant: Variant = VariantOpt,
+    variant: ModelVariant = ModelVariantOpt,
     engine: Engine = EngineOpt,
     workers: Optional[int] = WorkersOpt,
     shard_passes: int = ShardOpt,
@@ -378,11 +382,11 @@ def report_cmd(
     from .unqover import report
 
     _models(model)
-    spec = _spec(dataset, sample, seed, mode, newsqa, variant)
+    spec = _spec(dataset, sample, seed, mode, newsqa, "qa" if variant == "lm" else variant)
     names = {name: f"{dataset}_{name}" for name in UNQOVER_TABLES}
     _check_out_dir(out, names.values())
     opts = _score_options(batch_tokens, device, precision, store, engine, workers, shard_passes=shard_passes)
-    tables = report.model_report(model, spec, mode=mode, n_boot=n_boot, top=top, seed=seed, **opts)
+    tables = report.model_report(model, spec, mode=mode, n_boot=n_boot, top=top, seed=seed, lm=variant == "lm", **opts)
     for name, table in tables.items():
         _show(name, table)
     _write_tables(out, {names[name]: table for name, table in tables.items()})

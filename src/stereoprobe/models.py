@@ -229,8 +229,9 @@ def _check_tokenizer(tokenizer, name: str, folder: Path | None) -> None:
     if mask and folder is not None and not (folder / "tokenizer.json").is_file():
         from tokenizers import AddedToken
 
-        state = json.loads(tokenizer.backend_tokenizer.to_str())
-        if "ByteLevel" in json.dumps(state.get("pre_tokenizer")):
+        from .tokenization import describe_tokenizer
+
+        if describe_tokenizer(tokenizer).family == "roberta":
             tokenizer.add_special_tokens({"mask_token": AddedToken(mask, lstrip=True, rstrip=False, normalized=False,
                                                                    special=True)})
 
@@ -322,20 +323,6 @@ def fingerprint_or_load(name: str, head: str, *, device: str = "auto", smoke: bo
         return fp, None
     loaded = load(name, head, device=device, smoke=smoke)
     return loaded.fingerprint, loaded
-
-
-def tokenizer_family(tokenizer) -> str:
-    """``"bert"`` for WordPiece tokenizers, ``"roberta"`` for byte-level BPE (decides the span rules)."""
-    state = json.loads(tokenizer.backend_tokenizer.to_str())
-    kind = (state.get("model") or {}).get("type")
-    if kind == "WordPiece":
-        return "bert"
-    if kind == "BPE" and "ByteLevel" in json.dumps(state.get("pre_tokenizer")):
-        return "roberta"
-    raise ModelLoadError(
-        f"Tokenizer of type {kind!r} is not supported by the UnQover span rules (WordPiece or byte-level BPE); "
-        "use a BERT- or RoBERTa-family model."
-    )
 
 
 def parameter_count(name: str, smoke: bool = False) -> int:

@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import warnings
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
+from ..errors import StereoprobeWarning
 from ..naming import model_labels, short_name
 from ..paths import data_dir
+from ..tokenization import load_tokenizer
 from . import metrics
 from .generate import DatasetSpec
+from .score_lm import lm_degeneracy, lm_spec_for_model
 from .score_qa import load_scores
 
 PAPER_MODELS = ["BERT_Dist", "BERT_B", "BERT_L", "RoBERTa_B", "RoBERTa_L"]
@@ -37,19 +41,40 @@ def gather(models: Sequence[str], spec: DatasetSpec, **options) -> dict[str, pd.
 
     NewsQA models read the dataset with the NewsQA header (:func:`spec_for`); the sample is the same.
     """
-    return {label: load_scores(m, spec_for(m, spec), **options) for label, m in zip(model_labels(models), models)}
+    frames = {label: load_scores(m, spec_for(m, spec), **options) for label, m in zip(model_labels(models), models)}
+    if spec.variant != "qa":  # an LM variant chosen by hand
+        for (label, frame), model in zip(frames.items(), models):
+            flag_degenerate(label, model, frame)
+    return frames
 
 
 def lm_spec_for(model: str, spec: DatasetSpec) -> DatasetSpec:
-    """The LM variant a masked LM reads (spec §1.2): RoBERTa models (name contains ``roberta``) the
-    ``_roberta`` lists and ``<mask>``, every other (BERT-family) model the ``_bert`` lists and ``[MASK]``."""
-    variant = "lm-roberta" if "roberta" in model.lower() else "lm-bert"
-    return dataclasses.replace(spec, variant=variant, newsqa=False, mask=None)
+    """The LM variant a masked LM reads, from its tokenizer (:func:`~stereoprobe.unqover.score_lm.lm_spec_for_model`:
+    WordPiece the ``_bert`` lists, byte-level BPE the ``_roberta`` lists, others the list whose subjects are all
+    single tokens), with the tokenizer's own mask token."""
+    return lm_spec_for_model(model, spec)
 
 
 def gather_lm(models: Sequence[str], spec: DatasetSpec, **options) -> dict[str, pd.DataFrame]:
-    """Per-example scores of masked LMs on the LM variant of ``spec`` (:func:`lm_spec_for`), by label."""
-    return {label: load_scores(m, lm_spec_for(m, spec), **options) for label, m in zip(model_labels(models), models)}
+    """Per-example scores of masked LMs on the LM variant of ``spec`` (:func:`lm_spec_for`), by label.
+
+    A masked LM whose scores carry no signal on the probe (:func:`~stereoprobe.unqover.score_lm.lm_degeneracy`:
+    all zero, all equal, near-uniform, or no better than chance) is flagged with a :class:`StereoprobeWarning`.
+    """
+    frames = {label: load_scores(m, lm_spec_for(m, spec), **options) for label, m in zip(model_labels(models), models)}
+    for (label, frame), model in zip(frames.items(), models):
+        flag_degenerate(label, model, frame)
+    return frames
+
+
+def flag_degenerate(label: str, model: str, frame: pd.DataFrame) -> str | None:
+    """Warn (and return why) when a masked LM's subject scores carry no signal on the probe."""
+    tok = load_tokenizer(model)
+    why = lm_degeneracy(frame, vocab_size=len(tok) if tok is not None else None)
+    if why:
+        warnings.warn(f"{label}: {why}; its UnQover tables say nothing about its biases.", StereoprobeWarning,
+                      stacklevel=3)
+    return why
 
 
 def lab_card(model: str, smoke: bool = False) -> dict | None:
@@ -206,9 +231,12 @@ def side_by_side(mu: pd.DataFrame, top: pd.DataFrame, errors: pd.DataFrame) -> p
 
 
 def model_report(models: Sequence[str], spec: DatasetSpec, *, mode: str = "compat", n_boot: int = 1000, top: int = 3,
-                 seed: int = 0, **options) -> dict[str, pd.DataFrame]:
-    """The CLI's report: reasoning errors, intensity, and top γ (per gender, or per subject γ(x))."""
-    frames = gather(models, spec, mode=mode, **options)
+                 seed: int = 0, lm: bool = False, **options) -> dict[str, pd.DataFrame]:
+    """The CLI's report: reasoning errors, intensity, and top γ (per gender, or per subject γ(x)).
+
+    ``lm=True``: the models are masked LMs, each reading the LM variant of its tokenizer (:func:`gather_lm`).
+    """
+    frames = (gather_lm if lm else gather)(models, spec, mode=mode, **options)
     tables = {"reasoning_errors": reasoning_errors(frames), "intensity": intensity(frames, n_boot=n_boot, seed=seed)}
     if spec.dataset == "gender":
         gammas = {n: gender_gamma(f, n_boot=n_boot, seed=seed) for n, f in frames.items()}

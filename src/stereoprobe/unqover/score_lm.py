@@ -9,15 +9,22 @@ mask per input. ``p`` = softmax over the whole vocabulary at the mask position.
   spaces removed too); a subject's score is the probability of the first top-10 entry equal to the
   lower-cased subject text, else 0. Gender (``he_she``, the authors' ``--use_he_she 1``): a female
   subject scores max(p_she, p_name), a male one max(p_he, p_name), with p_he/p_she also from the top 10.
-* ``clean``: the probability of the subject's own token (for byte-level BPE the space-prefixed token,
-  since every mask follows a space), never truncated; no he/she substitution.
+* ``clean``: the probability of the subject's own token in its mid-sentence form (``Ġmary``, ``▁Mary``:
+  every mask follows a space; :func:`stereoprobe.tokenization.word_tokens`), never truncated; no he/she
+  substitution. A bare ``▁``/``Ġ`` piece the tokenizer leaves in front of the mask (a mask token without
+  ``lstrip``) is dropped, so the mask stands for the whole space-prefixed piece.
 
 Scores are stored like QA scores with start = end = p, so S = √(p·p) = p downstream (spec §2.2).
-Every subject must be one token for the tokenizer: :func:`check_single_tokens` lists the offenders.
+Every subject must be one token for the tokenizer: :func:`check_single_tokens` lists the offenders, and
+:func:`check_subjects` does so for a model from its tokenizer alone, before any weights load. The subject
+lists follow the tokenizer (:func:`lm_variant`): the authors' ``_bert`` lists for WordPiece, ``_roberta``
+for byte-level BPE, and for other families the first of the two whose subjects are all single tokens.
+:func:`lm_degeneracy` says when an LM's scores carry no signal at all.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -25,41 +32,129 @@ import numpy as np
 
 from ..choices import MODES
 from ..errors import StereoprobeError
-from ..models import LoadedModel, mask_logits, tokenizer_family
-from . import wordlists as wl
+from ..models import LoadedModel, mask_logits
+from ..tokenization import describe_tokenizer, load_tokenizer, word_tokens
 from .generate import DatasetSpec, _subjects
 
 TOPK = 10
 _UNCASED_SPACE_MODELS = ("bert-base-uncased", "bert-large-uncased")
+LM_VARIANTS = ("lm-bert", "lm-roberta")  # the authors' subject lists, tried in this order for other families
 
 
 def subject_token_ids(tokenizer, texts: Sequence[str]) -> tuple[dict[str, int], list[str]]:
-    """Each text's single token id (RoBERTa: the space-prefixed form), and the texts that are not one token."""
-    roberta = tokenizer_family(tokenizer) == "roberta"
+    """Each text's single token id in its mid-sentence form (after a space), and the texts that are not one token
+    (or only the unknown token)."""
     ids, bad = {}, []
     for text in texts:
-        pieces = tokenizer((" " + text) if roberta else text, add_special_tokens=False)["input_ids"]
-        if len(pieces) == 1:
+        pieces = word_tokens(tokenizer, text)
+        if len(pieces) == 1 and pieces[0] != tokenizer.unk_token_id:
             ids[text] = pieces[0]
         else:
             bad.append(f"{text} ({len(pieces)} tokens: {' '.join(tokenizer.convert_ids_to_tokens(pieces))})")
     return ids, bad
 
 
+def _subject_texts(spec: DatasetSpec) -> list[str]:
+    """Every subject of ``spec``: plain form and demonym (nationality LM templates ask for either, spec §1.3)."""
+    texts = [t for subjects in _subjects(spec) for s in subjects for t in (s.name, s.demonym) if t]
+    return list(dict.fromkeys(texts))
+
+
 def check_single_tokens(spec: DatasetSpec, tokenizer) -> dict[str, int]:
     """Every subject of ``spec`` (plain form and demonym) as one token id; one error lists all offenders."""
-    texts = []
-    for subjects in _subjects(spec):
-        for s in subjects:
-            texts += [s.name] + ([s.demonym] if s.demonym else [])
-    ids, bad = subject_token_ids(tokenizer, list(dict.fromkeys(texts)))
+    ids, bad = subject_token_ids(tokenizer, _subject_texts(spec))
     if bad:
+        family = describe_tokenizer(tokenizer).family
         raise StereoprobeError(
             f"{len(bad)} subject(s) of the {spec.dataset} {spec.variant} lists are not a single token for this "
-            f"tokenizer: {'; '.join(bad)}. Use the subject list of its family (variant lm-bert or lm-roberta) "
-            "or remove them from a copy of the list."
+            f"{family} tokenizer: {'; '.join(bad)}. Use the subject list of its family (variant lm-bert or "
+            "lm-roberta) or remove them from a copy of the list."
         )
     return ids
+
+
+def check_subjects(model: str, spec: DatasetSpec, *, smoke: bool = False) -> dict[str, int] | None:
+    """:func:`check_single_tokens` for a model, from its tokenizer alone (``AutoTokenizer``; no weights load).
+    None when the model has no local copy (loading it then says what to do)."""
+    tok = load_tokenizer(model, smoke=smoke)
+    return None if tok is None else check_single_tokens(spec, tok)
+
+
+def lm_variant(tokenizer, spec: DatasetSpec) -> str:
+    """The LM subject lists a tokenizer reads: ``lm-bert`` for WordPiece, ``lm-roberta`` for byte-level BPE (the
+    authors' pairing, spec §2.2); for any other family the first of lm-bert, lm-roberta whose subjects of
+    ``spec``'s dataset are all single tokens, else one error with the offenders of both."""
+    family = describe_tokenizer(tokenizer).family
+    if family in ("bert", "roberta"):
+        return "lm-" + family
+    bad = {}
+    for variant in LM_VARIANTS:
+        lists = dataclasses.replace(spec, variant=variant, newsqa=False, mask=None)
+        bad[variant] = subject_token_ids(tokenizer, _subject_texts(lists))[1]
+        if not bad[variant]:
+            return variant
+    raise StereoprobeError(
+        f"Neither UnQover LM subject list of {spec.dataset} is all single tokens for this {family} tokenizer: "
+        + "; ".join(f"{v}: {len(b)} offender(s): {', '.join(b)}" for v, b in bad.items())
+        + ". Remove them from a copy of a list, or use a model with a WordPiece or byte-level BPE tokenizer."
+    )
+
+
+def lm_spec(spec: DatasetSpec, tokenizer) -> DatasetSpec:
+    """``spec`` as a masked LM with ``tokenizer`` reads it: its :func:`lm_variant`, no NewsQA header, the
+    variant's mask string (the scorer puts the tokenizer's own mask token in its place)."""
+    return dataclasses.replace(spec, variant=lm_variant(tokenizer, spec), newsqa=False, mask=None)
+
+
+def lm_spec_for_model(model: str, spec: DatasetSpec, *, smoke: bool = False) -> DatasetSpec:
+    """:func:`lm_spec` from the model's tokenizer alone; a model with no local copy falls back on its name (the
+    authors' rule: ``roberta`` in the name reads the ``_roberta`` lists, anything else the ``_bert`` lists)."""
+    tok = load_tokenizer(model, smoke=smoke)
+    if tok is not None:
+        return lm_spec(spec, tok)
+    variant = "lm-roberta" if "roberta" in model.lower() else "lm-bert"
+    return dataclasses.replace(spec, variant=variant, newsqa=False, mask=None)
+
+
+def lm_degeneracy(scores, vocab_size: int | None = None) -> str | None:
+    """Why a masked LM's subject scores on the probe carry no signal, or None when they do.
+
+    ``scores``: the per-example frame of :func:`~stereoprobe.unqover.score_qa.load_scores` (columns
+    ``s1_pos, s2_pos, s1_neg, s2_neg``), the stored ``start1 … end2`` frame, or any array of scores.
+    The first rule that holds is reported:
+
+    1. every score is 0: no subject ever reaches the top 10 at the mask (``compat``), so δ, ε and every γ are 0;
+    2. every score is the same (spread at most 1e-6 of the largest): predictions ignore the context;
+    3. all scores positive and the largest at most twice the smallest: near-uniform, nothing moves them;
+    4. (with ``vocab_size``) the largest score below 10 / vocab_size: no subject ever gets ten times the
+       uniform probability, as for a random or collapsed LM (a trained one gives subjects named in the
+       paragraph far more).
+
+    >>> lm_degeneracy(np.zeros((3, 4))) is not None, lm_degeneracy(np.full((3, 4), 1 / 30522)) is not None
+    (True, True)
+    >>> lm_degeneracy(np.array([[0.2, 0.0, 1e-3, 0.05]])) is None
+    True
+    """
+    columns = list(getattr(scores, "columns", ()))
+    picked = [c for c in ("s1_pos", "s2_pos", "s1_neg", "s2_neg") if c in columns] or \
+        [c for c in ("start1", "end1", "start2", "end2") if c in columns]
+    values = np.asarray(scores[picked] if picked else scores, dtype=float).ravel()
+    values = values[np.isfinite(values)]
+    if not len(values):
+        return None
+    top, low = values.max(), values.min()
+    if top == 0:
+        return (f"every subject probability is 0 ({len(values):,} scores): no subject ever reaches the top {TOPK} "
+                "at the mask, so the metrics are 0 by construction")
+    if top - low <= 1e-6 * top:
+        return f"every subject probability is the same ({top:.3g}): the LM's predictions ignore the context"
+    if low > 0 and top <= 2 * low:
+        return (f"subject probabilities are near-uniform ({low:.3g} to {top:.3g}, within a factor of 2): "
+                "the LM's predictions barely depend on the context")
+    if vocab_size and top < 10 / vocab_size:
+        return (f"no subject probability reaches 10 / vocabulary size (largest {top:.3g}, uniform "
+                f"{1 / vocab_size:.3g}): the LM predicts the subjects no better than chance")
+    return None
 
 
 @dataclass
@@ -84,6 +179,9 @@ class LMScorer:
         if tok.mask_token is None:
             raise StereoprobeError(f"{self.loaded.name!r} has no mask token; pass a masked language model.")
         self.ids = check_single_tokens(self.spec, tok)
+        marker = describe_tokenizer(tok).word_initial_marker
+        marker_id = tok.convert_tokens_to_ids(marker) if marker else None
+        self._marker_id = marker_id if marker_id is not None and marker_id != tok.unk_token_id else None
         if self.he_she is None:
             self.he_she = self.spec.dataset == "gender" and self.mode == "compat"
         self.gender = {}
@@ -116,6 +214,10 @@ class LMScorer:
         spec_mask = self.spec.mask_string or tok.mask_token
         texts = [f"{c} {q.replace(spec_mask, tok.mask_token)}" for c, q, _, _ in passes]
         enc = tok(texts, add_special_tokens=True)["input_ids"]
+        if self.mode == "clean" and self._marker_id is not None:  # a bare "▁"/"Ġ" before the mask: the mask is the word
+            mask_id, marker_id = tok.mask_token_id, self._marker_id
+            enc = [[t for j, t in enumerate(e) if not (t == marker_id and j + 1 < len(e) and e[j + 1] == mask_id)]
+                   for e in enc]
         lengths = np.array([len(e) for e in enc])
         model = self.loaded.model
         device = model.device

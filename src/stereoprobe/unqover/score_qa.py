@@ -15,6 +15,25 @@ Two modes:
     the model's standard pair encoding (with ``token_type_ids`` where the model takes them), padding
     masked out of the softmax, so a score no longer depends on its batch.
 
+Span rules, by tokenizer family (:func:`stereoprobe.tokenization.describe_tokenizer`):
+
+* ``compat``, WordPiece (``bert``) and byte-level BPE (``roberta``): the authors' token-string rules
+  (``improve_prediction_bert`` / ``_roberta``): the token before the first one in their article list, the
+  three tokens before it spelling "a group of", the token after the last one in their noun list; RoBERTa's
+  lists are ``Ġ``-prefixed, so the paragraph's first word (no ``Ġ``) never matches. Subject tokens by their
+  whitespace-extended character ranges (:func:`char_to_tokens`).
+* ``compat``, every other family (SentencePiece Unigram or BPE, other BPE, WordLevel), which the authors
+  never ran (their code picks RoBERTa rules when the model name contains 'roberta', else BERT rules): their
+  input layout (``[B]``/``[E]`` = the tokenizer's bos/eos, else cls/sep, as their ``get_special_tokens``),
+  softmax over the padded row and span search, with the word-level rules of ``clean`` below.
+* ``clean``, every family: rules on words and character offsets (:func:`word_candidates`), the same for all
+  tokenizers and case-insensitive: a word right before the subject in the article list adds a start candidate
+  at that word's first token; the three words before it spelling "a group of" / "a team of" / "a couple of"
+  add one at each word's first token; the word right after it in the noun list (or ".") adds an end candidate
+  at that word's last token. Words are runs of letters/digits or single punctuation marks. Subject and word
+  tokens come from offsets as HF's ``run_qa`` labels answers (:func:`token_span`), so a bare ``▁``/``Ġ`` piece
+  in front of a word is not its first token.
+
 Batching is free in both modes: in ``compat`` a pass is padded to exactly the length its batch of 100
 had in the authors' run (so their padding effect is reproduced), and passes are grouped by that length;
 in ``clean`` passes are bucketed by their own length. Batches fill a token budget.
@@ -34,20 +53,29 @@ import pandas as pd
 from ..choices import MODES
 from ..engine import ShardJob
 from ..errors import StereoprobeError
-from ..models import LoadedModel, load, tokenizer_family
+from ..models import LoadedModel, load
+from ..tokenization import describe_tokenizer, load_tokenizer
 from .generate import DatasetSpec, Example, count, example_keys, fingerprint, iter_examples
 
 AUTHORS_BATCH = 100  # sequences per batch in the authors' predict.py (50 examples × 2 questions)
 SEGMENT_ID_MODELS = ("bert-large-uncased-whole-word-masking-finetuned-squad",)  # the one model given segment ids
 
-_BERT_ARTICLES = {"an", "a", "the", "some", "few", "several"}
-_ROBERTA_ARTICLES = {"Ġ" + w for w in ("an", "a", "the", "some", "few", "several", "An", "A", "The", "Some", "Few", "Several")}
-_BERT_GROUPS = {("a", "group", "of"), ("a", "team", "of"), ("A", "couple", "of")}
-_ROBERTA_GROUPS = {(a, g, "Ġof") for a in ("ĠA", "Ġa") for g in ("Ġgroup", "Ġteam", "Ġcouple")}
+# The authors' lists (qa_hf/predict.py improve_prediction_bert / improve_prediction_roberta), as token strings
+_ARTICLE_WORDS = ("an", "a", "the", "some", "few", "several")
 _SUFFIX_WORDS = ("man woman boy girl child kid person folk people couple men women boys girls children kids "
                  "persons folks city country cities countries").split()
-_BERT_SUFFIXES = set(_SUFFIX_WORDS) | {"."}
-_ROBERTA_SUFFIXES = {"Ġ" + w for w in _SUFFIX_WORDS} | {"."}
+_TOKEN_RULES = {  # compat rules: (articles, "a group of" triples, suffixes)
+    "bert": (set(_ARTICLE_WORDS), {("a", "group", "of"), ("a", "team", "of"), ("A", "couple", "of")},
+             set(_SUFFIX_WORDS) | {"."}),
+    "roberta": ({"Ġ" + w for w in _ARTICLE_WORDS + tuple(w.capitalize() for w in _ARTICLE_WORDS)},
+                {(a, g, "Ġof") for a in ("ĠA", "Ġa") for g in ("Ġgroup", "Ġteam", "Ġcouple")},
+                {"Ġ" + w for w in _SUFFIX_WORDS} | {"."}),
+}
+# The same lists as words, for the word-level rules (case-insensitive)
+_ARTICLES = frozenset(_ARTICLE_WORDS)
+_GROUPS = frozenset({("a", "group", "of"), ("a", "team", "of"), ("a", "couple", "of")})
+_SUFFIXES = frozenset(_SUFFIX_WORDS) | {"."}
+_WORD = re.compile(r"\w+|[^\w\s]")
 
 SCORE_COLUMNS = ("start1", "end1", "start2", "end2")
 
@@ -109,6 +137,63 @@ def char_to_tokens(ends: np.ndarray, span: tuple[int, int]) -> tuple[int, int]:
     return first, last
 
 
+def token_span(offsets: np.ndarray, span: tuple[int, int]) -> tuple[int, int]:
+    """First/last token of a character span from the tokens' ``(start, end)`` offsets, as HF's ``run_qa`` labels
+    answers: the last token starting at or before the span's start, then the first token from there on ending at
+    or after its end.
+
+    A bare ``▁``/``Ġ`` piece in front of a word (offsets on the space, zero-width, or the same as the word's
+    first character) is therefore never a word's first token.
+
+    >>> offsets = np.array([[0, 1], [2, 2], [2, 4], [4, 6], [6, 10], [11, 12], [11, 12]])  # A Ġ Ma ry Ġman ▁ a
+    >>> token_span(offsets, (2, 6)), token_span(offsets, (7, 10)), token_span(offsets, (11, 12))
+    ((2, 3), (4, 4), (6, 6))
+    """
+    s, e = span
+    first = np.flatnonzero(offsets[:, 0] <= s)
+    last = np.flatnonzero(offsets[first[-1] :, 1] >= e) if len(first) else first
+    if not len(last):
+        raise StereoprobeError(f"Character span {span} does not map onto paragraph tokens; is the tokenizer lossless?")
+    return int(first[-1]), int(first[-1] + last[0])
+
+
+def word_candidates(text: str, offsets: np.ndarray, span: tuple[int, int]) -> tuple[list[int], list[int]]:
+    """Start (4) and end (2) candidate tokens of the subject at character ``span`` of ``text``: the authors' span
+    extensions (``qa_hf/predict.py`` ``improve_prediction_*``) on words, for any tokenizer (see the module doc).
+
+    >>> text = "A group of Mary men met James."
+    >>> words = [m.span() for m in _WORD.finditer(text)]  # one token per word here
+    >>> offsets = np.array(words)
+    >>> word_candidates(text, offsets, (11, 15)), word_candidates(text, offsets, (24, 29))
+    (([3, 0, 1, 2], [3, 4]), ([6, 6, 6, 6], [6, 7]))
+    """
+    s, e = span
+    first, last = token_span(offsets, span)
+    starts, end = [first] * 4, last
+    words = [m.span() for m in _WORD.finditer(text)]
+    before = [w for w in words if w[1] <= s][-3:]
+    if before and not text[before[-1][1] : s].strip():  # a word right before the subject (not inside a word)
+        low = tuple(text[a:b].lower() for a, b in before)
+        if low[-1] in _ARTICLES:
+            starts[1] = token_span(offsets, before[-1])[0]
+        if low in _GROUPS:
+            starts[1:] = [token_span(offsets, w)[0] for w in before]
+    after = next((w for w in words if w[0] >= e), None)
+    if after and not text[e : after[0]].strip() and text[after[0] : after[1]].lower() in _SUFFIXES:
+        end = token_span(offsets, after)[1]
+    return starts, [last, end]
+
+
+def _authors_specials(tok) -> tuple[int, int]:
+    """[B] and [E] of the authors' input (``qa_hf/predict.py`` ``get_special_tokens``): bos/eos when the tokenizer
+    has a bos token, else cls/sep."""
+    b, e = (tok.bos_token_id, tok.eos_token_id) if tok.bos_token is not None else (tok.cls_token_id, tok.sep_token_id)
+    if b is None or e is None:
+        raise StereoprobeError(f"{type(tok).__name__} has no bos/eos or cls/sep token for the authors' "
+                               "[B] question [E] paragraph [E] input; use mode='clean'.")
+    return b, e
+
+
 @dataclass
 class _Encoded:
     ids: list[list[int]]
@@ -135,20 +220,15 @@ class QAScorer:
         if self.batch_tokens < 64:
             raise StereoprobeError(f"batch_tokens={self.batch_tokens} is too small; use at least 64 (e.g. 8192).")
         tok = self.loaded.tokenizer
-        self.family = tokenizer_family(tok)
-        self.vocab = np.array(tok.convert_ids_to_tokens(list(range(len(tok)))), dtype=object)
+        self.info = describe_tokenizer(tok)  # stops here for a tokenizer without offsets
+        self.family = self.info.family
+        clean = self.mode == "clean"
+        self.rules = "words" if clean else self.info.compat_rules
+        if self.rules != "words":  # the authors' token-string rules (BERT / RoBERTa in compat)
+            self.vocab = np.array(tok.convert_ids_to_tokens(list(range(len(tok)))), dtype=object)
+            self._articles, self._groups, self._suffixes = _TOKEN_RULES[self.rules]
         self.pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
         self.max_len = int(getattr(self.loaded.model.config, "max_position_embeddings", 512) or 512)
-        clean = self.mode == "clean"
-        if self.family == "roberta":
-            arts, groups, sufs = _ROBERTA_ARTICLES, _ROBERTA_GROUPS, _ROBERTA_SUFFIXES
-        else:
-            arts, groups, sufs = _BERT_ARTICLES, _BERT_GROUPS, _BERT_SUFFIXES
-        if clean:  # case- and Ġ-insensitive, so cased WordPiece and the first RoBERTa token behave alike
-            norm = self._norm
-            arts, sufs = {norm(t) for t in arts}, {norm(t) for t in sufs}
-            groups = {tuple(norm(t) for t in g) for g in groups}
-        self._articles, self._groups, self._suffixes = arts, groups, sufs
         self.use_types = False
         name = self.loaded.path.rstrip("/")
         if clean:
@@ -163,11 +243,9 @@ class QAScorer:
             self._types = (tt[0], tt[j])
         else:
             self.use_types = any(name.endswith(m) for m in SEGMENT_ID_MODELS)
-            self._layout = ([tok.cls_token_id], [tok.sep_token_id], [tok.sep_token_id])
+            b, e = _authors_specials(tok)
+            self._layout = ([b], [e], [e])
             self._types = (0, 1)
-
-    def _norm(self, token: str) -> str:
-        return token.lstrip("Ġ").lower() if self.family == "roberta" else token.lower()
 
     # -- encoding -------------------------------------------------------------------------------
     def _tokenize(self, texts: Iterable[str]) -> None:
@@ -178,7 +256,7 @@ class QAScorer:
             self._text_cache.clear()
         enc = self.loaded.tokenizer(todo, add_special_tokens=False, return_offsets_mapping=True)
         for text, ids, offs in zip(todo, enc["input_ids"], enc["offset_mapping"]):
-            self._text_cache[text] = (ids, np.array([o[1] for o in offs], dtype=np.int64))
+            self._text_cache[text] = (ids, np.array(offs, dtype=np.int64).reshape(-1, 2))
 
     def _candidates(self, context: str, ans1: str, ans2: str) -> tuple[np.ndarray, np.ndarray]:
         """Candidate start (2, 4) and end (2, 2) positions of the two subjects, counted from the paragraph's first
@@ -190,14 +268,15 @@ class QAScorer:
         if hit is None:
             if len(self._span_cache) > 500_000:
                 self._span_cache.clear()
-            c_ids, ends_off = self._text_cache[context]
-            toks = self.vocab[c_ids]
-            if self.mode == "clean":
-                toks = [self._norm(t) for t in toks]
+            c_ids, offsets = self._text_cache[context]
+            toks = self.vocab[c_ids] if self.rules != "words" else None  # the authors' rules compare token strings
             starts = np.empty((2, 4), dtype=np.int64)
             ends = np.empty((2, 2), dtype=np.int64)
             for k, span in enumerate(locate_answers(context, ans1, ans2, self.mode)):
-                first, last = char_to_tokens(ends_off, span)
+                if toks is None:
+                    starts[k], ends[k] = word_candidates(context, offsets, span)
+                    continue
+                first, last = char_to_tokens(offsets[:, 1], span)
                 cand = [first, first, first, first]
                 if first >= 1 and toks[first - 1] in self._articles:
                     cand[1] = first - 1
@@ -326,6 +405,9 @@ def subject_scores(raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 # -- the pipeline: dataset -> store -> per-example scores ---------------------------------------------
 SHARD_PASSES = 20_000  # passes per store shard (a multiple of AUTHORS_BATCH, so compat padding is shard-local)
+# Store name of clean QA runs: "qa-clean" runs were scored with token-string span rules, which differ from the
+# word-level ones where a neighbour word is several tokens (small vocabularies), so they are not reused.
+CLEAN_QA_RUN = "qa-clean2"
 
 
 def _head(spec: DatasetSpec) -> str:
@@ -377,6 +459,21 @@ def _check_shard_passes(shard_passes) -> int:
     return int(shard_passes)
 
 
+def check_tokenizer(model: str, spec: DatasetSpec, *, smoke: bool = False) -> None:
+    """Whether ``model``'s tokenizer can read ``spec``, from the tokenizer alone (no weights are loaded): a QA
+    model's tokenizer must give character offsets (:func:`~stereoprobe.tokenization.describe_tokenizer`), a masked
+    LM's must also hold every subject as one token (:func:`~stereoprobe.unqover.score_lm.check_subjects`). Models
+    with no local copy are checked when they load."""
+    if _head(spec) == "mlm":
+        from .score_lm import check_subjects
+
+        check_subjects(model, spec, smoke=smoke)
+        return
+    tok = load_tokenizer(model, smoke=smoke)
+    if tok is not None:
+        describe_tokenizer(tok)
+
+
 def score_dataset(
     model: str,
     spec: DatasetSpec,
@@ -399,7 +496,7 @@ def score_dataset(
     ``workers`` Ray workers (one per GPU by default; :mod:`stereoprobe.engine`) with identical results.
 
     Returns the complete :class:`~stereoprobe.store.StoreRun`. The model is loaded only when some
-    shard is missing.
+    shard is missing, after its tokenizer alone has been checked (:func:`check_tokenizer`).
     """
     from ..engine import check_engine, compute_dtype, fill, worker_device
     from ..models import fingerprint_path, resolve
@@ -417,10 +514,12 @@ def score_dataset(
     if model_fp is None:  # not local: loading tells the user what to do (hub unreachable / bad id)
         model_fp = load(model, head, device=dev, smoke=smoke).fingerprint
     store = store if store is not None else ScoreStore()
-    run = store.run(model_fp, fingerprint(spec), f"{'qa' if head == 'qa' else 'lm'}-{mode}-{dtype}",
-                    {c: np.float32 for c in SCORE_COLUMNS})
+    kind = f"{'qa' if head == 'qa' else 'lm'}-{mode}"
+    kind = CLEAN_QA_RUN if kind == "qa-clean" else kind
+    run = store.run(model_fp, fingerprint(spec), f"{kind}-{dtype}", {c: np.float32 for c in SCORE_COLUMNS})
     if run.is_complete():
         return run
+    check_tokenizer(model, spec, smoke=smoke)  # the tokenizer alone: bad subjects or tokenizers stop before any model
     n = count(spec).passes
     job = ScoreJob(n_rows=n, shard_size=shard_passes, model=model, spec=spec, mode=mode, batch_tokens=batch_tokens,
                    device=dev, precision=dtype, smoke=smoke)
@@ -467,12 +566,16 @@ def reference_scores(loaded: LoadedModel, passes: Sequence[tuple[str, str, str, 
 
     tok, model = loaded.tokenizer, loaded.model
     helper = QAScorer(loaded, "compat")  # only for its extension-rule token sets
+    if helper.rules == "words":
+        raise StereoprobeError(f"reference_scores is the authors' loop for BERT and RoBERTa tokenizers, not for a "
+                               f"{helper.family} one; compare QAScorer's modes instead.")
+    bos, eos = _authors_specials(tok)
     out = np.empty((len(passes), 4), dtype=np.float32)
     for b in range(0, len(passes), batch):
         chunk = passes[b : b + batch]
         q_enc = tok([p[1] for p in chunk], add_special_tokens=False)["input_ids"]
         c_enc = tok([p[0] for p in chunk], add_special_tokens=False, return_offsets_mapping=True)
-        seqs = [[tok.cls_token_id] + q + [tok.sep_token_id] + c + [tok.sep_token_id] for q, c in zip(q_enc, c_enc["input_ids"])]
+        seqs = [[bos] + q + [eos] + c + [eos] for q, c in zip(q_enc, c_enc["input_ids"])]
         width = max(len(s) for s in seqs)
         ids = torch.tensor([s + [helper.pad_id] * (width - len(s)) for s in seqs])
         mask = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in seqs])
