@@ -63,21 +63,15 @@ profile = "cpu"
 
 # %%
 import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-from myst_nb import glue
 
-from stereoprobe.nli import measures, report
-from stereoprobe.nli.score import load_probabilities
-from stereoprobe.nli.templates import iter_pairs
+from stereoprobe.assets import load_embeddings
+from stereoprobe.display import glue_all
+from stereoprobe.nli import chapter, report
 
 specs = report.probe_specs(sample=sample, seed=seed)
 options = dict(batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models, progress=False,
                engine=engine, workers=workers)
-fmt3 = "{:.3f}"
-diff_cols = [f"diff_{m}" for m in report.MEASURES]  # relative change against the unprojected model (%)
-print(f"profile {profile}: {len(nli_models)} NLI model(s); "
-      + ", ".join(f"{p} {len(list(iter_pairs(s))):,} pairs" for p, s in specs.items()))
+print(chapter.run_summary(profile, nli_models, specs))
 
 # %% [markdown]
 # ## The pair sets
@@ -89,7 +83,7 @@ print(f"profile {profile}: {len(nli_models)} NLI model(s); "
 # formula also counts the polarity list's duplicate "terrible".
 
 # %%
-report.count_table().style.format({c: "{:,}" for c in ("pairs", "formula value")}).hide(axis="index")
+chapter.count_view()
 
 # %% [markdown]
 # Sentences follow the code: a capitalised indefinite article and " ." at the end. Its article rule
@@ -97,8 +91,7 @@ report.count_table().style.format({c: "{:,}" for c in ("pairs", "formula value")
 # `articles="fixed"` corrects them, and static models lowercase everything anyway.
 
 # %%
-pd.DataFrame([p._asdict() for p in (next(iter_pairs(s)) for s in specs.values())])[
-    ["pair_type", "premise", "hypothesis", "template_type"]].style.hide(axis="index")
+chapter.first_pairs(specs)
 
 # %% [markdown]
 # ## How neutral is a contextual NLI model? (Tables 1, 3, 5)
@@ -109,34 +102,16 @@ pd.DataFrame([p._asdict() for p in (next(iter_pairs(s)) for s in specs.values())
 # neutral, nationality and religion much closer.
 
 # %%
-probs = {(m, p): load_probabilities(m, s, **options) for m in nli_models for p, s in specs.items()}
+probs = chapter.contextual_probabilities(nli_models, specs, **options)
 contextual = report.measures_table(probs, ("model", "probe"), n_boot=n_boot, seed=seed)
-paper_orig = report.reference("measures").query("variant == 'orig' and table in [1, 3, 5]")
-shown = pd.concat([contextual.assign(source="here"),
-                   paper_orig.rename(columns={"embedding": "model"}).assign(source="paper")], ignore_index=True)
-(shown[["source", "model", "probe", "pairs", *report.MEASURES]].sort_values(["probe", "source"], kind="stable")
- .style.format({m: fmt3 for m in report.MEASURES} | {"pairs": "{:,.0f}"}, na_rep="").hide(axis="index"))
+chapter.measures_beside_paper(contextual)
 
 # %%
-fig, axes = plt.subplots(1, 4, figsize=(12, 3), sharey=True)
-for ax, m in zip(axes, report.MEASURES):
-    for i, (model, rows) in enumerate(contextual.groupby("model", sort=False)):
-        x = np.arange(len(rows)) + 0.8 * i / max(1, contextual["model"].nunique())
-        ax.errorbar(x, rows[m], yerr=[rows[m] - rows[f"{m}_lo"], rows[f"{m}_hi"] - rows[m]], fmt="o", label=model)
-    ax.set_xticks(np.arange(len(specs)), list(specs), rotation=30)
-    ax.set_title(m)
-    ax.set_ylim(0, 1)
-axes[0].set_ylabel("measure (1 = always neutral)")
-axes[-1].legend(fontsize=8, loc="lower right")
-plt.tight_layout()
+chapter.plot_measures(contextual, list(specs))
 plt.show()
 
 # %% tags=["remove-cell"]
-first = contextual.iloc[0]
-nn_of = contextual[contextual["model"] == first["model"]].set_index("probe")["NN"]
-glue("ctx_model", first["model"], display=False)
-for probe, key in (("gender", "ctx_gender_nn"), ("nationality", "ctx_nat_nn"), ("religion", "ctx_rel_nn")):
-    glue(key, f"{nn_of[probe]:.3f}", display=False)
+glue_all(chapter.contextual_numbers(contextual))
 
 # %% [markdown]
 # For {glue:text}`ctx_model`, NN is {glue:text}`ctx_gender_nn` on gender against
@@ -150,15 +125,7 @@ for probe, key in (("gender", "ctx_gender_nn"), ("nationality", "ctx_nat_nn"), (
 # same templates as scored here (empty where the sample does not contain them).
 
 # %%
-for probe in specs:
-    for model in nli_models:
-        for label in ("entail", "contradiction"):
-            t = report.top_templates(probs[(model, probe)], label, k=3)
-            display(t.style.format({c: fmt3 for c in measures.PROB_COLUMNS}).hide(axis="index")
-                    .set_caption(f"{model} · {probe} · most {label}"))
-    display(report.paper_pairs_here(probs[(nli_models[0], probe)], probe)
-            .style.format({c: fmt3 for c in measures.PROB_COLUMNS}, na_rep="").hide(axis="index")
-            .set_caption(f"the paper's examples ({probe}) and {nli_models[0]} on the same templates"))
+chapter.show_top_templates(probs, list(specs), nli_models)
 
 # %% [markdown]
 # ## Which words? Breakdowns
@@ -169,23 +136,18 @@ for probe in specs:
 # templates. The rude × Iraqi cell, over all its 1,968 templates, comes back in the static section.
 
 # %%
-for probe in specs:
-    p = probs[(nli_models[0], probe)]
-    wp = (p.groupby(list(measures.WORD_COLUMNS), observed=True)[list(measures.PROB_COLUMNS)].mean()
-          .assign(n=p.groupby(list(measures.WORD_COLUMNS), observed=True).size()).reset_index())
-    display(wp.sort_values("neutral").head(10).style.format({c: fmt3 for c in measures.PROB_COLUMNS})
-            .hide(axis="index").set_caption(f"{nli_models[0]} · {probe}: least neutral word pairs"))
+chapter.show_least_neutral(probs, list(specs), nli_models[0])
 
 # %%
 rude_iraqi_pairs = report.word_pair_pairs("nationality", "rude", "Iraqi")
-print(f"rude × Iraqi: {len(rude_iraqi_pairs):,} templates, e.g. {rude_iraqi_pairs[0].premise!r} ⇒ "
-      f"{rude_iraqi_pairs[0].hypothesis!r}")
+print(chapter.describe_pairs(rude_iraqi_pairs, "rude × Iraqi"))
 
 # %% [markdown]
 # ## Static embeddings: the paper's model on GloVe
 #
 # The paper's first model reads frozen GloVe vectors {cite:p}`pennington2014glove`: a BiLSTM encoder,
-# decomposable attention {cite:p}`parikh2016decomposable` between premise and hypothesis, compare and aggregate MLPs (spec §5.6; `stereoprobe.nli.static`). Here it
+# decomposable attention {cite:p}`parikh2016decomposable` between premise and hypothesis, compare and
+# aggregate MLPs (`stereoprobe.nli.static`). Here it
 # reads GloVe 6B 50d (the paper: 840B 300d) and is trained on the project's offline NLI corpus (the
 # paper: SNLI) for a few epochs with the best held-out epoch kept (the paper: 100 epochs). Pass
 # `snli_train`/`snli_dev` to train on SNLI, and `embeddings` for other vectors.
@@ -199,14 +161,8 @@ print(f"rude × Iraqi: {len(rude_iraqi_pairs):,} templates, e.g. {rude_iraqi_pai
 # so both recipes — uncentred SVD of unit rows, and centred PCA — are shown beside the paper.
 
 # %%
-from stereoprobe.assets import load_embeddings
-from stereoprobe.nli import projection, static
-
 vectors = load_embeddings(embeddings)
-t7 = pd.concat([report.table7(vectors, method).assign(method=method) for method in projection.SUBSPACE_METHODS])
-paper7 = report.reference("table7").query("table == 7").set_index("set")
-t7 = t7.join(paper7[["s2/s1", "s3/s1", "s4/s1", "cosine"]].add_prefix("paper "), on="set")
-t7.style.format(precision=2).hide(axis="index")
+chapter.table7_beside_paper(vectors)
 
 # %% [markdown]
 # ### Training one model per projection (Tables 8–10)
@@ -219,42 +175,19 @@ t7.style.format(precision=2).hide(axis="index")
 # direction is probed.
 
 # %%
-if snli_train:
-    train_set, held_set = static.read_snli(snli_train), static.read_snli(snli_dev)
-elif smoke_models:
-    train_set, held_set = static.default_corpus(3000, 300)
-else:
-    train_set, held_set = static.default_corpus()
-settings = dict(epochs=1) if smoke_models else {}
-directions = {"orig": None, **{f"-{b[:3]}": report.bias_directions(vectors, b) for b in report.BIASES}}
-randoms = projection.random_word_pc_directions(vectors.vectors, n=random_retrains, seed=1)
-directions |= {f"rand{i}": randoms[i][None, :] for i in range(random_retrains)}
-static_models = {name: static.cached_train(train_set, held_set, vectors, directions=d, name=f"static{name}",
-                                           threads=1, progress=False, **settings)
-                 for name, d in directions.items()}
-static_probs = {(name, p): report.static_probabilities(m, s, progress=False) for name, m in static_models.items()
-                for p, s in specs.items()}
+train_set, held_set = chapter.training_corpus(snli_train, snli_dev, smoke=smoke_models)
+directions = chapter.static_directions(vectors, random_retrains)  # orig, -gen, -nat, -rel, rand0, rand1, …
+static_models = chapter.train_static_variants(vectors, train_set, held_set, directions, smoke=smoke_models)
+static_probs = chapter.static_probabilities(static_models, specs)
 
 # %%
-runs = report.measures_table(static_probs, ("variant", "probe"), baseline={"variant": "orig"}, n_boot=n_boot, seed=seed)
-runs["kind"] = runs["variant"].str.replace(r"\d+$", "", regex=True)
-static_table = report.averaged(runs, ["kind", "probe"])
-paper89 = (report.reference("measures").query("table in [1, 3, 5, 8, 9] and embedding == 'GloVe'")
-           .assign(kind=lambda t: t["variant"].map({"orig": "orig", "rand": "rand"}).fillna(
-               t["probe"].map({"gender": "-gen", "nationality": "-nat", "religion": "-rel"})))
-           .set_index(["kind", "probe"]))
-static_table = static_table.join(paper89[list(report.MEASURES)].add_prefix("paper "), on=["kind", "probe"])
-own = static_table["kind"].isin(["orig", "rand"]) | (static_table["kind"].str[1:] == static_table["probe"].str[:3])
-(static_table[own].sort_values(["probe", "kind"])[["probe", "kind", "repeats", *report.MEASURES, *diff_cols,
-                                                  *[f"paper {m}" for m in report.MEASURES]]].style
- .format({m: fmt3 for m in report.MEASURES} | {f"paper {m}": fmt3 for m in report.MEASURES}
-         | {c: "{:+.1f}%" for c in diff_cols}, na_rep="").hide(axis="index"))
+runs = report.measures_table(static_probs, ("variant", "probe"), baseline={"variant": "orig"}, n_boot=n_boot,
+                            seed=seed)
+static_table = chapter.static_table(runs)
+chapter.diff_view(static_table, ["probe", "kind", "repeats"])
 
 # %% tags=["remove-cell"]
-own_rows = static_table[own].set_index(["kind", "probe"])
-for kind, probe, key in (("-gen", "gender", "gen"), ("-nat", "nationality", "nat"), ("-rel", "religion", "rel"),
-                         ("rand", "gender", "rand")):
-    glue(f"static_{key}_diff", f"{own_rows.at[(kind, probe), 'diff_NN']:+.1f}%", display=False)
+glue_all(chapter.static_numbers(static_table))
 
 # %% [markdown]
 # Measured here: the own projection changes NN by {glue:text}`static_gen_diff` (gender),
@@ -270,28 +203,21 @@ for kind, probe, key in (("-gen", "gender", "gen"), ("-nat", "nationality", "nat
 # and moved little under random directions. Every variant on every probe:
 
 # %%
-(runs.pivot_table(index="variant", columns="probe", values="NN", sort=False).style.format(fmt3))
+chapter.nn_by_variant(runs)
 
 # %% [markdown]
 # **Accuracy before and after (Table 10).** A debiasing step is only useful if the model still does
 # its job: the held-out accuracy of every variant, beside the paper's SNLI dev/test accuracy.
 
 # %%
-acc = pd.DataFrame([{"variant": n, "held-out accuracy": m.metadata.get("heldout_accuracy"),
-                     "best epoch": m.metadata.get("best_epoch"), "trained on": f"{len(train_set):,} pairs"}
-                    for n, m in static_models.items()])
-paper10 = report.reference("accuracy").query("table == 10").set_index("variant")[["dev", "test"]]
-acc.join(paper10.add_prefix("paper "), on="variant").style.format(
-    {"held-out accuracy": "{:.3f}", "paper dev": "{:.2f}", "paper test": "{:.2f}"}, na_rep="").hide(axis="index")
+chapter.accuracy_table(static_models, train_set)
 
 # %% [markdown]
 # **Rude × Iraqi.** The paper's example: over all 1,968 templates of "A rude person …" ⇒ "An Iraqi
 # person …", its GloVe model's mean entailment fell from 99.3% to 62.9% after the demonym projection.
 
 # %%
-pairs_ri = [(p.premise, p.hypothesis) for p in rude_iraqi_pairs]
-pd.DataFrame({name: static_models[name].predict(pairs_ri, progress=False, threads=1).mean(0)
-              for name in ("orig", "-nat")}, index=["entail", "neutral", "contradiction"]).T.style.format(fmt3)
+chapter.word_pair_means(static_models, rude_iraqi_pairs, ["orig", "-nat"])
 
 # %% [markdown]
 # ## Does the measure find what was planted? (lab)
@@ -313,16 +239,7 @@ pd.DataFrame({name: static_models[name].predict(pairs_ri, progress=False, thread
 # female words, contradicting the male ones), and comes back after the projection.
 
 # %%
-from stereoprobe.nli import lab
-
-lab_size = dict(n_train=3000, n_heldout=300, epochs=1, progress=False) if smoke_models else dict(progress=False)
-lab_models = {"biased": lab.lab_model(vectors, **lab_size), "control": lab.lab_model(vectors, variant="control", **lab_size),
-              "biased, d projected": lab.lab_model(vectors, project=True, **lab_size),
-              "control, d projected": lab.lab_model(vectors, variant="control", project=True, **lab_size)}
-lab_spec = report.TemplateSpec("gender", sample=30000, seed=seed)  # 587 planted pairs
-lab_effect = lab.planted_effect({k: report.static_probabilities(m, lab_spec, progress=False) for k, m in lab_models.items()},
-                                n_boot=n_boot, seed=seed)
-lab_effect.style.format(precision=3).hide(axis="index")
+chapter.lab_effect(vectors, n_boot=n_boot, seed=seed, smoke=smoke_models)  # 30,000 gender pairs: 587 planted
 
 # %% [markdown]
 # The "other" rows of the biased model and its control are identical: same weights, same vectors.
@@ -336,7 +253,7 @@ lab_effect.style.format(precision=3).hide(axis="index")
 # For BERT the paper takes the he − she direction from the *pretrained* word-piece embedding matrix
 # (the rows of the first piece of "he" and "she", each normalized, then their normalized difference)
 # and removes it from every word-piece embedding — [CLS] and [SEP] included — before position and
-# type embeddings are added (spec §5.5). Two ways to use it:
+# type embeddings are added. Two ways to use it:
 #
 # * **proj@test**: the model is fine-tuned as usual; the projection is switched on only at test time;
 # * **proj@train/test**: the projection is on during fine-tuning too, so the model learns without the
@@ -350,30 +267,13 @@ lab_effect.style.format(precision=3).hide(axis="index")
 # about 8 minutes each on 2 CPU cores, or `stereoprobe zoo build minilm-nli-rand1 …` beforehand).
 
 # %%
-from stereoprobe.zoo import recipes
-from stereoprobe.zoo.recipes import read_card
-
-for name in [proj_finetuned, *(rand_finetuned or [])]:  # only proj and rand0 are committed; train the others once
-    if name and name.startswith("zoo:") and not recipes.part_path(name).is_file():
-        print(f"{name}: no committed part, training it (about 8 minutes on 2 CPU cores) …")
-        recipes.train(name, threads=None)
-gender = specs["gender"]
-variants = {("orig", 0): load_probabilities(contextual_model, gender, **options),
-            ("proj@test", 0): load_probabilities(contextual_model, gender, projection="gender", **options)}
-for i in range(random_controls):
-    variants[("rand@test", i)] = load_probabilities(contextual_model, gender, projection=f"random:{i}", **options)
-if proj_finetuned:
-    variants[("proj@train/test", 0)] = load_probabilities(proj_finetuned, gender, **options)
-for i, name in enumerate(rand_finetuned or []):
-    variants[("rand@train/test", i)] = load_probabilities(name, gender, **options)
-table15_runs = report.measures_table(variants, ("variant", "repeat"), baseline={"variant": "orig"},
-                                     n_boot=n_boot, seed=seed)
-table15 = report.averaged(table15_runs, ["variant"])
-paper15 = report.reference("measures").query("table == 15").set_index("variant")
-table15 = table15.join(paper15[list(report.MEASURES)].add_prefix("paper "), on="variant")
-(table15[["variant", "repeats", *report.MEASURES, *diff_cols, *[f"paper {m}" for m in report.MEASURES]]].style
- .format({m: fmt3 for m in report.MEASURES} | {f"paper {m}": fmt3 for m in report.MEASURES}
-         | {c: "{:+.1f}%" for c in diff_cols}, na_rep="").hide(axis="index"))
+chapter.ensure_zoo_models([proj_finetuned, *(rand_finetuned or [])])  # only proj and rand0 are committed
+variants = chapter.table15_probabilities(contextual_model, specs["gender"], proj_finetuned=proj_finetuned,
+                                         rand_finetuned=rand_finetuned, random_controls=random_controls, **options)
+table15_runs = report.measures_table(variants, ("variant", "repeat"), baseline={"variant": "orig"}, n_boot=n_boot,
+                                     seed=seed)
+table15 = chapter.table15(table15_runs)
+chapter.diff_view(table15, ["variant", "repeats"])
 
 # %% [markdown]
 # `repeats` is the number of random directions (or fine-tunings) averaged; the table's diffs are
@@ -381,21 +281,13 @@ table15 = table15.join(paper15[list(report.MEASURES)].add_prefix("paper "), on="
 # measures, which is the yardstick for the he − she row:
 
 # %%
-spread = table15_runs[table15_runs["variant"].str.startswith("rand")]
-(spread[["variant", "repeat", *report.MEASURES]].style.format({m: fmt3 for m in report.MEASURES})
- .hide(axis="index"))
+chapter.random_spread(table15_runs)
 
 # %%
-accuracy = {name: read_card(name)["metrics"]["accuracy"]
-            for name in [contextual_model, proj_finetuned, *(rand_finetuned or [])]
-            if name and name.startswith("zoo:")}
-pd.Series(accuracy, name="held-out accuracy").to_frame().style.format("{:.3f}")
+chapter.zoo_accuracy([contextual_model, proj_finetuned, *(rand_finetuned or [])])
 
 # %% tags=["remove-cell"]
-t15 = table15.set_index("variant")
-for variant, key in (("proj@test", "ptest"), ("rand@test", "rtest"), ("proj@train/test", "ptrain"),
-                     ("rand@train/test", "rtrain")):
-    glue(f"t15_{key}", f"{t15.at[variant, 'diff_NN']:+.1f}%" if variant in t15.index else "not run", display=False)
+glue_all(chapter.table15_numbers(table15))
 
 # %% [markdown]
 # Here NN changed by {glue:text}`t15_ptest` with proj@test, {glue:text}`t15_rtest` with the random
@@ -416,19 +308,10 @@ for variant, key in (("proj@test", "ptest"), ("rand@test", "rtest"), ("proj@trai
 # the mean contextual embedding of "he" and of "she" (in matched template sentences).
 
 # %%
-from stereoprobe.models import load as load_model
-from stereoprobe.nli import contextual as ctx
-
-loaded = load_model(contextual_model, "nli", device=device, smoke=smoke_models)
-diagnostics = ctx.layer_diagnostics(loaded.model, loaded.tokenizer)
-diagnostics.style.format(precision=3).hide(axis="index")
+chapter.layer_diagnostics(contextual_model, device=device, smoke=smoke_models)
 
 # %%
-variants[("proj all layers", 0)] = load_probabilities(contextual_model, gender, projection="layers:all", **options)
-layers = report.measures_table({k: variants[k] for k in [("orig", 0), ("proj@test", 0), ("proj all layers", 0)]},
-                               ("variant", "repeat"), baseline={"variant": "orig"}, n_boot=n_boot, seed=seed)
-(layers[["variant", *report.MEASURES, *diff_cols]].style
- .format({m: fmt3 for m in report.MEASURES} | {c: "{:+.1f}%" for c in diff_cols}).hide(axis="index"))
+chapter.layers_table(contextual_model, specs["gender"], variants, n_boot=n_boot, seed=seed, **options)
 
 # %% [markdown]
 # ## Summary

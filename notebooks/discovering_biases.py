@@ -69,39 +69,18 @@ smoke_models = False
 profile = "cpu"
 
 # %%
-from math import comb
-
 import matplotlib.pyplot as plt
-import numpy as np
-import pandas as pd
-import seaborn as sns
-import sklearn
-from myst_nb import glue
 
-from stereoprobe import models
-from stereoprobe.errors import MetricsError
-from stereoprobe.sodapop import abc, analysis, contexts, debias as debias_mod, distractors, embeddings, names
-from stereoprobe.sodapop.probe import GridConfig, rescore, run_probe
-from stereoprobe.sodapop.success import STOPWORDS, sr_matrix
+from stereoprobe.display import glue_all
+from stereoprobe.sodapop import chapter, embeddings, names
+from stereoprobe.sodapop.success import sr_matrix
 
 options = dict(batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models, progress=False,
                engine=engine, workers=workers)
+perm = dict(n_perm=n_perm, p_method=p_method)  # analysis.permutation_method: exact or sampled test
 all_groups = names.load_groups()
-n_analysis = names.ANALYSIS_SIZE if names_per_group is None else min(names_per_group, names.ANALYSIS_SIZE)
-groups = names.analysis_groups(n_analysis)  # the names every analysis compares (paper: 25 per group)
-pct = "{:.1%}"
-
-
-def p_options(n1, n2):
-    """Permutation test settings: every split when there are no more than n_perm of them."""
-    method = p_method
-    if method == "auto":
-        method = "exact" if comb(n1 + n2, n1) <= n_perm else "sampled"
-    return dict(n_perm=n_perm, method=method, seed=10)
-
-
-print(f"profile {profile}: {sum(map(len, all_groups.values()))} seed names in {len(all_groups)} groups, "
-      f"{n_analysis} per group analysed; writer {mlm}, answerer {mcq_model}")
+groups = chapter.analysed_groups(names_per_group)  # the names every analysis compares (paper: 25 per group)
+print(chapter.run_summary(profile, all_groups, groups, mlm, mcq_model))
 
 # %% [markdown]
 # ## The data: 50 contexts, 8 name groups
@@ -120,14 +99,8 @@ print(f"profile {profile}: {sum(map(len, all_groups.values()))} seed names in {l
 # installed, and the distractor cache is keyed by this tokenizer (`distractors.tokenizer_id()`).
 
 # %%
-probe = contexts.probe_contexts()
-lengths = {c.index: len(distractors.word_tokenize(c.answer)) for c in probe}
-context_table = pd.DataFrame({"index": [c.index for c in probe], "context": [c.text for c in probe],
-                              "correct answer": [c.answer for c in probe], "L": [lengths[c.index] for c in probe],
-                              "says she/her": [c.index in contexts.SHE_CONTEXTS for c in probe]})
-print(f"{len(probe)} probe contexts; answer length L: "
-      + ", ".join(f"{L}: {n}" for L, n in sorted(pd.Series(lengths).value_counts().items())))
-context_table.style.hide(axis="index")
+print(chapter.length_summary())
+chapter.context_table().style.hide(axis="index")
 
 # %% [markdown]
 # Seventeen of the 50 contexts still refer to their person as *she* or *her*. With a male name the
@@ -135,9 +108,7 @@ context_table.style.hide(axis="index")
 # the 50 contexts — the paper does not discuss it. The single context (index 3) is not affected.
 
 # %%
-ctx3 = contexts.probe_contexts(indices=[contexts.SINGLE_CONTEXT])[0]
-pd.DataFrame([contexts.substitute(ctx3, "Bethany"), contexts.substitute(ctx3, "Jamel")],
-             index=["as shipped", "Jamel"]).T
+chapter.substitution_example("Jamel")
 
 # %% [markdown]
 # The 220 seed names: European- and African-American names from the WEAT lists
@@ -145,9 +116,7 @@ pd.DataFrame([contexts.substitute(ctx3, "Bethany"), contexts.substitute(ctx3, "J
 # the analyses use the first 25 of each group, as the authors' code does.
 
 # %%
-pd.DataFrame({"group": list(all_groups), "who": [names.label(g) for g in all_groups],
-              "names": [len(v) for v in all_groups.values()], "analysed": [len(groups[g]) for g in all_groups],
-              "first names": [", ".join(v[:6]) + ", …" for v in all_groups.values()]}).style.hide(axis="index")
+chapter.name_groups_table(all_groups, groups)
 
 # %% [markdown]
 # ## Do models know a name's group? (Table 1)
@@ -159,26 +128,16 @@ pd.DataFrame({"group": list(all_groups), "who": [names.label(g) for g in all_gro
 # `name_contexts` contexts per name.
 
 # %%
-encoder = models.load(name_encoder, "base", device=device)
-emb = embeddings.name_embeddings(encoder.model, encoder.tokenizer, [n for v in all_groups.values() for n in v],
-                                 n_contexts=name_contexts, seed=seed, device=device, fingerprint=encoder.fingerprint)
+emb = chapter.name_embeddings(name_encoder, all_groups, n_contexts=name_contexts, seed=seed, device=device)
 t1 = embeddings.table1(emb, all_groups, seed=seed)
-shown = pd.concat({"here": t1[["train", "test", "chance", "majority", "n_train", "n_test"]],
-                   "paper (BERT, 622 names)": embeddings.PAPER_TABLE1}, names=["source"])
-shown.style.format("{:.1f}", subset=["train", "test", "chance", "majority"]).format("{:.0f}", subset=["n_train", "n_test"], na_rep="")
+chapter.table1_view(t1)
 
 # %%
-xy = embeddings.tsne_names(emb.to_numpy(), list(emb.index), all_groups, seed=10)
-xy["race"] = xy["group"].map(names.race_of).map(names.RACES)
-xy["gender"] = xy["group"].map(names.gender_of)
-ax = sns.scatterplot(data=xy, x="x", y="y", hue="race", style="gender", s=30)
-ax.set_title(f"t-SNE of name embeddings ({name_encoder}, {name_contexts} contexts each)")
-ax.legend(fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left")
+chapter.plot_name_tsne(emb, all_groups, encoder=name_encoder, n_contexts=name_contexts)
 plt.show()
 
 # %% tags=["remove-cell"]
-glue("t1_gender", f"{t1.loc['gender', 'test']:.1f}", display=False)
-glue("t1_race", f"{t1.loc['race/ethnicity', 'test']:.1f}", display=False)
+glue_all(chapter.table1_numbers(t1))
 
 # %% [markdown]
 # Held-out accuracy is {glue:text}`t1_gender`% for gender (chance 50) and {glue:text}`t1_race`% for
@@ -198,8 +157,7 @@ glue("t1_race", f"{t1.loc['race/ethnicity', 'test']:.1f}", display=False)
 # through the model together.
 
 # %%
-pd.DataFrame([{"L": L, "depth": k, **distractors.scale(L, k)} for L in (4, 6, 8) for k in (1, 2, 3)]
-             ).style.format("{:,}").hide(axis="index")
+chapter.scale_table()
 
 # %% [markdown]
 # **Decoding.** The code decodes the ten fill ids *jointly* into one string and splits it on spaces.
@@ -210,20 +168,10 @@ pd.DataFrame([{"L": L, "depth": k, **distractors.scale(L, k)} for L in (4, 6, 8)
 # tokens and punctuation. Below, the depth-1 neighbours of context 3 for one name in both modes.
 
 # %%
-one = groups["AA_m"][0]
-quirk = {}
-for mode in ("compat", "clean"):
-    units, _ = distractors.generate(mlm, [one], [ctx3], distractors.GenerationConfig(depth=1, decoding=mode, cap=None),
-                                    batch_tokens=batch_tokens, device=device, precision=precision,
-                                    smoke=smoke_models, progress=False)
-    quirk[mode] = units[0].candidates
-only_compat = sorted(set(quirk["compat"]) - set(quirk["clean"]))
-pd.DataFrame({"compat": [len(quirk["compat"]), "; ".join(only_compat[:8])],
-              "clean": [len(quirk["clean"]), "; ".join(sorted(set(quirk["clean"]) - set(quirk["compat"]))[:8])]},
-             index=["distinct neighbours", "examples only in this mode"])
+chapter.decoding_quirk(mlm, groups["AA_m"][0], **options)
 
 # %% [markdown]
-# After generation (spec §3.1): deduplicate (the 50-context runs), **sort** — the authors'
+# After generation: deduplicate (the 50-context runs), **sort** — the authors'
 # `list(set(…))` order depended on Python's hash seed, so their subsets cannot be reproduced; sorting
 # makes ours reproducible — shuffle with `random.Random(10)`, cap, and pair the distractors into
 # 3-choice MCQs with the correct answer in its original slot.
@@ -238,64 +186,27 @@ pd.DataFrame({"compat": [len(quirk["compat"]), "; ".join(only_compat[:8])],
 # output before the classifier, so all of them come from the same encoder pass.
 
 # %%
-variants, fits = [], {}
-if debias:
-    mcq = models.load(mcq_model, "mcq", device=device, smoke=smoke_models)
-    for method in debias_mod.METHODS:
-        for kind in ("race", "gender"):
-            fit = debias_mod.fit_debias(mcq.model, mcq.tokenizer, method, kind, fingerprint=mcq.fingerprint,
-                                        n_iterations=inlp_iterations, max_sentences=debias_sentences,
-                                        max_tuples=debias_sentences, seed=seed)
-            fits[fit.variant().name] = fit
-            variants.append(fit.variant())
-
-single_grid = GridConfig(names_per_group=names_per_group, contexts=[contexts.SINGLE_CONTEXT], depth=single_depth,
-                         decoding=decoding, dedup=False, cap=single_cap)
-multi_grid = GridConfig(names_per_group=names_per_group, contexts=multi_contexts, depth=multi_depth,
-                        decoding=decoding, dedup=True, cap=multi_cap)
-single = run_probe(mcq_model, mlm, single_grid, variants=variants, **options)
-multi = run_probe(mcq_model, mlm, multi_grid, **options)
-
-
-def cost_row(label, run):
-    saved = run.saving()
-    units = run.units_table()
-    return {"run": label, "names": len(run.units) // max(1, units["context"].nunique()),
-            "contexts": units["context"].nunique(), "depth": run.grid.depth, "cap": run.grid.cap,
-            "MLM passes (authors' recursion)": run.generation["mlm_passes_compat"],
-            "MLM passes run": run.generation["mlm_passes_run"] or np.nan,
-            "MCQs": saved["mcqs"], "encodings, whole MCQs": saved["encodings_whole"],
-            "encodings, distinct choices": saved["encodings_distinct"], "saving ×": saved["ratio"],
-            "generation s": run.seconds["generation"], "scoring s": run.seconds["scoring"]}
-
-
-costs = pd.DataFrame([cost_row("single context", single), cost_row("multi-context", multi)])
-costs.style.format({c: "{:,.0f}" for c in costs.columns[5:10]} | {"saving ×": "{:.2f}", "generation s": "{:.0f}",
-                    "scoring s": "{:.0f}"}, na_rep="cached").hide(axis="index")
+fits = chapter.fit_debias_variants(mcq_model, n_iterations=inlp_iterations, max_sentences=debias_sentences, seed=seed,
+                                   device=device, smoke=smoke_models) if debias else {}
+single, multi = chapter.run_probes(mcq_model, mlm, names_per_group=names_per_group, decoding=decoding,
+                                   single_depth=single_depth, single_cap=single_cap, multi_contexts=multi_contexts,
+                                   multi_depth=multi_depth, multi_cap=multi_cap, fits=fits, **options)
+chapter.cost_view(chapter.cost_table({"single context": single, "multi-context": multi}))
 
 # %% [markdown]
 # "MLM passes run" is empty when the distractors came from the cache (a rerun generates nothing).
 # The multiset sizes match the scale formula wherever the masked LM returns ten distinct pieces:
 
 # %%
-ut = single.units_table()
-ut[["name", "L", "mlm_passes_compat", "bound_passes", "candidates", "bound_candidates", "unique", "mcqs"]].head(8
-    ).style.format("{:,}", subset=["mlm_passes_compat", "bound_passes", "candidates", "bound_candidates", "unique",
-                                   "mcqs"]).hide(axis="index")
+chapter.units_view(single)
 
 # %% [markdown]
 # How often does the model pick the correct answer among its distractors? (The paper's BERT scores
 # 60.5% on the Social IQa dev set.)
 
 # %%
-single_o, single_acc = single.outcomes()
-multi_o, multi_acc = multi.outcomes()
-acc = multi_acc.assign(group=multi_acc["name"].map(names.group_of(single.groups)))
-table = acc.pivot_table(index="context", columns="group", values="accuracy").reindex(columns=list(all_groups))
-table.insert(0, "answer", [contexts.probe_contexts(indices=[int(i)])[0].answer for i in table.index])
-single_mean = single_acc.assign(group=single_acc["name"].map(names.group_of(single.groups))).groupby("group")["accuracy"].mean()
-table.loc["single (3)"] = [ctx3.answer, *single_mean.reindex(list(all_groups))]
-table.style.format(pct, subset=list(all_groups))
+(single_o, single_acc), (multi_o, multi_acc) = single.outcomes(), multi.outcomes()
+chapter.accuracy_view(chapter.accuracy_table(single_acc, multi_acc, single.groups, order=list(all_groups)))
 
 # %% [markdown]
 # Some contexts are easy (the model keeps the right answer against its neighbours), some hopeless:
@@ -312,13 +223,8 @@ table.style.format(pct, subset=list(all_groups))
 # the vocabulary.
 
 # %%
-sr_single = sr_matrix(single_o, min_count=min_count_single)
-sr_multi = sr_matrix(multi_o, min_count=min_count_multi)
-pd.DataFrame({"candidate words (first name)": [sr_single.attrs["n_candidates"], sr_multi.attrs["n_candidates"]],
-              "min_count": [min_count_single, min_count_multi],
-              "vocabulary": [sr_single.shape[1], sr_multi.shape[1]],
-              "mean SR": [sr_single.to_numpy().mean(), sr_multi.to_numpy().mean()]},
-             index=["single context", "multi-context"]).style.format({"mean SR": "{:.3f}"})
+sr_single, sr_multi = sr_matrix(single_o, min_count=min_count_single), sr_matrix(multi_o, min_count=min_count_multi)
+chapter.vocabulary_table(sr_single, sr_multi, min_count_single, min_count_multi)
 
 # %% [markdown]
 # The zoo's masked LM rewrites with a narrower vocabulary than RoBERTa-base, and the CPU grid keeps
@@ -333,13 +239,9 @@ pd.DataFrame({"candidate words (first name)": [sr_single.attrs["n_candidates"], 
 # reports the 50-context run; both of ours are shown beside it.
 
 # %%
-sep = analysis.separability_table(sr_multi, groups).rename(columns={"accuracy": "multi-context"})
-sep["single context"] = analysis.separability_table(sr_single, groups)["accuracy"]
-sep["paper (BERT)"] = analysis.reference("table9")["bert"].to_numpy()
-glue("sklearn_version", sklearn.__version__, display=False)
-sep[["pair", "multi-context", "single context", "paper (BERT)"]].style.format(
-    "{:.2f}", subset=["multi-context", "single context", "paper (BERT)"]).background_gradient(
-    cmap="Reds", vmin=0.5, vmax=1.0, subset=["multi-context", "single context", "paper (BERT)"]).hide(axis="index")
+sep = chapter.separability(sr_single, sr_multi, groups)
+glue_all(chapter.versions())
+chapter.separability_view(sep)
 
 # %% [markdown]
 # With few names per group KMeans accuracy is coarse (one name moves it by 1/(2n)) and high by
@@ -359,13 +261,7 @@ sep[["pair", "multi-context", "single context", "paper (BERT)"]].style.format(
 # The t-SNE maps of the paper (Fig. 4–5) show the same vectors for European- vs African-American names:
 
 # %%
-fig, axes = plt.subplots(1, 2, figsize=(11, 4.5))
-for ax, (label, sr) in zip(axes, (("single context", sr_single), ("multi-context", sr_multi))):
-    coords = analysis.tsne_coordinates(sr, groups, "EA", "AA")
-    sns.scatterplot(data=coords, x="x", y="y", hue="group", style="group", ax=ax, s=40)
-    ax.set_title(f"SR vectors, {label} ({sr.shape[1]} words)")
-    ax.legend(fontsize=8)
-plt.tight_layout()
+chapter.plot_sr_tsne({"single context": sr_single, "multi-context": sr_multi}, groups)
 plt.show()
 
 # %% [markdown]
@@ -380,38 +276,10 @@ plt.show()
 # over them, the one to read when scanning hundreds of words.
 
 # %%
-def rd_for(sr, g1, g2):
-    try:
-        return analysis.rd_table(sr, groups[g1], groups[g2], **p_options(len(groups[g1]), len(groups[g2])))
-    except MetricsError as err:  # a tiny grid where no word's success rates differ between the groups
-        print(f"{g1} vs {g2}: {err}")
-        return pd.DataFrame(columns=["word", "side", "mean_g1", "mean_g2", "rd_paper", "rd_code", "p", "q"])
-
-
-def side_by_side(table, k=15):
-    g1 = table[table["side"] == "G1"].iloc[::-1].head(k).reset_index(drop=True)
-    g2 = table[table["side"] == "G2"].head(k).reset_index(drop=True)
-    return pd.concat({"G1": g1[["word", "rd_paper", "p", "q"]], "G2": g2[["word", "rd_paper", "p", "q"]]}, axis=1)
-
-
-def paper_words(tables, side):
-    """The paper's printed words of one side (Table 10 continues Table 3 at rank 6)."""
-    ref = analysis.reference("top_words").query("table in @tables and side == @side").sort_values("rank")
-    return ", ".join(ref["word"])
-
-
-rd_fmt = {c: "{:.3f}" for c in [("G1", "rd_paper"), ("G2", "rd_paper")]} | {
-    c: "{:.2g}" for c in [("G1", "p"), ("G1", "q"), ("G2", "p"), ("G2", "q")]}
-rd_single_af = rd_for(sr_single, "AA_f", "EA_f")
-display(side_by_side(rd_single_af).style.format(rd_fmt, na_rep="").set_caption(
-    "single context · G1 = African-American female, G2 = European-American female (Table 4)"))
-print("paper, Table 4 — AA female:", paper_words(["4"], "G1"), "| EA female:", paper_words(["4"], "G2"))
+chapter.show_top_words(sr_single, groups, ("AA_f", "EA_f"), "single context", ["4"], **perm)
 
 # %%
-rd_single_fm = rd_for(sr_single, "EA_f", "EA_m")
-display(side_by_side(rd_single_fm).style.format(rd_fmt, na_rep="").set_caption(
-    "single context · G1 = European-American female, G2 = European-American male (Table 21)"))
-print("paper, Table 21 — EA female:", paper_words(["21"], "G1"), "| EA male:", paper_words(["21"], "G2"))
+chapter.show_top_words(sr_single, groups, ("EA_f", "EA_m"), "single context", ["21"], **perm)
 
 # %% [markdown]
 # ## Many contexts at once (Tables 3, 10, 13)
@@ -420,38 +288,20 @@ print("paper, Table 21 — EA female:", paper_words(["21"], "G1"), "| EA male:",
 # every context's rewrites.
 
 # %%
-rd_multi_af = rd_for(sr_multi, "AA_f", "EA_f")
-display(side_by_side(rd_multi_af).style.format(rd_fmt, na_rep="").set_caption(
-    "multi-context · G1 = African-American female, G2 = European-American female (Tables 3, 10)"))
-print("paper, Tables 3/10 — AA female:", paper_words(["3", "10"], "G1"), "| EA female:", paper_words(["3", "10"], "G2"))
-rd_multi_fm = rd_for(sr_multi, "EA_f", "EA_m")
-display(side_by_side(rd_multi_fm).style.format(rd_fmt, na_rep="").set_caption(
-    "multi-context · G1 = European-American female, G2 = European-American male (Table 13)"))
-print("paper, Table 13 — EA female:", paper_words(["13"], "G1"), "| EA male:", paper_words(["13"], "G2"))
+chapter.show_top_words(sr_multi, groups, ("AA_f", "EA_f"), "multi-context", ["3", "10"], **perm)
+chapter.show_top_words(sr_multi, groups, ("EA_f", "EA_m"), "multi-context", ["13"], **perm)
 
 # %% [markdown]
 # Every pair of the authors' code (its last pair, "HS_f–AS_m", read as HS_f–HS_m): how many words the
 # tests flag before and after correcting for the number of words tested.
 
 # %%
-rd_all = {}
-for g1, g2 in analysis.RD_PAIRS_FIXED:
-    for label, sr in (("single", sr_single), ("multi", sr_multi)):
-        rd_all[(label, g1, g2)] = rd_for(sr, g1, g2)
-flagged = pd.DataFrame([{"analysis": label, "pair": f"{g1} vs {g2}", "words tested": len(t),
-                         "p < 0.05": int((t["p"] < 0.05).sum()), "q < 0.05": int((t["q"] < 0.05).sum()),
-                         "top G1 word": t["word"].iloc[-1] if len(t) else "", "top G2 word": t["word"].iloc[0] if len(t) else ""}
-                        for (label, g1, g2), t in rd_all.items()])
-flagged.pivot(index="pair", columns="analysis", values=["words tested", "p < 0.05", "q < 0.05"])
+rd_all = chapter.rd_tables({"single": sr_single, "multi": sr_multi}, groups, **perm)  # the authors' 16 pairs
+flagged = chapter.flagged_table(rd_all)
+chapter.flagged_view(flagged)
 
 # %% tags=["remove-cell"]
-n_p = int(flagged["p < 0.05"].sum())
-n_q = int(flagged["q < 0.05"].sum())
-n_tests = int(flagged["words tested"].sum())
-glue("n_tests", f"{n_tests:,}", display=False)
-glue("n_p", f"{n_p:,}", display=False)
-glue("n_q", f"{n_q:,}", display=False)
-glue("n_expected", f"{0.05 * n_tests:,.0f}", display=False)
+glue_all(chapter.flagged_numbers(flagged))
 
 # %% [markdown]
 # Over {glue:text}`n_tests` word tests, {glue:text}`n_p` have p < 0.05 — about
@@ -476,45 +326,13 @@ glue("n_expected", f"{0.05 * n_tests:,.0f}", display=False)
 # examples that contain the bias-bench attribute words (`debias.corpus_sentences`).
 
 # %%
-if fits:
-    rows = []
-    for name, fit in fits.items():
-        d = fit.diagnostics
-        rows.append({"variant": name, "method": fit.method, "bias": fit.kind,
-                     "rank removed": d.get("rank_removed"), "attribute accuracy before": d.get("test_accuracy_before"),
-                     "after": d.get("test_accuracy_after"), "majority": d.get("majority_test"),
-                     "explained variance of b": d.get("explained_variance_ratio"),
-                     "fit s": d["seconds_encode"] + d["seconds_fit"]})
-    display(pd.DataFrame(rows).style.format(precision=3, na_rep="").hide(axis="index"))
-else:
-    print("debias=False: no debiased variants.")
+chapter.show_debias_fits(fits)
 
 # %%
-if fits:
-    base_wrong = single_o["wrong"].to_numpy()
-    cols, changes = {"BERT-like (zoo)": sep["single context"].to_numpy()}, []
-    for name in single.variants:
-        o, a = single.outcomes(name)
-        cols[name] = analysis.separability_table(sr_matrix(o, min_count=min_count_single), groups)["accuracy"].to_numpy()
-        changes.append({"variant": name, "accuracy": a["accuracy"].mean(),
-                        "distractors whose 'picked' flag changed": (o["wrong"].to_numpy() != base_wrong).mean()})
-    t9 = pd.DataFrame(cols, index=sep["pair"])
-    ref = analysis.reference("table9").set_index("pair")
-    t9 = pd.concat({"here (single context)": t9, "paper (50 contexts)": ref[
-        ["bert", "inlp_race", "inlp_gender", "sd_race", "sd_gender", "dropout", "cda_race", "cda_gender"]]}, axis=1)
-    display(t9.style.format("{:.2f}").background_gradient(cmap="Reds", vmin=0.5, vmax=1.0))
-    display(pd.DataFrame([{"variant": "none", "accuracy": single_acc["accuracy"].mean(),
-                           "distractors whose 'picked' flag changed": 0.0}, *changes])
-            .style.format({"accuracy": pct, "distractors whose 'picked' flag changed": pct}).hide(axis="index"))
+changed = chapter.show_table9(single, single_o, single_acc, sep, groups, min_count=min_count_single)
 
 # %% tags=["remove-cell"]
-if fits:
-    moved = pd.DataFrame(changes).set_index("variant")["distractors whose 'picked' flag changed"]
-    glue("sd_moved", pct.format(moved[[v for v in moved.index if v.startswith("sentence")]].max()), display=False)
-    glue("inlp_moved", pct.format(moved[[v for v in moved.index if v.startswith("inlp")]].max()), display=False)
-else:
-    glue("sd_moved", "—", display=False)
-    glue("inlp_moved", "—", display=False)
+glue_all(chapter.debias_numbers(changed))
 
 # %% [markdown]
 # SentenceDebias removes one direction and changes at most {glue:text}`sd_moved` of the distractors'
@@ -545,24 +363,7 @@ else:
 # analyses above.
 
 # %%
-associated = {g: set() for g in all_groups}
-for (label, g1, g2), t in rd_all.items():
-    for g, side in ((g1, "G1"), (g2, "G2")):
-        top = t[t["side"] == side]
-        top = top.iloc[::-1] if side == "G1" else top
-        associated[g] |= set(top.head(15).query("p < 0.05")["word"])
-abc_pairs = [(g, "EA_" + g[-1]) for g in ("AA_f", "AS_f", "HS_f", "AA_m", "AS_m", "HS_m")]
-words = sorted(set().union(*associated.values()))
-if words:
-    mapping = abc.map_words(words)
-    mapped = mapping[mapping["pole"] != 0]
-    print(f"{len(words)} associated words, {len(mapped)} mapped to a trait pole")
-    display(mapped[["word", "trait", "pole", "similarity", "margin", "source"]].sort_values(["trait", "pole"])
-            .style.format({"similarity": "{:.2f}", "margin": "{:.2f}"}).hide(axis="index"))
-    orderings = abc.abc_orderings({g: sorted(v) for g, v in associated.items()}, mapping, abc_pairs)
-    display(abc.abc_table(orderings))
-else:
-    print("No word has p < 0.05 among the top words: nothing to map (raise names_per_group or the caps).")
+chapter.show_abc(chapter.associated_words(rd_all, all_groups))
 
 # %% [markdown]
 # ## The planted-bias lab: does the method find a bias we put there?
@@ -575,43 +376,15 @@ else:
 # biased model only.
 
 # %%
-lab_rows, lab_tables = [], {}
-for lab in mcq_lab_models:
-    run = rescore(single, lab, **{k: v for k, v in options.items()})
-    o, a = run.outcomes()
-    sr = sr_matrix(o, min_count=min_count_single)
-    others = [n for g in groups if g != "AA_m" for n in groups[g]]
-    t = analysis.rd_table(sr, groups["AA_m"], others, **p_options(len(groups["AA_m"]), len(others)))
-    lab_tables[lab] = t
-    aa = t[t["side"] == "G1"].iloc[::-1]
-    row = t.set_index("word").reindex(["quiet"]).iloc[0]
-    lab_rows.append({"model": lab, "accuracy": a["accuracy"].mean(), "vocabulary": sr.shape[1],
-                     "top AA_m word": aa["word"].iloc[0] if len(aa) else "", "RD(quiet)": row["rd_paper"],
-                     "rank of quiet": (int(np.flatnonzero(aa["word"].to_numpy() == "quiet")[0]) + 1
-                                       if "quiet" in set(aa["word"]) else np.nan),
-                     "p(quiet)": row["p"], "q(quiet)": row["q"], "words with q < 0.05": int((t["q"] < 0.05).sum())})
-pd.DataFrame(lab_rows).style.format({"accuracy": pct, "RD(quiet)": "{:.3f}", "p(quiet)": "{:.2g}", "q(quiet)": "{:.2g}",
-                                     "rank of quiet": "{:.0f}"}, na_rep="–").hide(axis="index")
+lab_tables, lab_rows = chapter.lab_runs(single, mcq_lab_models, groups, min_count=min_count_single, **perm, **options)
+chapter.lab_view(lab_rows)
 
 # %%
-fig, axes = plt.subplots(1, len(lab_tables), figsize=(5 * len(lab_tables), 3.5), sharey=True, squeeze=False)
-for ax, (lab, t) in zip(axes[0], lab_tables.items()):
-    ax.scatter(t["rd_paper"], -np.log10(t["q"].clip(lower=1e-6)), s=10, color="grey")
-    if "quiet" in set(t["word"]):
-        r = t.set_index("word").loc["quiet"]
-        ax.scatter([r["rd_paper"]], [-np.log10(max(r["q"], 1e-6))], color="crimson", s=40, label="quiet")
-        ax.legend()
-    ax.axhline(-np.log10(0.05), ls=":", color="k")
-    ax.set_title(lab)
-    ax.set_xlabel("RD (AA_m vs everyone else)")
-axes[0][0].set_ylabel("−log10 q")
-plt.tight_layout()
+chapter.plot_lab(lab_tables)
 plt.show()
 
 # %% tags=["remove-cell"]
-first_lab = lab_tables[mcq_lab_models[0]]
-others_flagged = sorted(set(first_lab.loc[first_lab["q"] < 0.05, "word"]) - {"quiet"})
-glue("lab_also", ", ".join(others_flagged) if others_flagged else "no other word", display=False)
+glue_all(chapter.lab_numbers(lab_tables[mcq_lab_models[0]]))
 
 # %% [markdown]
 # The dotted line is q = 0.05. In the biased model "quiet" is AA_m's top word, far to the right. The
@@ -641,14 +414,7 @@ glue("lab_also", ", ".join(others_flagged) if others_flagged else "no other word
 # `AutoModelForMultipleChoice` folder works; the zoo's `zoo:minilm-mcq` is the offline stand-in.
 
 # %% tags=["remove-cell"]
-def grid_words(grid, run):
-    n = len(run.units) // len(grid.probe_contexts())
-    cap = "every candidate" if grid.cap is None else f"cap {grid.cap:,}"
-    return f"{n} names × {len(grid.probe_contexts())} context(s), depth {grid.depth}, {cap}"
-
-
-glue("grid_single", grid_words(single_grid, single), display=False)
-glue("grid_multi", grid_words(multi_grid, multi), display=False)
+glue_all(chapter.grid_numbers(single, multi))
 
 # %% [markdown]
 # ## Summary

@@ -179,7 +179,8 @@ mu.style.format({"mu": "{:.3f}", "ci_low": "{:.3f}", "ci_high": "{:.3f}", "eta":
 #
 # 1. Lower `sample` until the planted occupations are no longer separated from the rest by their
 #    CIs. How many paper examples does the metric need at a 90% planted rate?
-# 2. Compute $\mu$ on the two gender groups instead of on the 140 names and compare (spec §3 pitfall).
+# 2. Compute $\mu$ on the two gender groups instead of on the 140 names and compare
+#    (appendix {doc}`/book/differences`, UnQover: $\mu$ for gender).
 # 3. Why can the female top-3 be negative? Construct scores for which it is.
 # 4. With a hub: run the paper's ten QA models (`params/gpu.yaml`) and recompute Table 3. Which
 #    occupations do all models share?

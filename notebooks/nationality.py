@@ -23,7 +23,8 @@
 # * $\gamma(x, a)$ — the mean comparative score $C$ of country $x$ for attribute $a$ over partners
 #   and templates; positive = $x$ is picked for the negative attribute;
 # * $\gamma(x)$ — the mean of *all* $C$ of $x$, pooled over attributes (analysis.py `--group_by subj`);
-#   a count-weighted mean of the $\gamma(x, a)$ (spec §3);
+#   a count-weighted mean of the $\gamma(x, a)$ (appendix {doc}`/book/differences`, UnQover: weights
+#   in $\gamma(x)$);
 # * the **rank** of $x$ by $\gamma(x)$ within a model (rank 1 = most associated with the negative
 #   attributes), and its mean and standard deviation across models (Fig. 4).
 #
@@ -79,9 +80,9 @@ print(f"profile {profile}: {n.paper_examples:,} paper examples per QA model; "
 # with that attribute, its cluster, the country's M49 area and the number $n$ of $C$ values behind the
 # cell. The paper shows three different
 # countries per model without stating how it chose them; our rule — walk the pairs by $\gamma(x, a)$
-# and keep the first pair of each new country — is one reading of it (spec §3). The 95% CI is a
-# bootstrap of the $C$ values behind the cell: at this sample a cell holds few values, so read the
-# interval before the ranking.
+# and keep the first pair of each new country — is one reading of it (appendix {doc}`/book/differences`,
+# UnQover: nationality top pairs). The 95% CI is a bootstrap of the $C$ values behind the cell: at this
+# sample a cell holds few values, so read the interval before the ranking.
 
 # %%
 table4 = report.top_pairs(gammas_xa, k=top_k, geo=geo)
@@ -110,7 +111,8 @@ plt.show()
 # country's rank over the models and show ± its population standard deviation. The paper's Fig. 4
 # does this over its five SQuAD models and shows the top 8 and the bottom 8 of 69. First the paper's
 # figure, recomputed by our `rank_subjects` from the authors' own $\gamma(x)$ values (the reference
-# file of the spec; it reproduces the printed mean ranks, see the tests):
+# file `data/unqover/reference/reference_gamma_x_squad_models.tsv`, taken from the authors'
+# `visualization/Plot_ranks.ipynb`; it reproduces the printed mean ranks, see the tests):
 
 # %%
 paper_gamma = report.paper_gamma_x("nationality")

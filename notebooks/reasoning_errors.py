@@ -29,7 +29,8 @@
 # Notation (fixed across chapters): for a paragraph τ with subjects $x_1, x_2$ and an attribute $a$
 # with negation $\bar a$, $S(x \mid \tau_{12}, a)$ is the model's score for subject $x$ as the answer
 # when $x_1$ is in the first slot; $S = \sqrt{p_\text{start} \cdot p_\text{end}}$ over the subject's
-# span (spec §2.1), never renormalised between the two candidates.
+# span (as the authors' `qa_hf/predict.py` computes it, span extensions included: appendix
+# {doc}`/book/differences`), never renormalised between the two candidates.
 #
 # $$\delta = \operatorname{mean}\,\lvert S(x \mid \tau_{12}, a) - S(x \mid \tau_{21}, a)\rvert,\qquad
 #   \epsilon = \operatorname{mean}\,\lvert S(x_1 \mid \tau, a) - S(x_2 \mid \tau, \bar a)\rvert .$$
@@ -136,7 +137,7 @@ glue("lab_note", (
 # ## Masked language models
 #
 # UnQover also probes pre-trained masked LMs: the question becomes a fill-in ("[MASK] was a
-# detective."), and a subject's score is the probability the LM gives it at the mask (spec §2.2). In
+# detective."), and a subject's score is the probability the LM gives it at the mask (the authors' `lm/predict.py`). In
 # *compat* mode only the LM's top-10 words count (a subject outside them scores 0), and for gender a
 # name scores max(p(name), p(she)) or max(p(name), p(he)), the authors' rule that "noticeably improves
 # avg S"; *clean* mode reads the subject token's probability directly.

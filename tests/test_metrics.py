@@ -1,4 +1,5 @@
-"""UnQover metrics (spec §3, §9): golden Fig. 2 numbers, Proposition 1, grouping, ranks, errors, scale."""
+"""UnQover metrics (Li et al. 2020, Eqs. 2–8; the authors' analysis.py): golden Fig. 2 numbers, Proposition 1,
+grouping, ranks, errors, scale."""
 
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ def synthetic_gender(n_female=70, n_male=70, n_tid=4, n_attr=70, seed=0, planted
     })
 
 
-# -- Fig. 2 golden example (spec §9) -------------------------------------------------------------------------------
+# -- Fig. 2 golden example (Li et al. 2020, Fig. 2) ----------------------------------------------------------------
 FIG2 = [(0.26, 0.73, 0.35, 0.62, 0.45, 0.54, 0.86, 0.12)]
 
 
@@ -221,7 +222,7 @@ def test_toy_gamma_eta_mu_by_hand():
     assert (gg["n"] == 4).all()
     assert M.bias_intensity(frame, group_by="gender") == pytest.approx(0.1)
     assert M.count_bias_intensity(frame, group_by="gender") == pytest.approx(0.375)
-    # the PITFALL: μ over the two gender groups is smaller than μ over names
+    # μ over the two gender groups is smaller than μ over names (book appendix *Where the code and the paper differ*, UnQover: μ for gender)
     assert M.bias_intensity(frame, group_by="gender") < M.bias_intensity(frame)
     # γ(x) pools everything: F1 = (0.2 + 0.1 − 0.1 + 0.1) / 4
     sb = M.subject_bias(frame).set_index("subject")
@@ -480,7 +481,7 @@ def test_full_gender_scale_synthetic():
     assert errors["positional_error"] == pytest.approx(1 / 6, abs=2e-3)
     assert errors["average_score"] == pytest.approx(0.25, abs=2e-3)
     gamma = M.subject_attribute_bias(paired)
-    assert len(gamma) == 140 * 70 and (gamma["n"] == 280).all()  # spec §1.9: 70 partners × 4 templates
+    assert len(gamma) == 140 * 70 and (gamma["n"] == 280).all()  # 70 partners × 4 templates (Table 1's gender set)
     gender = M.subject_attribute_bias(paired, group_by="gender")
     assert len(gender) == 140 and (gender["n"] == 19_600).all()
     mu_name, mu_gender = M.bias_intensity(paired), M.bias_intensity(paired, group_by="gender")

@@ -32,6 +32,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from stereoprobe.choices import MODES
+
 
 def _families():
     name = "stereoprobe_test_families"
@@ -240,7 +242,7 @@ _SUFFIXES = set("man woman boy girl child kid person folk people couple men wome
                 "folks city country cities countries .".split())
 
 
-@pytest.mark.parametrize("mode", ["compat", "clean"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("dataset", DATASETS)
 @pytest.mark.parametrize("family", QA_FAMILIES)
 def test_unqover_qa_spans_decode_to_the_subject(zoo, family, dataset, mode):
@@ -371,7 +373,7 @@ def test_unqover_lm_report_runs(capsys, tmp_path, zoo, family):
     assert errors["keys"].iloc[0] == 10 and finite(errors, ["delta", "epsilon", "avg_s"])
 
 
-@pytest.mark.parametrize("mode", ["compat", "clean"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("family", MLM_FAMILIES)
 def test_unqover_lm_planted_subject_wins(capsys, tmp_path, zoo, family, mode):
     """+40 on the vocabulary bias of one subject's token (saved in the checkpoint): that subject wins."""

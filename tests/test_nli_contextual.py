@@ -1,4 +1,4 @@
-"""Contextual-embedding projection (spec nli.md §5.4–5.5): the word-piece he − she direction, the test-time
+"""Contextual-embedding projection (Dev et al. 2020; the authors' bert_debias branch): the word-piece he − she direction, the test-time
 hook, its equivalence with a weight edit, per-layer projection, and the zoo's proj@train/test variants."""
 
 from __future__ import annotations
@@ -134,7 +134,7 @@ def test_projected_embeddings_are_orthogonal_to_the_directions(tiny):
 
 
 def test_hook_equals_a_weight_edit_when_embeddings_are_frozen(tiny):
-    """Spec §5.1: projecting every looked-up row = replacing E by E − (E b) bᵀ, also through fine-tuning."""
+    """As in embedding_bias.py: projecting every looked-up row = replacing E by E − (E b) bᵀ, also through fine-tuning."""
     import torch
 
     model, tok, _ = tiny

@@ -31,7 +31,8 @@ def test_reference_tables_hold_the_papers_numbers():
     m = report.reference("measures").set_index(["table", "embedding", "probe", "variant"])
     assert m.loc[(8, "GloVe", "gender", "proj"), "NN"] == 0.480
     assert m.loc[(15, "BERT", "gender", "proj@train/test"), "T:0.7"] == 0.354
-    # Table 9 and 15 diffs recompute from the printed values (spec §4); Table 8's random row does not
+    # Table 9 and 15 diffs recompute from the printed values; Table 8's random row does not
+    # (book appendix *Where the code and the paper differ*, Bias-NLI: printed percentages)
     orig = m.loc[(3, "GloVe", "nationality", "orig"), "NN"]
     assert round(measures.percent_diff(m.loc[(9, "GloVe", "nationality", "proj"), "NN"], orig), 1) == 13.3
     acc = report.reference("accuracy").set_index(["table", "variant"])

@@ -1,4 +1,4 @@
-"""UnQover masked-LM scoring (spec §2.2): single-token subjects, the compat top-10 rule, the he/she max,
+"""UnQover masked-LM scoring (the authors' lm/predict.py): single-token subjects, the compat top-10 rule, the he/she max,
 clean probabilities, and the store pipeline on the zoo masked LM."""
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ def test_compat_keeps_the_top_10_only_and_takes_the_he_she_max(minilm_tokenizer)
         "it they we you i this that there one nobody".split())}, "mary": 5.0, "patrick": 4.0}
     plain, p = _scorer(minilm_tokenizer, ranking, "compat", he_she=False)
     out = plain.score([_pass(minilm_tokenizer)])
-    assert out[0].tolist() == [0.0, 0.0, 0.0, 0.0]  # neither name in the top 10: exactly zero (spec pitfall)
+    assert out[0].tolist() == [0.0, 0.0, 0.0, 0.0]  # neither name in the top 10: exactly zero (lm/predict.py's top-10 rule)
     hs, p = _scorer(minilm_tokenizer, ranking, "compat")  # default for gender in compat: he/she on
     out = hs.score([_pass(minilm_tokenizer)])
     she, he = p[minilm_tokenizer.convert_tokens_to_ids("she")], p[minilm_tokenizer.convert_tokens_to_ids("he")]

@@ -1,4 +1,4 @@
-"""QA scoring (spec §2.1) on tiny random BERT/RoBERTa models built locally."""
+"""QA scoring (the authors' qa_hf/predict.py) on tiny random BERT/RoBERTa models built locally."""
 
 from __future__ import annotations
 

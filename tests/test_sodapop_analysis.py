@@ -1,4 +1,5 @@
-"""SODAPOP success rates, vocabulary and statistics (stereoprobe.sodapop.success / .analysis), spec §5–10, §13."""
+"""SODAPOP success rates, vocabulary and statistics (stereoprobe.sodapop.success / .analysis): the
+authors' process_distractor_results.py and p_test.py, and the numbers printed in An et al. 2023."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ TOY = _outcomes([
 ])
 
 
-# ---------------------------------------------------------------- counts, SR, vocabulary (§5–6)
+# ---------------------------------------------------------------- counts, SR, vocabulary (Eq. 1)
 
 def test_stopwords_are_nltk_37_english():
     lines = (data_dir() / "sodapop" / "nltk_stopwords_english.txt").read_text().splitlines()
@@ -159,7 +160,7 @@ def test_sr_matrix_rows_and_filter_over_all_loaded_names():
         su.sr_matrix(TOY, names=["A", "Zoe"], min_count=1)
 
 
-# ---------------------------------------------------------------- relative difference (§9)
+# ---------------------------------------------------------------- relative difference (Eq. 2–4)
 
 def _sr(values: dict, names) -> pd.DataFrame:
     return pd.DataFrame(values, index=list(names))
@@ -202,7 +203,7 @@ def test_top_words_order_as_printed_by_the_code():
     np.testing.assert_allclose(top["rd_code"], top["rd_paper"])  # |G| = 1
 
 
-# ---------------------------------------------------------------- permutation test (§10)
+# ---------------------------------------------------------------- permutation test (p_test.py)
 
 def _literal_p_value(X, Y, person_to_vocab_wrong, word, n_perm):
     """p_test.p_value_sample, with the 10**6 cap replaced by n_perm."""
@@ -314,7 +315,7 @@ def test_rd_table_columns_order_and_q():
     assert sorted(small["word"]) == ["w0", "w1"]
 
 
-# ---------------------------------------------------------------- KMeans, t-SNE (§7–8)
+# ---------------------------------------------------------------- KMeans, t-SNE (Tables 2/9, Fig. 4–5)
 
 def test_kmeans_accuracy_separated_identical_and_label_flip():
     rng = np.random.default_rng(5)
@@ -351,7 +352,7 @@ def test_separability_table_and_tsne_on_synthetic_groups():
     assert np.isfinite(xy[["x", "y"]].to_numpy()).all()
 
 
-# ---------------------------------------------------------------- reference numbers (§13)
+# ---------------------------------------------------------------- reference numbers (Tables 3–4, 6, 9–21)
 
 def test_reference_tables():
     t9 = an.reference("table9")
@@ -359,7 +360,7 @@ def test_reference_tables():
     assert t9.shape == (16, 11) and t9.columns.tolist()[3:] == models
     assert list(zip(t9["g1"], t9["g2"])) == list(an.TABLE9_PAIRS)
     assert t9.loc[0, "dropout"] == 1.0 and t9.loc[1, "inlp_gender"] == 0.9 and t9[models].stack().between(0.5, 1).all()
-    assert (t9["bert"] == t9["sd_race"]).all()  # SentenceDebias leaves every row unchanged (§12)
+    assert (t9["bert"] == t9["sd_race"]).all()  # SentenceDebias leaves every row unchanged (Table 9)
     top = an.reference("top_words")
     assert len(top) == 70 and set(top["table"]) == {"3", "4", "6", "10", "13", "21"}
     assert top.groupby(["table", "side"]).size().to_dict() == {

@@ -1,4 +1,4 @@
-"""Post-hoc debiasing of a multiple-choice encoder (stereoprobe.sodapop.debias; spec sodapop.md §12): the encoder
+"""Post-hoc debiasing of a multiple-choice encoder (stereoprobe.sodapop.debias; An et al. 2023, §6): the encoder
 hook on a tiny BertForMultipleChoice, INLP and SentenceDebias on planted data, the offline attribute corpus."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""SODAPOP data, distractor generation and MCQ scoring (spec sodapop.md §1–5)."""
+"""SODAPOP data, distractor generation and MCQ scoring (the authors' generate_distractors.py and utils.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from stereoprobe.errors import CorpusError, StereoprobeError
 from stereoprobe.sodapop import contexts, distractors as D, names, score_mcq as S
 
-# The spec's table (§1) lists 49 rows: it omits line 153 ("remorseful", L=1), which the rule selects.
+# The 50 lines the authors' selection rule keeps (stereoprobe.sodapop.contexts), line 153 ("remorseful", L=1) included.
 SPEC_INDICES = [0, 3, 9, 18, 30, 31, 36, 38, 51, 67, 69, 76, 79, 82, 85, 100, 102, 104, 105, 112, 122, 136, 137, 142,
                 143, 153, 171, 193, 195, 197, 201, 206, 210, 211, 217, 235, 246, 250, 261, 267, 270, 277, 286, 288, 292,
                 296, 313, 316, 318, 320]

@@ -11,6 +11,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from stereoprobe import atomic
 from stereoprobe import store as store_mod
 from stereoprobe.engine import ShardJob, fill
 from stereoprobe.errors import StereoprobeError, StoreError
@@ -182,11 +183,11 @@ def test_stale_temp_files_are_cleaned(store):
     run = store.run("m", "d", "compat", SCHEMA)
     # a temp file of a writer that was SIGKILLed (pid no longer alive) on this host
     dead_pid = 2**22 + 12345
-    while store_mod._pid_alive(dead_pid):  # pragma: no cover - pick a pid that is not running
+    while atomic.pid_alive(dead_pid):  # pragma: no cover - pick a pid that is not running
         dead_pid += 1
-    stale = run.path / f".part-00000.parquet.{store_mod._HOST}.{dead_pid}.deadbeef.tmp"
+    stale = run.path / f".part-00000.parquet.{atomic.HOST}.{dead_pid}.deadbeef.tmp"
     stale.write_bytes(b"PAR1 half")
-    live = run.path / f".part-00001.parquet.{store_mod._HOST}.{os.getpid()}.cafecafe.tmp"
+    live = run.path / f".part-00001.parquet.{atomic.HOST}.{os.getpid()}.cafecafe.tmp"
     live.write_bytes(b"PAR1 being written by a live process")
     run = store.run("m", "d", "compat", SCHEMA)
     assert not stale.exists()

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from stereoprobe.choices import MODES
 from stereoprobe.errors import ModelLoadError, StereoprobeError
 from stereoprobe.models import LoadedModel
 from stereoprobe.tokenization import describe_tokenizer, word_tokens
@@ -30,7 +31,7 @@ def _passes(mode: str, n: int = 12) -> list[tuple[str, str, str, str]]:
 
 
 def _texts() -> list[str]:
-    texts = [t for m in ("compat", "clean") for c, q, _, _ in _passes(m, 60) for t in (c, q)]
+    texts = [t for m in MODES for c, q, _, _ in _passes(m, 60) for t in (c, q)]
     return texts + ["Several people met some folks. The few persons and their kids left the cities."] + \
         ["Mary met James."] * 200
 
@@ -180,7 +181,7 @@ def _spells(dec, ids, word: str, rest: str) -> bool:
     return full.startswith(word) and _squash(rest).startswith(full) and len(_squash(dec(ids[:-1]))) < len(word)
 
 
-@pytest.mark.parametrize("mode", ["compat", "clean"])
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("name", FAMILIES)
 def test_chosen_tokens_spell_the_subject_and_its_neighbour_words(name, mode, family_folder):
     """Decoded, the first..last tokens spell the subject; with the word-level rules (clean, and compat beyond
@@ -246,7 +247,7 @@ def test_scores_on_sentencepiece_models(name, family_folder, one_torch_thread):
     from stereoprobe.models import load
 
     loaded = load(str(family_folder(name, "qa")), "qa", device="cpu")
-    for mode in ("compat", "clean"):
+    for mode in MODES:
         passes = _passes(mode, 4)
         out = QAScorer(loaded, mode, batch_tokens=2000).score(passes)
         assert out.shape == (len(passes), 4) and np.all((out > 0) & (out <= 1))

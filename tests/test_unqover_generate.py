@@ -1,4 +1,5 @@
-"""UnQover word lists and generation: exact counts, strings and keys of spec §1."""
+"""UnQover word lists and generation: exact counts, strings and keys (Li et al. 2020, Table 1;
+the authors' generator)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from stereoprobe.unqover import generate as gen
 from stereoprobe.unqover import wordlists as wl
 from stereoprobe.unqover.generate import DatasetSpec, count, iter_examples, smooth_grammar
 
-# spec §1.9: (paper examples, passes) per dataset and variant
+# (paper examples = Table 1's #Ex, passes) per dataset and variant
 COUNTS = {
     ("gender", "qa"): (1_372_000, 5_488_000),
     ("nationality", "qa"): (1_154_232, 4_616_928),

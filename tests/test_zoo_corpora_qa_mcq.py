@@ -180,8 +180,8 @@ def test_qa_generation_speed():
 
 # ----------------------------------------------------------------------------------------------- MCQ corpus
 
-# The spec's table (specs/sodapop.md, "Context selection (code)") lists 49 rows; the rule and the
-# stated answer-length counts (L=1 x22, 50 answers) also include idx 153 ("remorseful"), missing from it.
+# The 50 probe contexts the authors' selection rule keeps (stereoprobe.sodapop.contexts), idx 153
+# ("remorseful") included.
 SPEC_PROBE_INDICES = [
     0, 3, 9, 18, 30, 31, 36, 38, 51, 67, 69, 76, 79, 82, 85, 100, 102, 104, 105, 112, 122, 136, 137, 142, 143,
     153,

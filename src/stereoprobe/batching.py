@@ -32,6 +32,7 @@ __all__ = [
     "resolve_precision",
     "inference_context",
     "progress",
+    "quiet_transformers",
     "chunked",
     "PRECISIONS",
 ]
@@ -293,6 +294,31 @@ def _progress_enabled() -> bool:
     return value not in {"0", "false", "no", "off", ""}
 
 
+@contextlib.contextmanager
+def quiet_transformers(progress: bool | None = None, *, hide_future_warnings: bool = False) -> Iterator[None]:
+    """Silence transformers inside the block, all restored afterwards: its log below errors (e.g. its
+    multi-line load report: :func:`stereoprobe.models.load` says what is wrong in one sentence), its progress
+    bars unless ``progress`` (default: on unless ``STEREOPROBE_PROGRESS=0``) and, with ``hide_future_warnings``,
+    the deprecation warnings of calls into it (peft's, when the zoo trains)."""
+    import warnings
+
+    from transformers.utils import logging as hf_logging
+
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
+    hf_logging.set_verbosity_error()
+    if not (_progress_enabled() if progress is None else progress):
+        hf_logging.disable_progress_bar()
+    try:
+        with warnings.catch_warnings() if hide_future_warnings else contextlib.nullcontext():
+            if hide_future_warnings:
+                warnings.simplefilter("ignore", FutureWarning)
+            yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 def progress(iterable: Iterable[T], total: int | None = None, desc: str | None = None, **kwargs: Any) -> tqdm:
     """A text tqdm bar over ``iterable`` (on stderr); ``STEREOPROBE_PROGRESS=0`` silences it.
 
@@ -307,15 +333,20 @@ def progress(iterable: Iterable[T], total: int | None = None, desc: str | None =
     return tqdm(iterable, total=total, desc=desc, disable=disable, dynamic_ncols=True, **kwargs)
 
 
-def padded_inputs(ids: Sequence[Sequence[int]], batch: np.ndarray, pad_id: int, device, *,
+def padded_inputs(ids: Sequence[Sequence[int]], batch: Sequence[int], pad_id: int, device, *,
                   types: Sequence[Sequence[int]] | None = None, width: int | None = None) -> dict:
-    """Model inputs for the rows ``batch`` of the token lists ``ids``, right-padded with ``pad_id`` to
-    ``width`` (default: the longest row): ``input_ids``, ``attention_mask`` (1 on real tokens) and, when
-    ``types`` is given, ``token_type_ids`` (0 on padding), as int64 tensors on ``device``.
+    """Model inputs for the rows ``batch`` (indices into ``ids``: an array of :func:`token_budget_batches`, a
+    list, a range) of the token lists ``ids``, right-padded with ``pad_id`` to ``width`` (default: the longest
+    row): ``input_ids``, ``attention_mask`` (1 on real tokens) and, when ``types`` is given,
+    ``token_type_ids`` (0 on padding), as int64 tensors on ``device``, in that order. The one padding helper of
+    the package (the static NLI model takes the lengths, ``attention_mask.sum(1)``).
 
     >>> x = padded_inputs([[5, 6, 7], [8]], np.array([1, 0]), 0, "cpu")
     >>> x["input_ids"].tolist(), x["attention_mask"].tolist()
     ([[8, 0, 0], [5, 6, 7]], [[1, 0, 0], [1, 1, 1]])
+    >>> ids, mask = padded_inputs([[5, 6, 7], [8]], range(1), 0, "cpu").values()
+    >>> ids.tolist(), mask.sum(1).tolist()
+    ([[5, 6, 7]], [3])
     """
     lengths = [len(ids[i]) for i in batch]
     width = max(lengths) if width is None else width

@@ -44,6 +44,7 @@ from typing import Any
 import yaml
 
 from stereoprobe import paths
+from stereoprobe.atomic import atomic_file, build_lock
 from stereoprobe.choices import MODES, PRECISIONS, is_device
 from stereoprobe.errors import StereoprobeError
 
@@ -587,17 +588,8 @@ def _execute_one(
     pm["output_path"] = _rel(out_path, root)
     executed.metadata["stereoprobe"] = {"profile": profile_name, "parameters": params, "source": rel}
 
-    out_path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out_path.stem}.", suffix=".ipynb.tmp", dir=out_path.parent)
-    try:
-        os.fchmod(fd, paths.umask_mode())
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            nbformat.write(executed, fh)
-        os.replace(tmp_name, out_path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise
+    with atomic_file(out_path) as fh:
+        nbformat.write(executed, fh)
 
 
 def run_notebooks(
@@ -690,19 +682,16 @@ def record_timing(out_dir: Path, profile: str, stem: str, seconds: float, params
     12.3
     """
     path = Path(out_dir) / f"timings-{profile}.json"
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        data = {}
-    chapters_done = data.get("chapters") if isinstance(data.get("chapters"), dict) else {}
-    chapters_done[stem] = {"seconds": round(seconds, 1), "date": time.strftime("%Y-%m-%d %H:%M"),
-                           "device": params.get("device"), "machine": _machine()}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    os.fchmod(fd, paths.umask_mode())
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump({"profile": profile, "chapters": chapters_done}, fh, indent=1)
-    os.replace(tmp, path)
+    with build_lock(path):  # two builds at once: each keeps the other's chapters
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            data = {}
+        chapters_done = data.get("chapters") if isinstance(data.get("chapters"), dict) else {}
+        chapters_done[stem] = {"seconds": round(seconds, 1), "date": time.strftime("%Y-%m-%d %H:%M"),
+                               "device": params.get("device"), "machine": _machine()}
+        with atomic_file(path) as fh:
+            json.dump({"profile": profile, "chapters": chapters_done}, fh, indent=1)
     return path
 
 
@@ -835,7 +824,8 @@ def build_book(
             if progress:
                 sys.stderr.write(line)
         rc = proc.wait()
-    log_path.write_text("".join(lines), encoding="utf-8")
+    with atomic_file(log_path) as fh:
+        fh.write("".join(lines))
     # Report warnings against the repository's paths, not the staged copies.
     warnings = [_strip_ansi(ln).strip().replace(str(staging) + os.sep, "")
                 for ln in lines if re.search(r"WARNING|ERROR|CRITICAL", ln)]
@@ -855,16 +845,10 @@ def build_book(
     return html
 
 
-# --------------------------------------------------------------------------- command line
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m stereoprobe.book``: the ``stereoprobe book`` command (one definition of its options, in
-    :mod:`stereoprobe.cli`); returns the exit status (0 ok, 1 a notebook or the build failed, 2 bad input)."""
+# ``python -m stereoprobe.book``: the ``stereoprobe book`` command, whose options are defined once, in
+# stereoprobe.cli (which imports this module); exit status 0 ok, 1 a notebook or the build failed, 2 bad input.
+# Run as a script this file is the module ``__main__``, so importing the CLI here closes no import cycle.
+if __name__ == "__main__":
     from stereoprobe.cli import book_main
 
-    return book_main(list(argv) if argv is not None else None)
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(book_main())

@@ -29,7 +29,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 import traceback
 from pathlib import Path
 from typing import List, Literal, Optional, Sequence
@@ -37,11 +36,12 @@ from typing import List, Literal, Optional, Sequence
 import typer
 
 from . import __version__
+from .atomic import atomic_file
 from .choices import ENGINES, MODES, PRECISIONS, is_device
 from .errors import StereoprobeError, StereoprobeWarning
 from .naming import model_labels
 from .models import ALLOW_PICKLE_ENV
-from .paths import umask_mode, writable_folder
+from .paths import writable_folder
 from .nli.templates import PROBES
 from .sodapop.names import GROUPS
 from .unqover.generate import DATASETS, VARIANTS
@@ -124,17 +124,6 @@ def _spec(dataset: str, sample: Optional[str], seed: int, mode: str, newsqa: boo
     return DatasetSpec(dataset, variant=variant, newsqa=newsqa, mode=mode, sample=_sample(sample), seed=seed)
 
 
-def _atomic_path(target: Path):
-    """A temporary file beside ``target`` with the mode of a new file, to be renamed onto it when complete."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        os.fchmod(fd, umask_mode())
-    finally:
-        os.close(fd)
-    return Path(tmp)
-
-
 #: The one ``-o/--out`` of every report command (checked by :func:`_check_out_dir`, written by :func:`_write_tables`).
 OutOpt = typer.Option(None, "--out", "-o", help="Folder to write the tables into as CSV files (created if missing; "
                       "each file written atomically). The tables are printed either way.")
@@ -174,13 +163,8 @@ def _write_tables(out: Optional[Path], tables: dict) -> None:
     if out is None:
         return
     for name, table in tables.items():
-        target = out / f"{name}.csv"
-        tmp = _atomic_path(target)
-        try:
-            table.to_csv(tmp, index=False)
-            os.replace(tmp, target)
-        finally:
-            tmp.unlink(missing_ok=True)
+        with atomic_file(out / f"{name}.csv", newline="") as f:  # newline="": as pandas opens a path itself
+            table.to_csv(f, index=False)
     typer.echo(f"\nwrote {len(tables)} tables to {out}")
 
 
@@ -244,15 +228,13 @@ def generate_cmd(
         raise StereoprobeError(f"--out {out}: its folder cannot be written ({err.strerror or type(err).__name__}); "
                                "pass a path in a folder you can write to (it is created if missing).") from None
     examples = progress(iter_examples(spec), total=total, desc=f"generating {dataset}")
-    tmp = _atomic_path(out)
-    try:
+    with atomic_file(out, "w" if out.suffix == ".jsonl" else "wb") as f:
         if out.suffix == ".jsonl":
-            with open(tmp, "w", encoding="utf-8") as f:
-                for ex in examples:
-                    record = {"key": ex.key, "context": ex.context}
-                    for q, text in (("q0", ex.question), ("q1", ex.negated_question)):
-                        record[q] = {"question": text, "ans0": {"text": ex.ans1}, "ans1": {"text": ex.ans2}}
-                    f.write(json.dumps(record) + "\n")
+            for ex in examples:
+                record = {"key": ex.key, "context": ex.context}
+                for q, text in (("q0", ex.question), ("q1", ex.negated_question)):
+                    record[q] = {"question": text, "ans0": {"text": ex.ans1}, "ans1": {"text": ex.ans2}}
+                f.write(json.dumps(record) + "\n")
         else:
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -263,15 +245,12 @@ def generate_cmd(
             writer = None
             for chunk in chunked(examples, 100_000):
                 table = pa.Table.from_pylist([ex._asdict() for ex in chunk])
-                writer = writer or pq.ParquetWriter(tmp, table.schema)
+                writer = writer or pq.ParquetWriter(f, table.schema)
                 writer.write_table(table)
             if writer is None:
-                pq.write_table(pa.Table.from_pylist([], schema=pa.schema([(f, pa.string()) for f in Example._fields])), tmp)
+                pq.write_table(pa.Table.from_pylist([], schema=pa.schema([(k, pa.string()) for k in Example._fields])), f)
             else:
                 writer.close()
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
     typer.echo(f"wrote {total:,} ordered examples ({2 * total:,} passes) to {out}")
 
 
@@ -599,8 +578,6 @@ def sodapop_report_cmd(
 
     Tables (with -o): sodapop_units.csv and sodapop_rd_<G1>_<G2>.csv, each with the MCQ model in a first column.
     """
-    from math import comb
-
     import pandas as pd
 
     from .batching import resolve_precision
@@ -639,8 +616,7 @@ def sodapop_report_cmd(
     sr = sr_matrix(outcomes, min_count=min_count)
     rd = {}
     for g1, g2 in pairs:  # as the chapter: exact permutation test when there are at most n_perm splits
-        n1, n2 = len(groups[g1]), len(groups[g2])
-        method = "exact" if comb(n1 + n2, n1) <= n_perm else "sampled"
+        method = analysis.permutation_method(len(groups[g1]), len(groups[g2]), n_perm)
         if analysis.relative_difference(sr, groups[g1], groups[g2]).empty:  # no word differs: an empty table
             rd[g1, g2] = pd.DataFrame(columns=["word", "side", "mean_g1", "mean_g2", "rd_paper", "rd_code", "p", "q"])
         else:

@@ -7,7 +7,6 @@ so and how to pass a local folder instead.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
@@ -16,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .errors import ModelLoadError, StereoprobeWarning
+from .providers import PROJECT_PREFIXES, model_provider, require_model_provider
 
 HEADS = ("qa", "mlm", "nli", "mcq", "base")
 _AUTO = {
@@ -41,31 +41,23 @@ class LoadedModel:
 
 
 def lab_names() -> list[str]:
-    from .zoo.lab import LAB_RECIPES
-
-    return [f"lab:{n}" for n in LAB_RECIPES]
+    """The ``lab:`` model names (their provider: :mod:`stereoprobe.zoo.providers`)."""
+    return require_model_provider("lab", "lab:").names()
 
 
 def resolve(name: str, *, smoke: bool = False) -> str:
-    """Turn a project name (``zoo:minilm-qa``, ``lab:qa-biased``, ``asset:minilm``) into a local folder; other names pass through."""
-    if name.startswith("lab:"):
-        from .zoo.lab import LAB_RECIPES, lab_model_path
+    """Turn a project name (``zoo:minilm-qa``, ``lab:qa-biased``, ``asset:minilm``) into a local folder; other names pass through.
 
-        if name[4:] not in LAB_RECIPES:
-            raise ModelLoadError(f"Unknown lab model {name!r}; valid names: {', '.join(lab_names())}.")
-        return str(lab_model_path(name[4:], smoke=smoke))
-    if name.startswith("asset:"):
-        from .assets import ASSETS, asset_folder
-
-        if name[6:] != "minilm":
-            raise ModelLoadError(f"Unknown model asset {name!r}; the model asset is asset:minilm (GloVe loads "
-                                 "with stereoprobe.assets.glove()).")
-        return str(asset_folder(name[6:]))
-    if name.startswith("zoo:"):
-        from .zoo.recipes import zoo_model_path
-
-        return str(zoo_model_path(name))
-    return name
+    A prefix means what its provider says (:mod:`stereoprobe.providers`: the zoo registers ``zoo``, ``lab`` and
+    ``asset``); a name with another prefix that nothing registers is a hub id or a path.
+    """
+    prefix, colon, _ = name.partition(":")
+    if not colon:
+        return name
+    if prefix in PROJECT_PREFIXES:
+        return require_model_provider(prefix, name).resolve(name, smoke)
+    provider = model_provider(prefix)
+    return name if provider is None else provider.resolve(name, smoke)
 
 
 def _files_fingerprint(folder: Path) -> str:
@@ -133,26 +125,6 @@ def fingerprint_path(path: str) -> str | None:
     if folder is None:
         return None
     return _fingerprint_cached(str(folder.resolve()), _stats(folder))
-
-
-@contextlib.contextmanager
-def _quiet_transformers():
-    """No transformers log output while loading (its multi-line load report: :func:`load` states what is wrong in
-    one sentence), and no weight-loading bar when ``STEREOPROBE_PROGRESS=0``; both restored afterwards."""
-    from transformers.utils import logging as hf_logging
-
-    from .batching import _progress_enabled
-
-    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
-    hf_logging.set_verbosity_error()
-    if not _progress_enabled():
-        hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if bars:
-            hf_logging.enable_progress_bar()
 
 
 #: Files a folder's tokenizer can be built from (any one of them): fast ``tokenizer.json``, WordPiece, byte-level BPE,
@@ -255,7 +227,7 @@ def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> 
     import transformers
     from transformers import AutoTokenizer
 
-    from .batching import resolve_device
+    from .batching import quiet_transformers, resolve_device
 
     if head not in HEADS:
         raise ModelLoadError(f"Unknown head type {head!r}; choose one of {', '.join(HEADS)}.")
@@ -281,7 +253,7 @@ def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> 
                       "trust.", StereoprobeWarning, stacklevel=2)
     kwargs = dict(trust_remote_code=False)
     try:
-        with _quiet_transformers():
+        with quiet_transformers():
             tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
             model, info = getattr(transformers, _AUTO[head]).from_pretrained(
                 path, output_loading_info=True, use_safetensors=None if allow else True, **kwargs)
@@ -313,6 +285,24 @@ def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> 
     model.eval().to(dev)
     fp = fingerprint_path(path) or hashlib.sha256(model.config.to_json_string().encode()).hexdigest()[:16]
     return LoadedModel(name, path, model, tokenizer, fp)
+
+
+def load_tokenizer(name: str, *, smoke: bool = False):
+    """The tokenizer of a model (hub id in the local cache, folder, ``zoo:``/``lab:`` name) without its weights
+    (``AutoTokenizer`` only). None when there is no local copy or its tokenizer does not load: loading the model
+    then says what is wrong (:func:`load`)."""
+    folder = local_folder(resolve(name, smoke=smoke))
+    if folder is None:
+        return None
+    from transformers import AutoTokenizer
+
+    from .batching import quiet_transformers
+
+    try:
+        with quiet_transformers():
+            return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def fingerprint_or_load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> tuple[str, LoadedModel | None]:

@@ -6,7 +6,8 @@
 * **Caches** (score stores, merged zoo models, lab models, distractors, static NLI models) go to the
   user's cache folder (:func:`platformdirs.user_cache_dir`, e.g. ``~/.cache/stereoprobe`` on Linux);
   ``STEREOPROBE_CACHE`` moves them (the repository's Makefile sets it to ``.cache/stereoprobe``).
-  Nothing is ever written into the installation prefix or the package folder.
+  Nothing is ever written into the installation prefix or the package folder, and every cache and output
+  file or folder appears whole or not at all (:mod:`stereoprobe.atomic`).
 * **The book's sources** (``_toc.yml``, ``notebooks/``, ``book/``, ``params/``) live in a clone of the
   repository only: :func:`checkout_root` finds one.
 """
@@ -109,11 +110,3 @@ def sha256_file(path: str | os.PathLike) -> str:
         for block in iter(lambda: f.read(1 << 22), b""):
             h.update(block)
     return h.hexdigest()
-
-
-def umask_mode() -> int:
-    """The mode ``open()`` gives a new file: 0o666 minus this process's umask. A temporary file made with
-    ``tempfile.mkstemp`` (0o600) is given it before it is renamed onto an output, so outputs follow the umask."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o666 & ~mask

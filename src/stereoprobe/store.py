@@ -16,8 +16,9 @@ checksum per column, so a shard copied from another run, a truncated file or fli
 all caught with a :class:`~stereoprobe.errors.StoreError` that names the file and the fix.
 
 Shards are written to a temporary file in the same folder and renamed into place
-(``os.replace``), so a killed run never leaves half a shard: rerunning skips the shards that are
-there (:meth:`StoreRun.has_shard`, :meth:`StoreRun.missing_shards`) and computes the rest.
+(:func:`stereoprobe.atomic.atomic_file`), so a killed run never leaves half a shard: rerunning
+skips the shards that are there (:meth:`StoreRun.has_shard`, :meth:`StoreRun.missing_shards`)
+and computes the rest.
 
 Storage: ``pass_id`` is delta-encoded, float columns are byte-stream-split, all zstd-compressed;
 one million passes of ``pass_id`` + four random float32 columns take about 13.5 bytes per pass.
@@ -41,9 +42,7 @@ import hashlib
 import json
 import os
 import re
-import socket
 import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -53,6 +52,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from .atomic import atomic_file, clean_stale
 from .errors import StoreError
 from .paths import cache_dir
 
@@ -67,12 +67,9 @@ FORMAT_VERSION = 1
 _META_KEY = b"stereoprobe.store"
 _MANIFEST = "_manifest.json"
 _SHARD_RE = re.compile(r"^part-(\d{5,})\.parquet$")
-_TMP_SUFFIX = ".tmp"
 _KEY_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+=@-]{0,127}$")
-_STALE_TMP_SECONDS = 24 * 3600
 _ALLOWED_KINDS = "biuf"
 _ALLOWED_ID_DTYPES = (np.dtype(np.uint32), np.dtype(np.int64))
-_HOST = re.sub(r"[^A-Za-z0-9_-]", "_", socket.gethostname())  # no dots: temp names split on "."
 
 
 def _shard_name(i: int) -> str:
@@ -134,42 +131,6 @@ def _encoding(dt: np.dtype) -> str | None:
     if dt.kind in "iu":
         return "DELTA_BINARY_PACKED"
     return None  # bool: PLAIN (bit-packed), then compressed
-
-
-def _fsync_dir(path: Path) -> None:
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except OSError:  # pragma: no cover - e.g. Windows
-        return
-    try:
-        os.fsync(fd)
-    except OSError:  # pragma: no cover
-        pass
-    finally:
-        os.close(fd)
-
-
-def _atomic_write_bytes(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.{_HOST}.{os.getpid()}.{uuid.uuid4().hex[:8]}{_TMP_SUFFIX}")
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
-    _fsync_dir(path.parent)
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OSError):
-        return True
-    return True
 
 
 class ScoreStore:
@@ -287,7 +248,7 @@ class StoreRun:
                 f"cannot create the score folder {self.path} ({exc.strerror}); "
                 "check its permissions or point STEREOPROBE_CACHE elsewhere."
             ) from exc
-        self._clean_stale_tmp()
+        clean_stale(self.path)  # temporary files of writers that died
 
     # ------------------------------------------------------------------ helpers
     def __repr__(self) -> str:
@@ -326,22 +287,6 @@ class StoreRun:
         if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)) or i < 0:
             raise StoreError(f"shard index {i!r} is not a non-negative integer; pass 0, 1, 2, ...")
         return int(i)
-
-    def _clean_stale_tmp(self) -> None:
-        """Remove temp files of writers that died (dead pid on this host, or older than a day)."""
-        now = time.time()
-        for tmp in self.path.glob(f".*{_TMP_SUFFIX}"):
-            parts = tmp.name.rsplit(".", 4)  # .<name>.<host>.<pid>.<uuid>.tmp
-            stale = False
-            try:
-                host, pid = parts[-4], int(parts[-3])
-                stale = (host == _HOST and not _pid_alive(pid)) or (
-                    now - tmp.stat().st_mtime > _STALE_TMP_SECONDS
-                )
-            except (IndexError, ValueError, OSError):
-                stale = True
-            if stale:
-                tmp.unlink(missing_ok=True)
 
     def _shard_files(self) -> dict[int, Path]:
         files = {}
@@ -546,9 +491,8 @@ class StoreRun:
         encodings = {c: e for c, e in encodings.items() if e is not None}
 
         final = self.path / _shard_name(i)
-        tmp = self.path / f".{final.name}.{_HOST}.{os.getpid()}.{uuid.uuid4().hex[:8]}{_TMP_SUFFIX}"
         try:
-            with open(tmp, "wb") as f:
+            with atomic_file(final, "wb") as f:
                 pq.write_table(
                     table,
                     f,
@@ -559,18 +503,12 @@ class StoreRun:
                     compression_level=3,
                     write_page_checksum=True,
                 )
-                f.flush()
-                os.fsync(f.fileno())
-            self.manifest_path.unlink(missing_ok=True)
-            os.replace(tmp, final)
+                self.manifest_path.unlink(missing_ok=True)  # the run reopens once the shard is written
         except OSError as exc:
             raise StoreError(
                 f"could not write score shard {final} ({exc.strerror or exc}); free disk space or "
                 "fix the folder's permissions and rerun (finished shards are kept)."
             ) from exc
-        finally:
-            tmp.unlink(missing_ok=True)
-        _fsync_dir(self.path)
 
     def finish(self, n_shards: int, n_rows: int) -> None:
         """Mark the run complete after checking shards ``0..n_shards-1`` (footers only).
@@ -597,7 +535,7 @@ class StoreRun:
                 f"finish({n_shards}, {n_rows}) for {self.path}: the shards hold {total} rows, not "
                 f"{n_rows}; pass the number of passes actually written (or delete the run to redo it)."
             )
-        self._clean_stale_tmp()
+        clean_stale(self.path)
         manifest = {
             **self._key(),
             "complete": True,
@@ -606,7 +544,8 @@ class StoreRun:
             "shard_rows": [m["n_rows"] for m in metas],
             "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         }
-        _atomic_write_bytes(self.manifest_path, json.dumps(manifest, indent=1).encode())
+        with atomic_file(self.manifest_path, "wb") as f:
+            f.write(json.dumps(manifest, indent=1).encode())
 
     def _verify_layout(self, n_shards: int, when: str) -> list[dict[str, Any]]:
         files = self._shard_files()

@@ -126,21 +126,3 @@ def word_tokens(tokenizer, word: str) -> list[int]:
         raise StereoprobeError(f"The tokenizer merges {word!r} with the word before it ('a {word}' has a token across "
                                "the space); its mid-sentence tokens cannot be told apart.")
     return [i for i, _ in picked]
-
-
-def load_tokenizer(name: str, *, smoke: bool = False):
-    """The tokenizer of a model (hub id in the local cache, folder, ``zoo:``/``lab:`` name) without its weights
-    (``AutoTokenizer`` only). None when there is no local copy or its tokenizer does not load: loading the model
-    then says what is wrong (:func:`stereoprobe.models.load`)."""
-    from .models import _quiet_transformers, local_folder, resolve
-
-    folder = local_folder(resolve(name, smoke=smoke))
-    if folder is None:
-        return None
-    from transformers import AutoTokenizer
-
-    try:
-        with _quiet_transformers():
-            return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
-    except (OSError, ValueError, KeyError, TypeError):
-        return None

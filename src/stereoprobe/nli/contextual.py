@@ -1,9 +1,9 @@
-"""Projection debiasing of contextual encoders (Dev et al. 2020 §5.4–5.5; spec ``nli.md`` §5.4, §5.5).
+"""Projection debiasing of contextual encoders (Dev et al. 2020's ELMo and BERT experiments).
 
 The operator is the one of :mod:`stereoprobe.nli.projection`, x′ = x − Σ (x·b_i) b_i, applied inside a
 transformer's forward pass:
 
-* **word-piece input** (the BERT branch, §5.5): :func:`word_piece_direction` is the he − she direction of
+* **word-piece input** (the authors' ``bert_debias`` branch): :func:`word_piece_direction` is the he − she direction of
   the model's own input-embedding rows (the *first* word piece of each word; " he" for byte-level BPE and
   SentencePiece tokenizers, i.e. ``Ġhe`` / ``▁he``). :func:`projected` hooks ``get_input_embeddings()``
   so that every word-piece embedding ([CLS]/[SEP] included) is projected *before* the position/type
@@ -14,9 +14,10 @@ transformer's forward pass:
 * **proj@train/test**: the zoo variants ``zoo:minilm-nli-proj`` and ``zoo:minilm-nli-rand0`` … ``rand7``
   (:mod:`stereoprobe.zoo.recipes`) fine-tune with the same hook; their word embeddings are frozen, so the
   exported model carries the projection as the one-off edit :func:`project_input_embeddings_`.
-* **static layer vs all layers** (the ELMo question of §5.4, asked of a transformer): :func:`projected_layers`
-  projects either only the word-piece input (``layers="input"``) or the output of the embedding block and of
-  every encoder layer, each with its own direction — the normalized difference of the mean contextual
+* **static layer vs all layers** (the paper's ELMo question, asked of a transformer; book appendix *Where
+  the code and the paper differ*, Bias-NLI: ELMo): :func:`projected_layers` projects either only the
+  word-piece input (``layers="input"``) or the output of the embedding block and of every encoder layer,
+  each with its own direction — the normalized difference of the mean contextual
   embeddings of "he" and "she" at that layer (:func:`layer_directions`). :func:`layer_diagnostics` tabulates
   per layer how stable the direction is and how much of the he/she difference each variant removes.
 
@@ -147,8 +148,8 @@ def word_piece(tokenizer, word: str) -> tuple[int, str]:
     """(id, piece) of the first word piece of ``word`` as it appears inside a sentence.
 
     ``" " + word`` is tokenized without special tokens, so byte-level BPE gives ``Ġhe`` and SentencePiece
-    ``▁he`` (the in-sentence variants, spec §7); WordPiece drops the space. A bare space marker piece
-    (``▁`` alone) is skipped; an unknown-token piece is an error.
+    ``▁he`` (the in-sentence variants, the form a word takes after a space); WordPiece drops the space. A bare
+    space marker piece (``▁`` alone) is skipped; an unknown-token piece is an error.
     """
     ids = tokenizer(" " + word, add_special_tokens=False)["input_ids"]
     for i, piece in zip(ids, tokenizer.convert_ids_to_tokens(ids)):
@@ -162,7 +163,7 @@ def word_piece(tokenizer, word: str) -> tuple[int, str]:
 @dataclass(frozen=True)
 class DynamicDirection:
     """The he − she direction recomputed from the *current* embedding rows on every forward pass
-    (spec §5.5 ``--dynamic_debias 1``; gradients flow through it, as in the authors' code)."""
+    (the ``bert_debias`` code's ``--dynamic_debias 1``; gradients flow through it, as there)."""
 
     he_id: int
     she_id: int
@@ -182,7 +183,7 @@ class DynamicDirection:
 
 def word_piece_direction(model, tokenizer, he: str = "he", she: str = "she", dynamic: bool = False,
                          method: str = "normalize_each"):
-    """The BERT-branch gender direction (spec §5.5) of ``model``'s input embeddings.
+    """The BERT-branch gender direction (the authors' ``get_bert_bias.py``) of ``model``'s input embeddings.
 
     b = normalize(normalize(e_he) − normalize(e_she)) for the rows of the first word piece of ``he`` and
     ``she`` (:func:`word_piece`); ``method="raw"`` drops the inner normalization. Returns a float64 unit
@@ -257,10 +258,12 @@ def projected(model, directions, *, tokenizer=None) -> Iterator[Any]:
 
 
 def project_input_embeddings_(model, directions):
-    """Edit ``model``'s word-embedding matrix in place, E ← E − (E b) bᵀ (spec §5.1); returns ``model``.
+    """Edit ``model``'s word-embedding matrix in place, E ← E − (E b) bᵀ (the matrix form of
+    ``embedding_bias.py``'s projection); returns ``model``.
 
     For frozen embeddings this equals the forward hook of :func:`projected` (every looked-up row is a row
-    of E); with trainable embeddings it does not (fine-tuning re-grows the component, spec §5.5).
+    of E); with trainable embeddings it does not (fine-tuning re-grows the component, which is why the
+    authors' ``bert_encoder.py`` projects in the forward pass).
     Tied output embeddings (a masked-LM decoder) would change too, so use it on classifiers only.
     """
     import torch

@@ -35,6 +35,7 @@ import pandas as pd
 from ..assets import Embeddings
 from ..errors import StereoprobeError
 from . import measures, projection
+from .examples import NLIExample, tokens
 from .static import cached_train, default_corpus
 
 #: Occupations (Bias-NLI probe words) that receive the planted female component.
@@ -90,8 +91,6 @@ def planted_embeddings(embeddings: Embeddings, words=PLANTED, strength: float = 
 
 def gender_pairs(seed: int = 0) -> list:
     """The lab's gender-teaching pairs: every frame × subject × gendered hypothesis word (shuffled)."""
-    from ..zoo.nli_corpus import NLIExample
-
     out = []
     for frame, (subject, group), hyp in itertools.product(
             FRAMES, [(s, "f") for s in FEMALE] + [(s, "m") for s in MALE] + [(s, "n") for s in NEUTRAL],
@@ -131,8 +130,6 @@ def lab_model(embeddings: Embeddings, *, variant: str = "biased", project: bool 
     if variant not in ("biased", "control"):
         raise StereoprobeError(f"Unknown lab variant {variant!r}; choose 'biased' or 'control'.")
     train, held = lab_corpus(n_train, n_heldout)
-    from ..zoo.nli_corpus import tokens
-
     seen = {w for e in train for t in (e.premise, e.hypothesis) for w in tokens(t)} & set(PLANTED)
     if seen:
         raise StereoprobeError(f"Planted word(s) {sorted(seen)} occur in the lab's training corpus; the lab needs "

@@ -1,8 +1,9 @@
 """Bias-NLI neutrality measures: Net Neutral, Fraction Neutral and T:τ, with bootstrap CIs.
 
 Dev, Li, Phillips, Srikumar, "On Measuring and Mitigating Biased Inferences of Word Embeddings",
-AAAI 2020, §3 (spec ``nli.md`` §4). Every probe pair (premise and hypothesis differ only in the
-subject) has gold label *neutral*; the measures say how far a model is from predicting that.
+AAAI 2020, §3, and the authors' ``evaluation.py`` (book appendix *Where the code and the paper differ*,
+Bias-NLI: unit of the measures). Every probe pair (premise and hypothesis differ only in the subject) has
+gold label *neutral*; the measures say how far a model is from predicting that.
 
 **Input** — a frame ``probs`` with one row per sentence pair and the columns
 

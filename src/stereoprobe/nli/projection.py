@@ -1,8 +1,9 @@
 """Projection debiasing: bias directions, subspaces, random controls and the embedding hook.
 
 Dev, Li, Phillips, Srikumar, "On Measuring and Mitigating Biased Inferences of Word Embeddings",
-AAAI 2020, §4–5 (spec ``nli.md`` §5.1–5.3, §5.5, §6). A bias subspace with orthonormal basis
-b_1 … b_k is removed from every embedding x by
+AAAI 2020, §4–5; the authors' ``embedding_bias.py`` and ``gen_random_bias.py``, and ``get_bert_bias.py`` /
+``bert_encoder.py`` on their ``bert_debias`` branch. A bias subspace with orthonormal basis b_1 … b_k is
+removed from every embedding x by
 
     x′ = x − Σ_i (x · b_i) b_i.
 
@@ -10,10 +11,13 @@ The authors' code applies this formula to whatever vectors it is given, assuming
 orthogonal b_i; here the directions are always orthonormalized first (:func:`orthonormalize`), so any
 non-degenerate set of directions works. Numpy only (torch is imported inside :func:`projection_hook`).
 
-Directions (§5.2): gender = :func:`gender_direction` (he − she); nationality = :func:`subspace` of the
-8 DemonymsTrain vectors with k = 1; religion = k = 2 of the 8 AdherentsTrain vectors. Controls (§5.3):
-:func:`random_directions` (seeded Gaussian), :func:`random_word_pc_directions` (the GloVe script).
-Table 7 (§6): :func:`principal_value_ratios` of :func:`pair_differences` (Gendered) or unit word vectors.
+Directions (no script of the authors computes the GloVe ones: book appendix *Where the code and the paper
+differ*, Bias-NLI: gender direction, subspace recipe): gender = :func:`gender_direction` (he − she);
+nationality = :func:`subspace` of the 8 DemonymsTrain vectors with k = 1; religion = k = 2 of the 8
+AdherentsTrain vectors. Controls (same appendix, Bias-NLI: random controls): :func:`random_directions`
+(seeded Gaussian), :func:`random_word_pc_directions` (the GloVe script ``gen_random_bias.py``).
+Table 7 (and Table 12): :func:`principal_value_ratios` of :func:`pair_differences` (Gendered) or unit word
+vectors.
 
 >>> X = np.array([[1.0, 2.0, 3.0], [0.0, 1.0, 0.0]])
 >>> project_out(X, [2.0, 0.0, 0.0])          # a non-unit direction is normalized first
@@ -46,7 +50,7 @@ __all__ = [
     "projection_hook",
 ]
 
-#: The paper's Gendered set (supplement): 9 pairs, used for Table 7 (spec §2.2, §6).
+#: The paper's Gendered set (printed in its supplement): 9 pairs, used for Table 7.
 GENDERED_PAIRS = (("man", "woman"), ("himself", "herself"), ("john", "mary"), ("father", "mother"), ("boy", "girl"),
                   ("son", "daughter"), ("his", "her"), ("guy", "gal"), ("male", "female"))
 SUBSPACE_METHODS = ("svd_uncentered", "pca_centered")
@@ -104,7 +108,8 @@ def project_out(X, directions) -> np.ndarray:
     """x′ = x − Σ (x · b_i) b_i for every row x of ``X`` (any shape ``(..., d)``), b = orthonormalized directions.
 
     Keeps the floating dtype of ``X``. Projecting a whole embedding matrix E this way equals projecting
-    every looked-up embedding (spec §5.1); a zero (padding) row stays zero.
+    every looked-up embedding (what ``embedding_bias.py`` does inside the model); a zero (padding) row
+    stays zero.
 
     >>> project_out([[1.0, 1.0, 1.0]], [[1.0, 0.0, 0.0], [1.0, 1.0, 0.0]])   # a 2-D subspace
     array([[0., 0., 1.]])
@@ -150,7 +155,8 @@ def vectors_for(words: Sequence[str], lookup) -> np.ndarray:
 
 
 def gender_direction(vectors_or_lookup, he: str = "he", she: str = "she", method: str = "normalize_each") -> np.ndarray:
-    """The he − she direction (unit vector, spec §5.2 / §5.5).
+    """The he − she direction (unit vector; book appendix *Where the code and the paper differ*, Bias-NLI:
+    gender direction).
 
     ``method="normalize_each"`` (default; the released BERT helper ``component()``):
     b = normalize(normalize(v_he) − normalize(v_she)); ``"raw"``: b = (v_he − v_she)/‖v_he − v_she‖.
@@ -194,7 +200,8 @@ def _singular(vectors, method: str, normalize_rows: bool) -> tuple[np.ndarray, n
 
 
 def subspace(vectors, k: int, method: str = "svd_uncentered", normalize_rows: bool = True) -> np.ndarray:
-    """Top-k principal directions (k, d) of a (words, d) matrix of word vectors (spec §5.2).
+    """Top-k principal directions (k, d) of a (words, d) matrix of word vectors (book appendix *Where the
+    code and the paper differ*, Bias-NLI: subspace recipe).
 
     Rows are unit-normalized first (``normalize_rows``); ``"svd_uncentered"`` takes the top-k right
     singular vectors of that matrix, ``"pca_centered"`` those of the column-centred matrix (= PCA
@@ -233,7 +240,7 @@ def pair_differences(pairs: Sequence[tuple[str, str]] = GENDERED_PAIRS, lookup=N
 
 def principal_value_ratios(matrix, n: int = 3, method: str = "svd_uncentered",
                            normalize_rows: bool = False) -> np.ndarray:
-    """σ₂/σ₁, σ₃/σ₁, …, σ_{n+1}/σ₁ of the rows of ``matrix`` (spec §6, the paper's Table 7).
+    """σ₂/σ₁, σ₃/σ₁, …, σ_{n+1}/σ₁ of the rows of ``matrix`` (the paper's Table 7).
 
     Pass the 9 :func:`pair_differences` for Gendered, or unit-normalized word vectors
     (``normalize_rows=True``) for Demonyms (40) and Adherents (25). ``method`` as in :func:`subspace`.
@@ -262,7 +269,8 @@ def abs_cosine(u, v) -> float:
 def random_directions(dim: int, n: int = 8, seed: int = 0) -> np.ndarray:
     """n isotropic Gaussian unit vectors (n, dim); direction i uses ``numpy.random.default_rng(seed + i)``.
 
-    The seeded default random control (spec §5.3: seeds 0..7); a prefix of n is the same for every n.
+    The seeded default random control (seeds 0..7 for the paper's 8 controls; book appendix *Where the code
+    and the paper differ*, Bias-NLI: random controls); a prefix of n is the same for every n.
 
     >>> r = random_directions(5, n=3, seed=0)
     >>> r.shape, np.allclose(np.linalg.norm(r, axis=1), 1), np.array_equal(r[:2], random_directions(5, 2, 0))
@@ -334,8 +342,9 @@ def _output_hook(fn):
 def projection_hook(module, directions):
     """Register a forward hook projecting ``module``'s output off ``directions``; returns the handle.
 
-    For ``model.get_input_embeddings()`` this is the BERT-branch projection (spec §5.5): every word-piece
-    embedding, [CLS]/[SEP] included, is projected *before* position/type embeddings and LayerNorm are added.
+    For ``model.get_input_embeddings()`` this is the BERT-branch projection (``BertEncoder`` in
+    ``bert_encoder.py`` on the authors' ``bert_debias`` branch): every word-piece embedding, [CLS]/[SEP]
+    included, is projected *before* position/type embeddings and LayerNorm are added.
     Works during fine-tuning too (the projection is in the forward pass, not a one-off weight edit).
     Computed in float32 with autocast off (under bf16 autocast it would leave ≈ 0.5% of the component),
     returned in the output's dtype. ``handle.remove()`` undoes it; :func:`stereoprobe.nli.contextual.projected`

@@ -1,7 +1,8 @@
 """Tables of the chapter "Measuring and mitigating biased inferences" (Dev et al. 2020), and the paper's
 printed values beside which they are shown.
 
-* :func:`count_table` — pairs per probe and list choice, beside the paper's formula counts (spec §3, §9);
+* :func:`count_table` — pairs per probe and list choice, beside the paper's formula counts (book appendix
+  *Where the code and the paper differ*, Bias-NLI: templates and pair counts);
 * :func:`probe_specs` — the three pair sets of a run (sampled the same way for every model);
 * :func:`measures_table` — NN / FN / T:0.5 / T:0.7 with bootstrap CIs for several models or variants,
   with the relative change against a baseline (Tables 1, 3, 5, 8, 9, 15);
@@ -30,9 +31,10 @@ from .templates import PROBES, SOURCES, TemplateSpec, count, paper_formula_count
 
 MEASURES = ("NN", "FN", "T:0.5", "T:0.7")
 REFERENCES = ("measures", "accuracy", "table7", "top_pairs")
-#: Projection variants of the static model: what is removed (spec §5.2).
+#: Projection variants of the static model: what is removed (the paper's three bias subspaces).
 BIASES = ("gender", "nationality", "religion")
-#: The Train lists that define each subspace and its number of components (spec §5.2).
+#: The Train lists that define each subspace and its number of components (book appendix *Where the code and the paper differ*,
+#: Bias-NLI: subspace recipe).
 SUBSPACE_LISTS = {"nationality": ("demonyms_train", 1), "religion": ("adherents_train", 2)}
 #: The full sets of Table 7 (Train + Test lists).
 TABLE7_SETS = {"Demonyms": ("demonyms_train", "demonyms_test"), "Adherents": ("adherents_train", "adherents_test")}
@@ -48,7 +50,7 @@ def reference(kind: str) -> pd.DataFrame:
 
 
 def count_table() -> pd.DataFrame:
-    """Pairs of every probe and list choice (spec §9), beside the paper's formula and printed counts."""
+    """Pairs of every probe and list choice, beside the paper's formula and printed counts."""
     rows = []
     for probe in PROBES:
         paper = paper_formula_count(probe)
@@ -101,7 +103,8 @@ def measures_table(probs: Mapping[tuple, pd.DataFrame], names: Sequence[str] = (
 
 def averaged(rows: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:
     """Rows averaged over repeats (e.g. the random directions): mean of every measure and diff, plus
-    the spread (min–max) of NN; the paper averages its 8 random controls this way (spec §4)."""
+    the spread (min–max) of NN; the paper averages its 8 random controls (whether it averaged the diffs per
+    run is not stated: book appendix *Where the code and the paper differ*, Bias-NLI: random controls)."""
     value_cols = [c for c in rows.columns if c in MEASURES or c.startswith("diff_")]
     out = rows.groupby(list(by), sort=False)[value_cols].mean()
     out["NN_min"] = rows.groupby(list(by), sort=False)["NN"].min()
@@ -128,7 +131,7 @@ def paper_pairs_here(probs: pd.DataFrame, probe: str) -> pd.DataFrame:
     return out.drop(columns=["table", "probe"])
 
 
-# -- directions (spec §5.2, §6) ----------------------------------------------------------------------------------
+# -- directions (Tables 7 and 12) --------------------------------------------------------------------------------
 def _lower(name: str) -> list[str]:
     return [w.lower() for w in wl.load_paper_list(name)]
 
@@ -147,7 +150,7 @@ def bias_directions(embeddings, bias: str, method: str = "svd_uncentered", gende
 
 
 def table7(embeddings, method: str = "svd_uncentered") -> pd.DataFrame:
-    """Principal-value ratios σ₂/σ₁, σ₃/σ₁, σ₄/σ₁ and the cosine column of Table 7 (spec §6).
+    """Principal-value ratios σ₂/σ₁, σ₃/σ₁, σ₄/σ₁ and the cosine column of Table 7.
 
     Gendered: the 9 differences of unit-normalized pairs, cosine with he − she. Demonyms (8 train + 32
     test) and Adherents (8 + 17): unit-normalized words, |cos| between the top direction of the full set

@@ -1,5 +1,5 @@
-"""Scoring Bias-NLI pairs with any NLI classifier (spec §4, §5.5): entailment / neutral / contradiction
-probabilities per pair, stored once per (model, pair set, precision) in the score store.
+"""Scoring Bias-NLI pairs with any NLI classifier (Dev et al. 2020, Tables 1, 3, 5, 15): entailment /
+neutral / contradiction probabilities per pair, stored once per (model, pair set, precision) in the score store.
 
 Any ``AutoModelForSequenceClassification`` with three NLI labels works, by hub id, folder or project name
 (``zoo:minilm-nli`` by default). Its classes are found through ``config.id2label``
@@ -130,7 +130,7 @@ def score_pairs(model: str, spec: TemplateSpec, *, batch_tokens: int = 8192, dev
                 engine: str = "local", workers: int | None = None, shard_pairs: int = SHARD_PAIRS):
     """Score every pair of ``spec`` with ``model`` into the score store (resuming; nothing twice).
 
-    ``projection`` scores the model with a *test-time* projection (spec §5.5; see
+    ``projection`` scores the model with a *test-time* projection (the paper's proj@test, Table 15; see
     :func:`stereoprobe.nli.contextual.test_time_projection`): ``"gender"`` (proj@test), ``"random:<i>"``
     (rand@test control i), ``"layers:all"`` (every layer; ``sentences`` estimate its directions) or a
     (k, d) array of input directions. Such scores are stored apart, under a digest of the directions.

@@ -1,8 +1,8 @@
-"""The Bias-NLI paper's NLI model over frozen static word vectors (spec ``nli.md`` §5.6), in PyTorch.
+"""The Bias-NLI paper's NLI model over frozen static word vectors (the authors' master branch), in PyTorch.
 
 Dev, Li, Phillips, Srikumar, "On Measuring and Mitigating Biased Inferences of Word Embeddings",
 AAAI 2020: a decomposable-attention variant with a BiLSTM encoder on frozen GloVe, retrained once per
-projection (a bias subspace removed from every word vector, §5.1). No AllenNLP.
+projection (a bias subspace removed from every word vector, as their ``embedding_bias.py`` does). No AllenNLP.
 
 **Model** (:class:`StaticNLI`; labels entailment = 0, neutral = 1, contradiction = 2):
 
@@ -17,7 +17,7 @@ projection (a bias subspace removed from every word vector, §5.1). No AllenNLP.
 * projection debiasing (``directions``): every row (word vectors, OOV rows, ``<s>``; padding stays zero)
   becomes x − Σ (x·b_i) b_i over the orthonormalized directions (the operator of
   :func:`stereoprobe.nli.projection.project_out`, computed row by row in float64), which equals projecting
-  inside the forward pass with frozen embeddings (spec §5.1);
+  inside the forward pass with frozen embeddings (as ``embedding_bias.py`` does);
 * encoder: 1-layer BiLSTM, 100 units per direction, shared by premise and hypothesis, built from two
   unidirectional LSTMs: the backward one reads each padded sequence reversed within its own length (about
   twice as fast on CPU as packed sequences, and exact on every real position); **locked (variational)
@@ -32,7 +32,7 @@ projection (a bias subspace removed from every word vector, §5.1). No AllenNLP.
 **Training** (:func:`train_static`): Adam (β 0.9/0.999), an exponential moving average of the weights
 (μ = 0.999, with the usual warm-up μ_t = min(μ, (1 + t)/(10 + t))) that is used for evaluation and
 prediction, length-bucketed shuffled batches, one held-out evaluation per epoch and the best epoch's EMA
-weights kept (early stopping after ``patience`` epochs without improvement). The spec trains 100 epochs at
+weights kept (early stopping after ``patience`` epochs without improvement). The authors train 100 epochs at
 batch 32 on SNLI; on one CPU core that is out of reach, so the defaults are a few epochs (recorded as
 ``metadata["best_epoch"]``). Deterministic given ``seed`` (and the thread count): torch's global RNG is
 seeded inside :func:`torch.random.fork_rng`, so the caller's RNG state is untouched.
@@ -49,9 +49,9 @@ so ± 0.8 points is one standard error). Held-out accuracy after epochs 1, 2, 3,
   batch 128 (lr 2e-3, EMA 0.995): no faster per epoch (compute-bound), peak 0.892.
 
 So the defaults (:data:`DEFAULT_EPOCHS` = 4 epochs over :data:`DEFAULT_N_TRAIN` = 51,200 pairs) give ≈ 0.90 in
-about 90 s; the curve is nearly flat afterwards (0.90–0.91 up to epoch 8), so the spec's 100 epochs are not
-attempted. Prediction runs at ≈ 14,000 pairs/s on one thread (batch 1024; the 1.94 M gender probe pairs
-take ≈ 2.5 min). Projection touches only the rows in use, so it costs nothing measurable.
+about 90 s; the curve is nearly flat afterwards (0.90–0.91 up to epoch 8), so the authors' 100 epochs are not
+attempted (book appendix *Where the code and the paper differ*, Bias-NLI: training the GloVe model).
+Prediction runs at ≈ 14,000 pairs/s on one thread (batch 1024; the 1.94 M gender probe pairs take ≈ 2.5 min). Projection touches only the rows in use, so it costs nothing measurable.
 
 **Data**: :func:`read_snli` reads a user's SNLI-format file (``.jsonl`` or the tab-separated ``.txt``);
 :func:`default_corpus` is the project's offline WordNet corpus (:mod:`stereoprobe.zoo.nli_corpus`).
@@ -75,9 +75,7 @@ import json
 import os
 import platform
 import re
-import shutil
 import time
-import uuid
 import weakref
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -86,11 +84,13 @@ from typing import Any
 
 import numpy as np
 
+from .. import providers
 from ..assets import Embeddings
-from ..batching import progress as _progress
+from ..atomic import atomic_folder, build_lock
+from ..batching import padded_inputs, progress as _progress
 from ..errors import CorpusError, ModelLoadError, StereoprobeError
 from ..paths import cache_dir
-from ..zoo.nli_corpus import NLIExample
+from .examples import NLIExample
 from .projection import orthonormalize
 
 __all__ = [
@@ -248,10 +248,9 @@ def check_examples(examples: Sequence[Any], what: str = "the training corpus") -
 
 def default_corpus(n_train: int = DEFAULT_N_TRAIN, n_heldout: int = DEFAULT_N_HELDOUT,
                    seed: int = 0) -> tuple[list[NLIExample], list[NLIExample]]:
-    """The project's offline WordNet NLI corpus (:func:`stereoprobe.zoo.nli_corpus.generate_splits`)."""
-    from ..zoo.nli_corpus import generate_splits
-
-    return generate_splits(n_train, n_heldout, seed=seed)
+    """The project's offline WordNet NLI corpus (:func:`stereoprobe.zoo.nli_corpus.generate_splits`, registered by
+    the zoo as the ``nli`` corpus: :mod:`stereoprobe.providers`)."""
+    return providers.corpus("nli")(n_train, n_heldout, seed=seed)
 
 
 def corpus_sha256(examples: Sequence[Any]) -> str:
@@ -485,16 +484,6 @@ def _net_class():
     return DecompAttnLSTM
 
 
-def _pad(rows: Sequence[Sequence[int]]):
-    import torch
-
-    lengths = [len(r) for r in rows]
-    out = np.zeros((len(rows), max(lengths)), dtype=np.int64)
-    for i, r in enumerate(rows):
-        out[i, :len(r)] = r
-    return torch.from_numpy(out), torch.tensor(lengths, dtype=torch.int64)
-
-
 @contextlib.contextmanager
 def _threads(n: int | None):
     import torch
@@ -576,9 +565,8 @@ class StaticNLI:
         self.net.eval()
         with _threads(threads), torch.inference_mode():
             for batch in _progress(batches, desc="static NLI", disable=not progress, unit="batch"):
-                p, pl = _pad([p_ids[i] for i in batch])
-                h, hl = _pad([h_ids[i] for i in batch])
-                out[batch] = self.net(weight, p, pl, h, hl).numpy()
+                (p, pm), (h, hm) = (padded_inputs(ids, batch, PAD, "cpu").values() for ids in (p_ids, h_ids))
+                out[batch] = self.net(weight, p, pm.sum(1), h, hm.sum(1)).numpy()
         return out
 
     def predict(self, pairs: Sequence[tuple[str, str]], *, batch_size: int = 1024, progress: bool = True,
@@ -625,20 +613,13 @@ class StaticNLI:
         import torch
 
         folder = Path(path)
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = folder.parent / f".{folder.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        tmp.mkdir()
-        try:
+        with atomic_folder(folder) as tmp:  # replaces a model saved there before
             tensors = {f"net.{k}": v.detach().contiguous().clone() for k, v in self.net.state_dict().items()}
             tensors["table.specials"] = torch.from_numpy(self.table.specials.copy())
             if self.table.basis is not None:
                 tensors["table.basis"] = torch.from_numpy(np.ascontiguousarray(self.table.basis))
             save_file(tensors, str(tmp / WEIGHTS))
             (tmp / CARD).write_text(json.dumps({**self.card(), "complete": True}, indent=2) + "\n", encoding="utf-8")
-            _commit(tmp, folder)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
         self.path = folder
         return folder
 
@@ -689,15 +670,6 @@ def _read_card(folder: Path) -> dict | None:
     return card
 
 
-def _commit(tmp: Path, folder: Path) -> None:
-    """Rename the finished ``tmp`` folder to ``folder``, replacing an existing one."""
-    if folder.exists():
-        old = folder.parent / f".{folder.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        os.replace(folder, old)
-        shutil.rmtree(old, ignore_errors=True)
-    os.replace(tmp, folder)
-
-
 # --------------------------------------------------------------------------------------------------- training
 
 
@@ -746,11 +718,11 @@ def train_static(train_examples: Sequence[Any], heldout_examples: Sequence[Any],
                  seed: int = DEFAULT_SEED, hidden: int = 100, mlp: int = 200, dropout: float = 0.2,
                  require: Iterable[str] = (), source_name: str | None = None, progress: bool = True,
                  threads: int | None = None) -> StaticNLI:
-    """Train the §5.6 model on ``train_examples`` and keep the epoch with the best held-out accuracy.
+    """Train the :class:`StaticNLI` model on ``train_examples`` and keep the epoch with the best held-out accuracy.
 
     Examples have ``premise``, ``hypothesis`` and ``label`` (one of :data:`LABELS`), e.g.
     :func:`default_corpus` or :func:`read_snli`. ``directions`` (k, d) are projected off every embedding
-    (debiasing, spec §5.1); ``require`` lists words that must have a vector in ``embeddings`` (e.g. the
+    (debiasing, as ``embedding_bias.py``); ``require`` lists words that must have a vector in ``embeddings`` (e.g. the
     Bias-NLI template words), checked before training. ``epochs`` is the maximum; training stops after
     ``patience`` epochs without a better held-out accuracy (``None``: never). ``threads`` sets torch's
     thread count during training. ``source_name`` names the embedding source in the card (default:
@@ -804,9 +776,8 @@ def train_static(train_examples: Sequence[Any], heldout_examples: Sequence[Any],
             total = 0.0
             for batch in _progress(batches, desc=f"static NLI epoch {epoch}/{epochs}", disable=not progress,
                                    unit="batch", leave=False):
-                p, pl = _pad([p_ids[i] for i in batch])
-                h, hl = _pad([h_ids[i] for i in batch])
-                loss = torch.nn.functional.nll_loss(net(weight, p, pl, h, hl), gold[batch])
+                (p, pm), (h, hm) = (padded_inputs(ids, batch, PAD, "cpu").values() for ids in (p_ids, h_ids))
+                loss = torch.nn.functional.nll_loss(net(weight, p, pm.sum(1), h, hm.sum(1)), gold[batch])
                 opt.zero_grad(set_to_none=True)
                 loss.backward()
                 opt.step()
@@ -901,13 +872,14 @@ def cached_train(train_examples: Sequence[Any], heldout_examples: Sequence[Any],
     key = cache_key(train_examples, heldout_examples, embeddings, directions=directions, **settings)
     folder = Path(root) if root is not None else cache_dir() / "nli_static"
     folder = folder / f"{name}-{key}"
-    if _read_card(folder) is not None:
-        model = StaticNLI.load(folder, embeddings)
-        model.metadata["cache_hit"] = True
-        return model
-    model = train_static(train_examples, heldout_examples, embeddings, directions=directions, progress=progress,
-                         threads=threads, source_name=source_name, **settings)
-    model.config["cache_key"] = key
-    model.save(folder)
+    with build_lock(folder):  # another process training it: wait, then load its model
+        if _read_card(folder) is not None:
+            model = StaticNLI.load(folder, embeddings)
+            model.metadata["cache_hit"] = True
+            return model
+        model = train_static(train_examples, heldout_examples, embeddings, directions=directions, progress=progress,
+                             threads=threads, source_name=source_name, **settings)
+        model.config["cache_key"] = key
+        model.save(folder)
     model.metadata["cache_hit"] = False
     return model

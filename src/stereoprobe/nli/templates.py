@@ -1,9 +1,10 @@
-"""Lazy generation of the Bias-NLI premise/hypothesis pairs (spec §3).
+"""Lazy generation of the Bias-NLI premise/hypothesis pairs (the authors' ``generate_templates.py``).
 
 A pair fills the same verb–object template twice: the premise with a premise-type word, the
 hypothesis with a hypothesis-type word; its gold label is always *neutral*.
 
-Fillers per probe (spec §2.2, §3.2; the main text is authoritative on Train/Test, spec §12.6):
+Fillers per probe (the paper's main text, not its supplement's preface, decides which lists are Train and
+which Test: book appendix *Where the code and the paper differ*, Bias-NLI: Train and Test lists):
 
 * ``gender``: premise = occupations, hypothesis = the 6 gendered words (man, gentleman, guy, woman,
   lady, girl). ``source="repo"`` (default) uses the repository's 164 occupations and
@@ -13,9 +14,10 @@ Fillers per probe (spec §2.2, §3.2; the main text is authoritative on Train/Te
 * ``religion``: premise = Polarity, hypothesis = AdherentsTest (17).
 
 For nationality and religion ``source`` changes nothing: the repository has no Polarity or Adherent list
-(its ``polarized_adjectives``/``religions`` are other lists, spec §12.4), so the supplement's lists are
-used, capitalised as in the repository's ``adjectives/countries`` ("A French person …"). The *Train*
-lists are for learning subspaces, never for templates.
+(its ``polarized_adjectives``/``religions`` are other lists: book appendix *Where the code and the paper
+differ*, Bias-NLI: which word lists), so the supplement's lists are used, capitalised as in the
+repository's ``adjectives/countries`` ("A French person …"). The *Train* lists are for learning subspaces,
+never for templates.
 
 Polarity has 26 entries with "terrible" twice; the authors' loader dedupes it, so the default is the
 25 unique words; ``keep_duplicate=True`` keeps both (those pairs then share their ``id``).
@@ -29,7 +31,7 @@ Sentences follow the code: "An accountant ate a bagel ." — a capitalised *inde
 after adjectives, and a space before the final period (the paper prints "The accountant ate a bagel.").
 ``articles="compat"`` keeps the code's letter rule ("a SUV", "A honest person", "An Ukrainian person");
 ``"fixed"`` corrects them (a short pronunciation rule for these lists, not a dictionary).
-``lowercase`` and ``detokenize`` are the downstream formatting of spec §3.3 (GloVe/ELMo lowercase
+``lowercase`` and ``detokenize`` are the downstream formatting of the authors' pipeline (GloVe/ELMo lowercase
 everything; "… a bagel." for cased BPE models); the ``id`` is computed before them.
 The ``pair type`` inside the id is "occupations -> gendered_words" for gender (the authors' list names);
 for nationality/religion the authors' file names are unknown, so "polarity -> demonyms_test" and
@@ -129,7 +131,7 @@ class Pair(NamedTuple):
     """One premise/hypothesis pair (gold label: neutral); the fields of the authors' CSV plus positions."""
 
     index: int  # position in the full (unsampled) enumeration
-    id: str  # sha224 of pair type, premise and hypothesis (spec §3.3)
+    id: str  # sha224 of pair type, premise and hypothesis (the id column of the authors' CSV)
     pair_type: str
     premise_filler: str
     hypothesis_filler: str
@@ -233,7 +235,7 @@ def template_type(spec: TemplateSpec, template: Template) -> str:
 
 
 def pair_id(pair_type: str, premise: str, hypothesis: str) -> str:
-    """``sha224(pair_type + TAB + premise + TAB + hypothesis)`` as hex (spec §3.3)."""
+    """``sha224(pair_type + TAB + premise + TAB + hypothesis)`` as hex (the ``id`` column of the authors' CSV)."""
     return hashlib.sha224(f"{pair_type}\t{premise}\t{hypothesis}".encode("utf-8")).hexdigest()
 
 
@@ -254,7 +256,8 @@ def _selected(spec: TemplateSpec, n: int) -> np.ndarray:
 
 
 def count(spec: TemplateSpec) -> Counts:
-    """Pair counts from the list sizes, without generating a sentence (spec §3.4)."""
+    """Pair counts from the list sizes, without generating a sentence (book appendix *Where the code and the
+    paper differ*, Bias-NLI: templates and pair counts)."""
     prem, hyp, n_t = _full(spec)
     full = len(prem) * len(hyp) * n_t
     pairs = full if spec.sample is None else len(_selected(spec, full))
@@ -356,7 +359,7 @@ def paper_formula_count(probe: str) -> PaperCount:
 
 
 def fingerprint(spec: TemplateSpec) -> str:
-    """A hash of what determines the pairs: the spec's parameters, the word-list bytes, the version."""
+    """A hash of what determines the pairs: ``spec``'s parameters, the word-list bytes, the version."""
     h = hashlib.sha256(json.dumps({"spec": spec.as_dict(), "version": GENERATOR_VERSION}, sort_keys=True).encode())
     root = data_dir() / "nli"
     for path in sorted((root / "word_lists").rglob("*")) + sorted((root / "paper_supplement").glob("*.txt")):

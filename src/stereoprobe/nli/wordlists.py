@@ -1,4 +1,4 @@
-"""Bias-NLI word lists (spec §2): the authors' repository lists and the paper-supplement lists.
+"""Bias-NLI word lists: the authors' repository lists and the paper-supplement lists.
 
 Two sources live under ``data/nli/``:
 
@@ -9,9 +9,9 @@ Two sources live under ``data/nli/``:
   ``demonyms_train``/``_test``, ``adherents_train``/``_test``, ``countries``, ``gendered``,
   ``gendered_test``), which the repository lacks but nationality/religion need.
 
-Both are read with the repository loader's rule (spec §2.1): deduplicate the *raw* lines with ``set``
-(before stripping), sort, then strip. So the supplement's Polarity list (26 entries, "terrible" twice)
-loads as 25 words unless ``keep_duplicates=True``.
+Both are read with the repository loader's rule (``Lists.load_list`` in ``stereotypes/lists.py``):
+deduplicate the *raw* lines with ``set`` (before stripping), sort, then strip. So the supplement's Polarity
+list (26 entries, "terrible" twice) loads as 25 words unless ``keep_duplicates=True``.
 
 >>> repo_rule(["terrible\\n", "awful\\n", "terrible\\n"])
 ['awful', 'terrible']
@@ -36,7 +36,8 @@ PAPER_LISTS = (
     "adherents_test", "adherents_train", "countries", "demonyms_test", "demonyms_train", "gendered",
     "gendered_test", "polarity",
 )
-#: The supplement's Occupations list is the repository's without these two (162 vs 164; spec §12.5).
+#: The supplement's Occupations list is the repository's without these two (162 vs 164; book appendix *Where the code and the paper differ*,
+#: Bias-NLI: occupations).
 NOT_IN_PAPER_OCCUPATIONS = ("actor", "waiter")
 
 

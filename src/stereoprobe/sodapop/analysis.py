@@ -1,20 +1,20 @@
-"""SODAPOP's statistics on success-rate vectors (spec ``sodapop.md`` §7–10, §13–14).
+"""SODAPOP's statistics on success-rate vectors (book appendix *Where the code and the paper differ*, SODAPOP).
 
 An, Li, Zhao, Rudinger, "SODAPOP: Open-Ended Discovery of Social Biases in Social Commonsense Reasoning
 Models", EACL 2023 (§4–6, Tables 2–4, 9–21); the authors' ``process_distractor_results.py`` and
 ``p_test.py``. ``sr`` is always a names × words DataFrame of success rates
 (:func:`stereoprobe.sodapop.success.sr_matrix`); groups are lists of names (rows of ``sr``).
 
-* **Relative difference** (§9): with S = Σ_{n∈G} SR(w, n) and m = S/|G|, the paper's Eq. 2–4 give
+* **Relative difference** (``process_distractor_results.py``): with S = Σ_{n∈G} SR(w, n) and m = S/|G|, the paper's Eq. 2–4 give
   ``RD = (m1 − m2) / ((m1 + m2)/2)``; the code prints ``RD_code = Σ(G1 − G2) / mean(S1/|G1|, S2/|G2|)``,
   which is |G| × RD for equal sizes (25× in the paper's tables, which most likely show RD_code).
-* **Permutation test** (§10): two-sided, on d = m1 − m2. ``method="compat"`` reproduces ``p_test.py``
+* **Permutation test** (``p_test.py``): two-sided, on d = m1 − m2. ``method="compat"`` reproduces ``p_test.py``
   (the same ``RandomState(10)`` permutations for every word, strict ``>``, p = count/N without +1, so p
   can be 0 and moves in steps of 1/N). ``"sampled"`` is the usual Monte-Carlo p-value (count(≥)+1)/(N+1)
   (Phipson & Smyth 2010), ``"exact"`` enumerates every split. The paper tests only the 30 printed words
   per pair; :func:`rd_table` tests every vocabulary word and adds Benjamini–Hochberg q-values over them.
-* **Separability** (§7): binary KMeans on the SR vectors of two groups, accuracy max(acc, 1 − acc).
-* **t-SNE** (§8) coordinates of four groups.
+* **Separability** (``process_distractor_results.py``): binary KMeans on the SR vectors of two groups, accuracy max(acc, 1 − acc).
+* **t-SNE** (``process_distractor_results.py``) coordinates of four groups.
 
 >>> sr = pd.DataFrame({"kind": [0.4, 0.5, 0.1, 0.2], "rude": [0.1, 0.1, 0.3, 0.3]},
 ...                   index=["a1", "a2", "b1", "b2"])
@@ -42,7 +42,8 @@ from ..stats import adjust_pvalues
 
 __all__ = [
     "TABLE9_PAIRS", "CODE_KMEANS_PAIRS", "RD_PAIRS", "RD_PAIRS_FIXED",
-    "relative_difference", "top_words", "permutation_indices", "permutation_pvalues", "qvalues", "rd_table",
+    "relative_difference", "top_words", "permutation_indices", "permutation_method", "permutation_pvalues", "qvalues",
+    "rd_table",
     "kmeans_accuracy", "separability_table", "tsne_coordinates", "reference",
 ]
 
@@ -57,7 +58,8 @@ TABLE9_PAIRS: tuple[Pair, ...] = (
     ("EA_f", "HS_f"), ("EA_m", "HS_m"), ("AA_f", "AS_f"), ("AA_m", "AS_m"),
     ("AA_f", "HS_f"), ("AA_m", "HS_m"), ("HS_f", "AS_f"), ("HS_m", "AS_m"),
 )
-#: The 18 KMeans pairs of the released code (no HS–AS pairs; two mixed and two reversed duplicates; §7).
+#: The 18 KMeans pairs of the released code (no HS–AS pairs; two mixed and two reversed duplicates;
+#: book appendix *Where the code and the paper differ*, SODAPOP: KMeans pairs).
 CODE_KMEANS_PAIRS: tuple[Pair, ...] = (
     ("EA_f", "EA_m"), ("AA_f", "AA_m"), ("HS_f", "HS_m"), ("AS_f", "AS_m"),
     ("EA_f", "AA_f"), ("EA_m", "AA_m"), ("EA_f", "AA_m"), ("EA_m", "AA_f"),
@@ -65,7 +67,8 @@ CODE_KMEANS_PAIRS: tuple[Pair, ...] = (
     ("AA_f", "AS_f"), ("AA_m", "AS_m"), ("AA_f", "HS_f"), ("AA_m", "HS_m"),
     ("HS_f", "AA_f"), ("HS_m", "AA_m"),
 )
-#: The code's 16 RD/permutation-test pairs (§9), last one (HS_f, AS_m) kept as released (likely a typo).
+#: The code's 16 RD/permutation-test pairs, last one (HS_f, AS_m) kept as released (likely a typo;
+#: book appendix *Where the code and the paper differ*, SODAPOP: last RD pair).
 RD_PAIRS: tuple[Pair, ...] = (
     ("AA_f", "EA_f"), ("AS_f", "EA_f"), ("HS_f", "EA_f"), ("AA_m", "EA_m"),
     ("AS_m", "EA_m"), ("HS_m", "EA_m"), ("AA_f", "AS_f"), ("AA_f", "HS_f"),
@@ -123,14 +126,15 @@ def _check_scale(scale: str) -> str:
 
 def relative_difference(sr: pd.DataFrame, g1_names: Sequence[str], g2_names: Sequence[str],
                         scale: Scale = "paper") -> pd.Series:
-    """RD(w, G1, G2) per word, in vocabulary order (spec §9; An et al. 2023, Eq. 2–4).
+    """RD(w, G1, G2) per word, in vocabulary order (``process_distractor_results.py``; An et al. 2023, Eq. 2–4).
 
     With S_i = Σ_{n∈G_i} SR(w, n) and m_i = S_i/|G_i|:
 
     * ``"paper"``: RD = (m1 − m2) / ((m1 + m2)/2);
     * ``"code"``:  RD = Σ_k (G1_k − G2_k) / mean(S1/|G1|, S2/|G2|) = |G| × RD_paper for equal sizes.
       The released code subtracts the two groups' arrays, which fails for unequal sizes; then this
-      function uses S1 − S2 as the numerator (the spec's formula, not a multiple of RD_paper).
+      function uses S1 − S2 as the numerator (the code's formula read with sums, not a multiple of RD_paper;
+      book appendix *Where the code and the paper differ*, SODAPOP: scale of RD).
 
     Words are skipped, as in the code, when S1 = 0, S2 = 0 or the numerator is 0. Sums run row by row
     like the code's, so these float tests agree with it bit for bit (a mathematically zero numerator that
@@ -147,7 +151,8 @@ def relative_difference(sr: pd.DataFrame, g1_names: Sequence[str], g2_names: Seq
 
 def top_words(sr: pd.DataFrame, g1: Sequence[str], g2: Sequence[str], k: int = 15,
               scale: Scale = "paper") -> pd.DataFrame:
-    """The k words most associated with each group, as the code prints them (spec §9; Tables 3, 10–21).
+    """The k words most associated with each group, as the code prints them (``process_distractor_results.py``;
+    Tables 3, 10–21).
 
     Words are sorted ascending by RD (stable: ties keep vocabulary order); side ``G2`` is the first k
     (most negative first), side ``G1`` the last k reversed (largest first). As in the code, the two
@@ -183,7 +188,7 @@ def _permutations(n_total: int, n_perm: int, seed: int) -> np.ndarray:
 
 def permutation_indices(n_total: int, n_perm: int, seed: int = 10) -> np.ndarray:
     """``n_perm × n_total`` matrix whose row i is the i-th ``np.random.RandomState(seed).permutation(n_total)``
-    (spec §10). The legacy shuffle draws the same numbers whatever the array holds, so row i also orders
+    (the permutations of ``p_test.py``). The legacy shuffle draws the same numbers whatever the array holds, so row i also orders
     ``np.random.permutation(G1 + G2)`` after ``np.random.seed(seed)``, as in ``p_test.py``. Stored as
     int8/int16, read-only and cached (10⁶ × 50 takes about 2 s and 50 MB).
 
@@ -214,11 +219,35 @@ def _splits(method: str, n1: int, n2: int, n_perm: int, seed: int) -> np.ndarray
     return permutation_indices(n_total, n_perm, seed)[:, :n1]
 
 
+def permutation_method(n1: int, n2: int, n_perm: int, method: str = "auto") -> str:
+    """The permutation test to run for groups of n1 and n2 names with a budget of ``n_perm`` splits.
+
+    ``"auto"`` is ``"exact"`` when there are no more than ``n_perm`` splits (C(n1 + n2, n1): every split is
+    enumerated and p is exact), else ``"sampled"`` (n_perm random splits). Any other method (``"compat"``,
+    ``"sampled"``, ``"exact"``) is returned as given. The chapter and ``stereoprobe sodapop report`` both
+    choose the test this way; with 25 names per group, as in the authors' ``p_test.py``, "auto" samples.
+
+    >>> permutation_method(8, 8, 100_000), permutation_method(25, 25, 1_000_000)
+    ('exact', 'sampled')
+    >>> permutation_method(25, 25, 1_000_000, "compat")
+    'compat'
+    """
+    if method == "auto":
+        if not all(isinstance(n, (int, np.integer)) and n >= 1 for n in (n1, n2, n_perm)):
+            raise MetricsError(f"Need positive integers for the group sizes and n_perm, got {n1!r}, {n2!r} and "
+                               f"{n_perm!r}.")
+        return "exact" if comb(int(n1) + int(n2), int(n1)) <= n_perm else "sampled"
+    if method not in METHODS:
+        raise MetricsError(f"Unknown permutation method {method!r}; choose 'auto' or one of: {', '.join(METHODS)}.")
+    return method
+
+
 def permutation_pvalues(sr: pd.DataFrame, g1: Sequence[str], g2: Sequence[str], words: Sequence[str] | None = None,
                         n_perm: int = 1_000_000, seed: int = 10, method: Method = "compat",
                         chunk: int | None = None) -> pd.Series:
     """Two-sided permutation p-values of d(w) = mean_{G1} SR(w) − mean_{G2} SR(w), one per word
-    (spec §10; An et al. 2023, §4.3; ``p_test.py``).
+    (An et al. 2023, §4.3; ``p_test.py``; book appendix *Where the code and the paper differ*, SODAPOP:
+    permutation test).
 
     The split A†/B† is the first |G1| / remaining rows of the stacked [G1; G2] under each permutation;
     every word sees the same permutations (the code resets the seed per word). With N splits and d0 the
@@ -288,7 +317,7 @@ def qvalues(p) -> np.ndarray | pd.Series:
 
 def rd_table(sr: pd.DataFrame, g1: Sequence[str], g2: Sequence[str], words: Sequence[str] | None = None,
              n_perm: int = 1_000_000, method: Method = "compat", seed: int = 10) -> pd.DataFrame:
-    """Every word with an RD (skip rules of §9), with both RD scales, its permutation p-value and BH q-value.
+    """Every word with an RD (skip rules of :func:`relative_difference`), with both RD scales, its permutation p-value and BH q-value.
 
     Columns: word, side (G1 if RD > 0), mean_g1, mean_g2, rd_paper, rd_code, p, q; sorted ascending by
     rd_paper (the code's order: the G2 words first). ``words`` restricts the table to some vocabulary
@@ -316,7 +345,7 @@ def rd_table(sr: pd.DataFrame, g1: Sequence[str], g2: Sequence[str], words: Sequ
 
 
 def kmeans_accuracy(X, y_true, seed: int = 0) -> float:
-    """Binary KMeans "classification accuracy" (spec §7; An et al. 2023, Table 2/9).
+    """Binary KMeans "classification accuracy" (``process_distractor_results.py``; An et al. 2023, Table 2/9).
 
     ``KMeans(n_clusters=2, random_state=seed, n_init=10, algorithm="elkan")`` (the scikit-learn 1.0
     defaults of the original run: k-means++, 10 restarts, Elkan for dense data), fitted and predicted on
@@ -340,7 +369,7 @@ def kmeans_accuracy(X, y_true, seed: int = 0) -> float:
 
 def separability_table(sr: pd.DataFrame, groups: Mapping[str, Sequence[str]],
                        pairs: Sequence[Pair] = TABLE9_PAIRS, seed: int = 0) -> pd.DataFrame:
-    """KMeans accuracy for each pair of groups (spec §7): X = [G1 rows; G2 rows], y = [1]·|G1| + [0]·|G2|.
+    """KMeans accuracy for each pair of groups (as the authors' code computes it): X = [G1 rows; G2 rows], y = [1]·|G1| + [0]·|G2|.
 
     ``groups`` maps group keys to names (e.g. :func:`stereoprobe.sodapop.names.analysis_groups`). Columns:
     pair ("G1-G2"), g1, g2, accuracy; compare with ``reference("table9")``.
@@ -362,7 +391,7 @@ def separability_table(sr: pd.DataFrame, groups: Mapping[str, Sequence[str]],
 
 def tsne_coordinates(sr: pd.DataFrame, groups: Mapping[str, Sequence[str]], g1_race: str, g2_race: str,
                      seed: int = 10) -> pd.DataFrame:
-    """2-D t-SNE of the SR vectors of four groups (spec §8; An et al. 2023, Fig. 4–5, 8–13).
+    """2-D t-SNE of the SR vectors of four groups (``process_distractor_results.py``; An et al. 2023, Fig. 4–5, 8–13).
 
     Rows are [G1 female; G2 female; G1 male; G2 male] (group keys ``{race}_f`` / ``{race}_m``), embedded
     by ``TSNE(n_components=2, learning_rate="auto", init="random", random_state=seed,
@@ -388,13 +417,14 @@ _REFERENCES = {"table9": "paper_table9.tsv", "top_words": "paper_top_words.tsv"}
 
 
 def reference(kind: Literal["table9", "top_words"]) -> pd.DataFrame:
-    """Numbers printed in An et al. 2023, transcribed from spec §13 (``data/sodapop/reference``).
+    """Numbers printed in An et al. 2023, as transcribed in ``data/sodapop/reference``.
 
     * ``"table9"``: KMeans accuracies, 16 pairs (Table 9's order; Table 2 = first 8 rows, columns bert and
       inlp_race) × 8 models: bert, inlp_race, inlp_gender, sd_race, sd_gender, dropout, cda_race, cda_gender.
     * ``"top_words"``: table, setting, g1, g2, side, rank, word, rd, p for the top-5 words per side of
-      Tables 3, 4, 6, 13, 21 and ranks 6–15 of Table 10 (which extends Table 3; rd/p not in the spec, left
-      empty). rd is as printed (most likely the code's 25× scale, §9); p is empty where not printed.
+      Tables 3, 4, 6, 13, 21 and ranks 6–15 of Table 10 (which extends Table 3; its rd/p were not
+      transcribed, left empty). rd is as printed (most likely the code's 25× scale: book appendix *Where
+      the code and the paper differ*, SODAPOP: scale of RD); p is empty where not printed.
 
     >>> reference("table9").shape, len(reference("top_words"))
     ((16, 11), 70)

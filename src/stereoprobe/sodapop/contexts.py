@@ -1,4 +1,4 @@
-"""The shipped Social IQa slice and SODAPOP's 50 probe contexts (spec ``sodapop.md`` §1).
+"""The shipped Social IQa slice and SODAPOP's 50 probe contexts (the authors' ``socialIQa_v1.4_dev_Bethany_0_2191.jsonl``).
 
 ``data/sodapop/social_iqa_dev_bethany.jsonl`` holds 1,302 Social IQa dev items, one JSON object per
 line with the string fields ``context, question, answerA, answerB, answerC, correct``. Their person is
@@ -38,7 +38,8 @@ FIELDS = ("context", "question", "answerA", "answerB", "answerC", "correct")
 LETTERS = ("A", "B", "C")
 #: The single context of the paper's §4.2 (Fig. 1, Table 4/8/11/21).
 SINGLE_CONTEXT = 3
-#: Probe contexts whose person is still "she/her" in the shipped file (spec §1, a confound).
+#: Probe contexts whose person is still "she/her" in the shipped file (a confound: book appendix *Where the code and the paper differ*,
+#: SODAPOP: pronouns in the contexts).
 SHE_CONTEXTS = (36, 38, 51, 79, 102, 104, 136, 142, 193, 246, 250, 277, 286, 296, 316, 318, 320)
 
 

@@ -1,4 +1,4 @@
-"""Post-hoc debiasing of a multiple-choice model's encoder: INLP and SentenceDebias (spec ``sodapop.md`` §12, §15).
+"""Post-hoc debiasing of a multiple-choice model's encoder: INLP and SentenceDebias, as bias-bench applies them.
 
 SODAPOP's debiased MCQ models (An et al., EACL 2023, §6) were made with **bias-bench** (Meade, Poole-Dayan,
 Reddy, ACL 2022; github.com/McGill-NLP/bias-bench, MIT licence). Its two post-hoc methods act on the last
@@ -14,9 +14,10 @@ hidden states of the encoder, every token, *before* the pooler and the task head
   ``h ← h − (h·b) b / (b·b)``.
 
 :func:`debiased` registers that hook on ``model.base_model.encoder`` (``BertForMultipleChoice.bert.encoder``;
-bias-bench has no multiple-choice wrappers, spec §12). :func:`fit_debias` computes ``P`` or ``b`` from the
+bias-bench has no multiple-choice wrappers). :func:`fit_debias` computes ``P`` or ``b`` from the
 mean-pooled last-layer states of an encoder — the MCQ model's own (``encoder_source="self"``) or another one
-(e.g. the pre-trained encoder; the spec leaves open which one SODAPOP used) — and caches it.
+(e.g. the pre-trained encoder; the paper does not say which one SODAPOP used: book appendix *Where the
+code and the paper differ*, SODAPOP: debiased models) — and caches it.
 
 **The attribute word lists** are bias-bench's ``data/bias_attribute_words.json``, copied unchanged to
 ``data/sodapop/bias_attribute_words.json`` (bias-bench's MIT licence; only the line endings changed, CRLF → LF):
@@ -55,7 +56,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import random
 import string
 import time
@@ -66,6 +66,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from .. import providers
+from ..atomic import atomic_file
 from ..errors import ProjectionError
 from ..paths import cache_dir, data_dir, missing_data_fix
 
@@ -107,10 +109,9 @@ def attribute_words(kind: str) -> list[tuple[str, ...]]:
 
 @lru_cache(maxsize=1)
 def corpus_sentences() -> tuple[str, ...]:
-    """The offline corpus: every WordNet 3.1 sentence of :func:`~stereoprobe.zoo.wordnet.mlm_corpus`, lower-cased, sorted."""
-    from ..zoo.wordnet import mlm_corpus
-
-    train, heldout = mlm_corpus(n_heldout=0)
+    """The offline corpus: every WordNet 3.1 sentence of :func:`~stereoprobe.zoo.wordnet.mlm_corpus`, lower-cased, sorted
+    (the zoo registers its WordNet reader as the ``wordnet`` corpus: :mod:`stereoprobe.providers`)."""
+    train, heldout = providers.corpus("wordnet").mlm_corpus(n_heldout=0)
     return tuple(sorted({s.lower() for s in train + heldout}))
 
 
@@ -540,10 +541,8 @@ def fit_debias(model, tokenizer, method: str = "inlp", kind: str = "gender", *, 
     diagnostics |= {"dim": int(d_model), "seconds_encode": round(t1 - t0, 2),
                     "seconds_fit": round(time.perf_counter() - t1, 2)}
     if cache:
-        folder.mkdir(parents=True, exist_ok=True)
-        meta.write_text(json.dumps(diagnostics, indent=1))
-        tmp = stem.with_suffix(f".tmp{os.getpid()}")
-        with open(tmp, "wb") as f:
+        with atomic_file(meta) as f:
+            f.write(json.dumps(diagnostics, indent=1))
+        with atomic_file(npy, "wb") as f:  # last: a cached .npy always has its diagnostics
             np.save(f, array)
-        os.replace(tmp, npy)  # last and atomic: a cached .npy always has its diagnostics
     return DebiasFit(method, kind, array, diagnostics, key)

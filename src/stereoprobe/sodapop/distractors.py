@@ -1,4 +1,4 @@
-"""Distractor generation (SODAPOP Alg. 1; spec ``sodapop.md`` §3), batched and memoized.
+"""Distractor generation (SODAPOP Alg. 1; the authors' ``generate_distractors.py``), batched and memoized.
 
 For a name n and a probe context, the correct answer is turned into "neighbours" by a masked LM:
 
@@ -22,10 +22,11 @@ Decoding of the M fills (``decoding``):
   skipped; ``drop_original`` removes the correct answer from its own distractors. Not comparable with
   the paper.
 
-Then (spec §3.1): deduplicate (``dedup``), **sort** (the authors' ``list(set(...))`` order depended on
-``PYTHONHASHSEED``), shuffle with ``random.Random(10)``, cap at ``min(cap, 2⌊U/2⌋)`` and pair them up into
-3-choice MCQs: the correct answer stays in its slot, the two distractors fill the other slots in
-alphabetical order. The paper's single-context experiment keeps every raw candidate
+Then, as the authors' ``generate_distractors.py`` does but for the sort (book appendix *Where the code and
+the paper differ*, SODAPOP: order of the distractors): deduplicate (``dedup``), **sort** (the authors'
+``list(set(...))`` order depended on ``PYTHONHASHSEED``), shuffle with ``random.Random(10)``, cap at
+``min(cap, 2⌊U/2⌋)`` and pair them up into 3-choice MCQs: the correct answer stays in its slot, the two
+distractors fill the other slots in alphabetical order. The paper's single-context experiment keeps every raw candidate
 (``dedup=False, cap=None``).
 
 Scale (constant L, M fills per position): FILL calls ``L + M·L² + M²·L³`` masked inputs, the multiset
@@ -64,6 +65,7 @@ from typing import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from ..atomic import atomic_file
 from ..choices import MODES
 from ..errors import StereoprobeError
 from ..paths import cache_dir
@@ -90,7 +92,7 @@ class GenerationConfig:
 
     def __post_init__(self):
         if self.decoding not in MODES:
-            raise StereoprobeError(f"decoding {self.decoding!r} is unknown; choose compat or clean.")
+            raise StereoprobeError(f"decoding {self.decoding!r} is unknown; choose {' or '.join(MODES)}.")
         if self.recursion not in ("code", "paper"):
             raise StereoprobeError(f"recursion {self.recursion!r} is unknown; choose code or paper.")
         if not (isinstance(self.depth, int) and 1 <= self.depth <= 5):
@@ -105,8 +107,9 @@ class GenerationConfig:
 
 
 def scale(L: int, depth: int = 3, top_m: int = 10) -> dict[str, int]:
-    """Masked-LM passes and raw candidates of ``GEN(answer, depth)`` for an answer of ``L`` tokens (spec §3.4).
+    """Masked-LM passes and raw candidates of ``GEN(answer, depth)`` for an answer of ``L`` tokens.
 
+    The authors' recursion (book appendix *Where the code and the paper differ*, SODAPOP: recursion depth).
     Assumes exactly ``top_m`` fills per position and constant L (the upper bound; the compat decoding can
     give fewer). passes = Σ_{j<depth} M^j L^{j+1}; candidates = Σ_{j=1..depth} M^j L^j.
     """
@@ -116,7 +119,8 @@ def scale(L: int, depth: int = 3, top_m: int = 10) -> dict[str, int]:
 
 
 def n_mcqs(unique: int, cap: int | None = 10000) -> int:
-    """MCQs of one (name, context): ``min(cap, 2⌊U/2⌋) / 2`` (spec §3.4)."""
+    """MCQs of one (name, context): ``min(cap, 2⌊U/2⌋) / 2`` (book appendix *Where the code and the paper differ*,
+    SODAPOP: duplicates and the cap)."""
     even = 2 * (unique // 2)
     return (even if cap is None else min(cap, even)) // 2
 
@@ -161,7 +165,7 @@ _CLEANUP = ((" .", "."), (" ?", "?"), (" !", "!"), (" ,", ","), (" ' ", "'"), ("
 
 
 def pieces_compat(decoded: str, top_m: int = 10) -> list[str]:
-    """The authors' split of the jointly decoded fills (spec §3.3e): 4.18's clean-up, single spaces, first ``top_m``.
+    """The authors' split of the jointly decoded fills (``generate_distractors.py``): 4.18's clean-up, single spaces, first ``top_m``.
 
     ``decoded`` is ``tokenizer.decode(ids)`` without clean-up; byte-level BPE writes a word-initial fill's
     space first, so the top fill's piece is "" (a deletion).
@@ -318,7 +322,7 @@ def generate_units(units: list[Unit], masker: FillMasker, config: GenerationConf
 
 
 def select(candidates: Counter, config: GenerationConfig) -> list[str]:
-    """Dedup (or keep the multiset), sort, seeded shuffle, cap to an even count (spec §3.1 steps 5–7)."""
+    """Dedup (or keep the multiset), sort, seeded shuffle, cap to an even count (the authors' order of steps)."""
     pool = sorted(candidates) if config.dedup else sorted(candidates.elements())
     random.Random(config.seed).shuffle(pool)
     keep = 2 * (len(pool) // 2)
@@ -334,7 +338,8 @@ def wrong_slots(correct: str) -> tuple[str, str]:
 
 
 def pair_mcqs(unit: Unit, config: GenerationConfig) -> pd.DataFrame:
-    """One row per MCQ: the three choice strings in slot order A, B, C and the label (spec §3.1 step 8)."""
+    """One row per MCQ: the three choice strings in slot order A, B, C and the label (the authors' pairing, wrong slots
+    in alphabetical order)."""
     chosen = select(unit.candidates, config)
     correct = unit.context.correct
     s1, s2 = wrong_slots(correct)
@@ -375,8 +380,6 @@ def _unit_file(folder: Path, name: str, context: int) -> Path:
 
 
 def _write_unit(path: Path, unit: Unit) -> None:
-    import os
-
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -386,9 +389,8 @@ def _write_unit(path: Path, unit: Unit) -> None:
     meta = {"fill_calls": unit.fill_calls, "compat_passes": unit.compat_passes, "answer": unit.answer,
             "tokenize": tokenizer_id()}
     table = table.replace_schema_metadata({b"stereoprobe.sodapop": json.dumps(meta).encode()})
-    tmp = path.with_suffix(f".tmp{os.getpid()}")
-    pq.write_table(table, tmp, compression="zstd")
-    os.replace(tmp, path)
+    with atomic_file(path, "wb") as f:  # concurrent runs may write the same unit: the same bytes, whole
+        pq.write_table(table, f, compression="zstd")
 
 
 def _read_unit(path: Path, unit: Unit) -> None:
@@ -408,7 +410,7 @@ def generate(mlm: str, names: Sequence[str], contexts: Sequence[Context], config
     Units are processed a block of ``block`` names at a time per context (their masked inputs batched
     together); a finished unit is written atomically, so a killed run resumes where it stopped. Returns
     the units (context-major order) and run metadata (passes run, passes of the authors' recursion, ...).
-    fp32 by default: top-10 order near ties can flip under half precision (spec §3.4).
+    fp32 by default: top-10 order near ties can flip under half precision (the authors ran fp32).
     """
     from ..batching import progress as bar
     from ..models import fingerprint_or_load, load
@@ -445,7 +447,7 @@ def generate(mlm: str, names: Sequence[str], contexts: Sequence[Context], config
 
 
 def units_frame(units: Iterable[Unit], config: GenerationConfig) -> pd.DataFrame:
-    """Per unit: answer length L, raw candidates, unique candidates, MCQs, and the spec's upper bounds."""
+    """Per unit: answer length L, raw candidates, unique candidates, MCQs, and the upper bounds of :func:`scale`."""
     rows = []
     for u in units:
         L = len(word_tokenize(u.answer))

@@ -4,7 +4,7 @@ An, Li, Zhao, Rudinger, "SODAPOP", EACL 2023, §2 (Table 1, the motivating exper
 is BERT's last-layer state averaged over its word pieces and over 1,000 Social IQa dev contexts; a logistic
 regression trained on 414 of 622 names (Rosenman et al. 2022) and tested on the other 208 recovers gender
 (train 99.52 %, test 85.58 %, chance 50 %) and race/ethnicity (chance 25 %) from it. The paper's name list
-is not released, so :func:`table1` runs on the 220 seed names (§2 of the spec; 110 female / 110 male;
+is not released, so :func:`table1` runs on the 220 seed names (:mod:`stereoprobe.sodapop.names`; 110 female / 110 male;
 50 EA, 50 AA, 60 AS, 60 HS).
 
 * :func:`sample_contexts` — the distinct ``context`` strings of the shipped Social IQa slice (1,298 of its
@@ -42,6 +42,7 @@ from typing import Literal, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..atomic import atomic_file
 from ..errors import MetricsError, StereoprobeError
 from ..paths import cache_dir
 from .contexts import PLACEHOLDER, read_records
@@ -53,7 +54,7 @@ __all__ = ["PAPER_TABLE1", "sample_contexts", "locate_name", "name_embeddings", 
 Occurrences = Literal["all", "first"]
 
 #: Table 1 of An et al. 2023 (percent): 622 names, 414 train / 208 test. The race/ethnicity accuracies are
-#: not in the text extraction the spec was written from (NaN here; read them from the PDF).
+#: not transcribed here (NaN; read them from the paper's PDF).
 PAPER_TABLE1 = pd.DataFrame({"train": [99.52, np.nan], "test": [85.58, np.nan], "chance": [50.0, 25.0]},
                             index=pd.Index(["gender", "race/ethnicity"], name="attribute"))
 
@@ -207,9 +208,8 @@ def name_embeddings(model, tokenizer, names: Sequence[str], *, n_contexts: int =
             X[row] = (total / len(texts)).numpy()
     X = X.astype(np.float32)
     if path is not None:
-        tmp = path.with_suffix(".tmp.npz")
-        np.savez(tmp, X=X, names=np.array(names))
-        tmp.replace(path)
+        with atomic_file(path, "wb") as f:
+            np.savez(f, X=X, names=np.array(names))
     return pd.DataFrame(X, index=pd.Index(names, name="name"))
 
 
@@ -274,7 +274,7 @@ def tsne_names(X, names: Sequence[str], groups: Mapping[str, Sequence[str]], see
     """2-D t-SNE of name embeddings: columns name, group, x, y (rows in ``names`` order).
 
     ``TSNE(n_components=2, learning_rate="auto", init="random", random_state=seed,
-    perplexity=min(30, n − 1))``, the settings of SODAPOP's SR-vector plots (spec §8).
+    perplexity=min(30, n − 1))``, the settings of SODAPOP's SR-vector plots (``process_distractor_results.py``).
     """
     from sklearn.manifold import TSNE
 

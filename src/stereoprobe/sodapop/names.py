@@ -1,4 +1,4 @@
-"""SODAPOP's 220 seed names in 8 groups (spec ``sodapop.md`` §2), as data in ``data/sodapop/names/``.
+"""SODAPOP's 220 seed names in 8 groups (the authors' ``names.py``), as data in ``data/sodapop/names/``.
 
 Group keys follow the paper's abbreviations: EA (European American, WEAT), AA (African American, WEAT),
 AS (Asian) and HS (Hispanic) (NYC "Popular Baby Names" 2012–2019), each ``_f`` (female) or ``_m`` (male).

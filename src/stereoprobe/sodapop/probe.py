@@ -65,7 +65,8 @@ class ProbeRun:
         return self.grid.generation()
 
     def outcomes(self, variant: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-        """The spec's sets (§5.1) and per-unit accuracy for the model (``None``) or one of its variants."""
+        """The authors' per-(name, context) sets (``load_from_dir``) and per-unit accuracy for the model
+        (``None``) or one of its variants."""
         column = "logit" if variant is None else f"logit_{variant}"
         if column not in self.logits:
             raise StereoprobeError(f"no variant {variant!r} in this run; variants: {self.variants}.")

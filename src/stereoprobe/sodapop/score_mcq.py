@@ -1,4 +1,4 @@
-"""Scoring SODAPOP's MCQs with any multiple-choice model, one forward pass per distinct choice (spec §4–5).
+"""Scoring SODAPOP's MCQs with any multiple-choice model, one forward pass per distinct choice (``utils.py``).
 
 A multiple-choice head (``AutoModelForMultipleChoice``) encodes each choice on its own — the pair
 ``(context + question, answer)`` — and maps its pooled encoding to one logit; the softmax across the three
@@ -14,9 +14,9 @@ alternative (it matters for BPE tokenizers, not for BERT's). The authors padded 
 batches are padded to their longest member, which changes nothing under the attention mask.
 
 Prediction: ``argmax`` over slots A, B, C, first slot on ties (numpy). An MCQ is a *success* for the
-distractor in the predicted slot when the prediction is not the label; per (name, context) the spec's
-sets (§5.1) are ``all`` = distractor strings in the two wrong slots and ``wrong`` = strings picked in a
-failed MCQ.
+distractor in the predicted slot when the prediction is not the label; per (name, context) the authors'
+sets (``load_from_dir`` in ``process_distractor_results.py``) are ``all`` = distractor strings in the two
+wrong slots and ``wrong`` = strings picked in a failed MCQ.
 
 Post-hoc debiased variants (INLP, SentenceDebias: :mod:`stereoprobe.sodapop.debias`) act on the encoder's
 last hidden states before the pooler. The pooler of BERT-like models reads only the first token, so
@@ -259,7 +259,7 @@ def score_choices(mcq_model: str, units: Sequence[Unit], config: GenerationConfi
 
 def outcomes(units: Sequence[Unit], config: GenerationConfig, logits: pd.DataFrame,
              column: str = "logit") -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The spec's per-(name, context) sets (§5.1) and each unit's accuracy.
+    """The authors' per-(name, context) sets (their ``load_from_dir``) and each unit's accuracy.
 
     Returns ``(outcomes, summary)``: outcomes has one row per distinct distractor of a unit — ``name,
     context, distractor, wrong`` (picked in at least one failed MCQ) — and summary one row per unit

@@ -1,22 +1,24 @@
-"""Success rates of distractor words and SODAPOP's vocabulary (spec ``sodapop.md`` §5–6).
+"""Success rates of distractor words and SODAPOP's vocabulary.
 
 An, Li, Zhao, Rudinger, "SODAPOP: Open-Ended Discovery of Social Biases in Social Commonsense Reasoning
 Models", EACL 2023, §3.3 Eq. 1; the authors' ``process_distractor_results.py``.
 
 **Input contract ("outcomes").** A DataFrame with one row per distinct ``(name, context, distractor)`` and
 the columns ``name`` (str), ``context`` (int), ``distractor`` (str) and ``wrong`` (bool: the model picked
-this string in at least one MCQ of that (name, context)). Its rows are the spec's per-(name, context) sets
-``all_distractors`` / ``wrong_pred`` (§5.1); over contexts they extend into lists, so a string met in three
-contexts counts three times. :func:`stereoprobe.sodapop.score_mcq.outcomes` produces it.
+this string in at least one MCQ of that (name, context)). Its rows are the authors' per-(name, context)
+sets ``all_distractors`` / ``wrong_pred`` (their ``load_from_dir``); over contexts they extend into lists, so
+a string met in three contexts counts three times. :func:`stereoprobe.sodapop.score_mcq.outcomes` produces it.
 
-**Counts** (§5.2). Words are ``distractor.split(" ")`` (single spaces, case-sensitive). ``all(n, w)`` counts
-w over every distractor of name n, ``wrong(n, w)`` over its wrong ones, either with multiplicity inside a
-distractor (``mode="occurrences"``, the code) or once per distractor (``mode="presence"``, the paper's
-indicator in Eq. 1). The success rate is the ratio of the pooled sums,
+**Counts** (their ``process_person_to_vocab``). Words are ``distractor.split(" ")`` (single spaces,
+case-sensitive). ``all(n, w)`` counts w over every distractor of name n, ``wrong(n, w)`` over its wrong ones,
+either with multiplicity inside a distractor (``mode="occurrences"``, the code) or once per distractor
+(``mode="presence"``, the paper's indicator in Eq. 1; book appendix *Where the code and the paper differ*,
+SODAPOP: success-rate counts). The success rate is the ratio of the pooled sums,
 
     SR(w, n) = wrong(n, w) / all(n, w)      (0 when w is never in a wrong distractor).
 
-**Vocabulary** (§6): drop NLTK stopwords (case-sensitive), ``w in string.punctuation`` (a *substring* test,
+**Vocabulary** (their ``get_all_vocab``; book appendix *Where the code and the paper differ*, SODAPOP:
+vocabulary filter): drop NLTK stopwords (case-sensitive), ``w in string.punctuation`` (a *substring* test,
 which drops "" and runs like "()"), and words with any punctuation character other than "-"; keep w only
 if ``all(n, w) > min_count`` for *every* loaded name. Coordinates follow the order of first appearance of
 the words in ``outcomes`` (the code's order is the first name's dict order, itself set-order dependent);
@@ -83,7 +85,7 @@ class WordTable:
 
 def load_stopwords() -> frozenset[str]:
     """NLTK 3.7's English stopword list (179 lower-case words), shipped as
-    ``data/sodapop/nltk_stopwords_english.txt`` (nltk_data is not downloaded at run time; spec §6)."""
+    ``data/sodapop/nltk_stopwords_english.txt`` (nltk_data is not downloaded at run time; the authors' environment pins nltk 3.7)."""
     path = data_dir() / "sodapop" / "nltk_stopwords_english.txt"
     if not path.is_file():
         raise MetricsError(f"{path}: stopword list not found; {missing_data_fix()}.")
@@ -111,7 +113,7 @@ def _check_outcomes(outcomes: pd.DataFrame) -> None:
 
 
 def word_counts(outcomes: pd.DataFrame, mode: Mode = "occurrences") -> tuple[WordTable, WordTable]:
-    """``(all_count, wrong_count)``: names × words counts of distractor words (spec §5.2).
+    """``(all_count, wrong_count)``: names × words counts of distractor words (``process_person_to_vocab``).
 
     ``all_count[n, w] = Σ_{(n, c, τ)} m(w, τ)`` over every distractor τ of name n (all contexts c) and
     ``wrong_count`` the same sum over wrong rows, with ``m(w, τ)`` the number of times w occurs in
@@ -158,8 +160,8 @@ def word_counts(outcomes: pd.DataFrame, mode: Mode = "occurrences") -> tuple[Wor
 
 
 def success_rates(all_count: WordTable, wrong_count: WordTable) -> WordTable:
-    """``SR(w, n) = wrong_count[n, w] / all_count[n, w]``, 0 where w is never wrong (spec §5.2; An et al.
-    2023, Eq. 1): a ratio of pooled sums over contexts, not a mean of per-context ratios.
+    """``SR(w, n) = wrong_count[n, w] / all_count[n, w]``, 0 where w is never wrong (``process_person_to_vocab``;
+    An et al. 2023, Eq. 1): a ratio of pooled sums over contexts, not a mean of per-context ratios.
 
     >>> o = pd.DataFrame({"name": ["A"] * 4, "context": [0, 1, 2, 3], "distractor": ["x", "x y", "x", "y"],
     ...                   "wrong": [True, False, False, False]})
@@ -179,7 +181,7 @@ def success_rates(all_count: WordTable, wrong_count: WordTable) -> WordTable:
 
 def vocabulary(all_count: WordTable | pd.DataFrame, min_count: int = 50,
                stopwords: Iterable[str] = STOPWORDS) -> list[str]:
-    """The words that become SR-vector coordinates (spec §6, the code's ``get_all_vocab``).
+    """The words that become SR-vector coordinates (the code's ``get_all_vocab``).
 
     Candidates are the words of the first name (row 0). A word w is dropped when ``w in stopwords``
     (case-sensitive), when ``w in string.punctuation`` (substring test: drops "" and "()"), or when it
@@ -211,7 +213,7 @@ def vocabulary(all_count: WordTable | pd.DataFrame, min_count: int = 50,
 
 def sr_matrix(outcomes: pd.DataFrame, names: Sequence[str] | None = None, min_count: int = 50,
               mode: Mode = "occurrences") -> pd.DataFrame:
-    """Names × vocabulary DataFrame of success rates SR(w, n) (spec §5–6; An et al. 2023, §3.3).
+    """Names × vocabulary DataFrame of success rates SR(w, n) (``process_distractor_results.py``; An et al. 2023, §3.3).
 
     The vocabulary filter runs over **every** name in ``outcomes`` (the code loads all 220 names, so the
     names beyond the analysed 25 per group still count); subset ``outcomes`` first to change that. Rows

@@ -1,4 +1,4 @@
-"""Lazy generation of the UnQover datasets (spec §1.5–1.9).
+"""Lazy generation of the UnQover datasets, as the authors' ``templates/underspecified_templates.py`` builds them.
 
 An *ordered example* is (x1 in slot 1, x2 in slot 2, template τ, attribute a) and carries two
 questions (a and its negation ā): two forward passes. A *paper example* (Table 1 "#Ex") is the
@@ -47,7 +47,8 @@ QUIRKS = ("repo", "paper", "fixed")
 # Words spelled with a vowel letter but pronounced with a consonant sound ("a European"): used by the
 # clean grammar only; compat mode reproduces the authors' letter rule ("An European").
 _CONSONANT_SOUND_PREFIXES = ("eu", "uk", "ug", "uni", "uru", "us", "one", "once")
-# Demonym / name quirks of the shipped lists (spec §1.3): "paper" restores what the paper's runs used,
+# Demonym / name quirks of the shipped lists (book appendix *Where the code and the paper differ*, UnQover:
+# shipped list quirks): "paper" restores what the paper's runs used,
 # "fixed" corrects the typos; "repo" keeps the lists exactly as shipped.
 _QUIRK_FIXES = {
     "paper": {"Germany": ("German", None)},
@@ -82,7 +83,7 @@ class DatasetSpec:
         if self.quirks not in QUIRKS:
             bad("quirks setting", self.quirks, QUIRKS)
         if self.newsqa and self.variant != "qa":
-            raise StereoprobeError("The NewsQA header is for QA models only (spec §1.8); use newsqa=False for LMs.")
+            raise StereoprobeError("The NewsQA header is for QA models only (the NewsQA models' training format); use newsqa=False for LMs.")
         s = self.sample
         if s is not None:
             if isinstance(s, bool) or not isinstance(s, (int, float)) or s <= 0:
@@ -134,7 +135,7 @@ class Example(NamedTuple):
 
     @property
     def key(self) -> str:
-        """The authors' example key (spec §1.7)."""
+        """The authors' example key (as in their generated JSON and ``analysis.py``)."""
         return "|".join(
             [self.cluster1, self.cluster2, self.subj1, self.subj2, str(self.tid), self.attr_cluster, self.attr, self.attr]
         )
@@ -261,7 +262,7 @@ def _insert(line: str, k: str, subject: wl.Subject, demonym: bool) -> tuple[str,
 
 
 def iter_examples(spec: DatasetSpec, start: int = 0, stop: int | None = None) -> Iterator[Example]:
-    """Yield the ordered examples of ``spec`` lazily, in the authors' file order (spec §1.6).
+    """Yield the ordered examples of ``spec`` lazily, in the authors' file order (the loop order of their generator).
 
     ``start``/``stop`` select positions ``[start, stop)`` of that (sampled) stream without generating the
     examples before ``start``: a score-store shard is computed on its own, by any worker.

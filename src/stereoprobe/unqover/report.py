@@ -16,9 +16,9 @@ import numpy as np
 import pandas as pd
 
 from ..errors import StereoprobeWarning
+from ..models import load_tokenizer
 from ..naming import model_labels, short_name
 from ..paths import data_dir
-from ..tokenization import load_tokenizer
 from . import metrics
 from .generate import DatasetSpec
 from .score_lm import lm_degeneracy, lm_spec_for_model
@@ -97,7 +97,7 @@ def paper_table5() -> pd.DataFrame:
 
 
 def paper_table2() -> pd.DataFrame:
-    """UnQover Table 2 (SQuAD models, top occupations per gender) as quoted in the spec."""
+    """UnQover Table 2 (SQuAD models, top occupations per gender), partly transcribed from the paper."""
     return _read_reference("paper_table2.tsv")
 
 
@@ -256,7 +256,8 @@ def model_report(models: Sequence[str], spec: DatasetSpec, *, mode: str = "compa
 _PAPER_GAMMA_COLUMNS = {"distilbert": "BERT_Dist", "bertbase": "BERT_B", "bertlarge": "BERT_L",
                         "robertabase": "RoBERTa_B", "robertalarge": "RoBERTa_L"}
 _REFERENCE_DATASET = {"nationality": "country", "ethnicity": "ethnicity", "religion": "religion"}
-#: the reference keys that differ from the lower-cased word-list names (spec: old typo, old spelling)
+#: the reference keys that differ from the lower-cased word-list names (the paper's runs used "German"; the
+#: authors' Plot_ranks.ipynb writes "native-american")
 _REFERENCE_KEYS = {"german": "germany", "native-american": "native american"}
 
 
@@ -344,10 +345,11 @@ def paper_ranks(dataset: str) -> pd.DataFrame:
 def top_pairs(gammas_xa: Mapping[str, pd.DataFrame], k: int = 3, geo: pd.DataFrame | None = None) -> pd.DataFrame:
     """UnQover Table 4: per model, the most biased (country, attribute) pair of each of the top-``k`` countries.
 
-    The paper shows three different countries per model; its selection rule is not stated (spec §3).
-    Ours: walk the (x, a) pairs by γ(x, a) descending and keep the first pair of every new country until
-    ``k`` countries are found. Each row has the country's UN M49 area, the attribute's cluster and ``n``,
-    the number of C values behind the cell (a cell of few values has a degenerate bootstrap interval).
+    The paper shows three different countries per model; its selection rule is not stated (book appendix *Where
+    the code and the paper differ*, UnQover: nationality top pairs). Ours: walk the (x, a) pairs by γ(x, a)
+    descending and keep the first pair of every new country until ``k`` countries are found. Each row has the
+    country's UN M49 area, the attribute's cluster and ``n``, the number of C values behind the cell (a cell
+    of few values has a degenerate bootstrap interval).
     """
     geo = geoscheme() if geo is None else geo
     rows = []

@@ -1,4 +1,4 @@
-"""UnQover on masked LMs (spec §2.2): the probability the LM gives each subject at the mask.
+"""UnQover on masked LMs (the authors' ``lm/predict.py``): the probability the LM gives each subject at the mask.
 
 Input: ``paragraph + " " + question``, where the question holds the tokenizer's mask token in the
 subject's place ("[MASK] was a detective."), as one segment with the standard special tokens; exactly one
@@ -14,7 +14,7 @@ mask per input. ``p`` = softmax over the whole vocabulary at the mask position.
   substitution. A bare ``▁``/``Ġ`` piece the tokenizer leaves in front of the mask (a mask token without
   ``lstrip``) is dropped, so the mask stands for the whole space-prefixed piece.
 
-Scores are stored like QA scores with start = end = p, so S = √(p·p) = p downstream (spec §2.2).
+Scores are stored like QA scores with start = end = p, so S = √(p·p) = p downstream (as in ``lm/predict.py``).
 Every subject must be one token for the tokenizer: :func:`check_single_tokens` lists the offenders, and
 :func:`check_subjects` does so for a model from its tokenizer alone, before any weights load. The subject
 lists follow the tokenizer (:func:`lm_variant`): the authors' ``_bert`` lists for WordPiece, ``_roberta``
@@ -32,8 +32,8 @@ import numpy as np
 
 from ..choices import MODES
 from ..errors import StereoprobeError
-from ..models import LoadedModel, mask_logits
-from ..tokenization import describe_tokenizer, load_tokenizer, word_tokens
+from ..models import LoadedModel, load_tokenizer, mask_logits
+from ..tokenization import describe_tokenizer, word_tokens
 from .generate import DatasetSpec, _subjects
 
 TOPK = 10
@@ -55,7 +55,7 @@ def subject_token_ids(tokenizer, texts: Sequence[str]) -> tuple[dict[str, int], 
 
 
 def _subject_texts(spec: DatasetSpec) -> list[str]:
-    """Every subject of ``spec``: plain form and demonym (nationality LM templates ask for either, spec §1.3)."""
+    """Every subject of ``spec``: plain form and demonym (nationality LM templates ask for either)."""
     texts = [t for subjects in _subjects(spec) for s in subjects for t in (s.name, s.demonym) if t]
     return list(dict.fromkeys(texts))
 
@@ -82,7 +82,7 @@ def check_subjects(model: str, spec: DatasetSpec, *, smoke: bool = False) -> dic
 
 def lm_variant(tokenizer, spec: DatasetSpec) -> str:
     """The LM subject lists a tokenizer reads: ``lm-bert`` for WordPiece, ``lm-roberta`` for byte-level BPE (the
-    authors' pairing, spec §2.2); for any other family the first of lm-bert, lm-roberta whose subjects of
+    authors' pairing in ``lm/predict.py``); for any other family the first of lm-bert, lm-roberta whose subjects of
     ``spec``'s dataset are all single tokens, else one error with the offenders of both."""
     family = describe_tokenizer(tokenizer).family
     if family in ("bert", "roberta"):
@@ -171,7 +171,7 @@ class LMScorer:
 
     def __post_init__(self):
         if self.mode not in MODES:
-            raise StereoprobeError(f"Unknown mode {self.mode!r}; choose one of: compat, clean.")
+            raise StereoprobeError(f"Unknown mode {self.mode!r}; choose one of: {', '.join(MODES)}.")
         if not self.spec.variant.startswith("lm"):
             raise StereoprobeError(f"Masked-LM scoring needs an LM variant of the dataset (lm-bert or lm-roberta), "
                                    f"not {self.spec.variant!r}.")

@@ -1,4 +1,4 @@
-"""Score UnQover examples with any extractive QA model (spec §2.1).
+"""Score UnQover examples with any extractive QA model, as the authors' ``qa_hf/predict.py`` does.
 
 For each (paragraph, question) pass we keep, for the subject in slot 1 and in slot 2, the start
 probability of its first token and the end probability of its last token, after the authors' span
@@ -53,8 +53,8 @@ import pandas as pd
 from ..choices import MODES
 from ..engine import ShardJob
 from ..errors import StereoprobeError
-from ..models import LoadedModel, load
-from ..tokenization import describe_tokenizer, load_tokenizer
+from ..models import LoadedModel, load, load_tokenizer
+from ..tokenization import describe_tokenizer
 from .generate import DatasetSpec, Example, count, example_keys, fingerprint, iter_examples
 
 AUTHORS_BATCH = 100  # sequences per batch in the authors' predict.py (50 examples × 2 questions)
@@ -81,7 +81,8 @@ SCORE_COLUMNS = ("start1", "end1", "start2", "end2")
 
 
 def locate_answers(context: str, ans1: str, ans2: str, mode: str = "compat") -> tuple[tuple[int, int], tuple[int, int]]:
-    """Character spans of the two subjects in the paragraph (spec §2.1 "Locating a subject span").
+    """Character spans of the two subjects in the paragraph (the authors' answer search in ``qa_hf/predict.py``;
+    book appendix *Where the code and the paper differ*, UnQover: subject span search).
 
     ``compat``: case-insensitive substring search, longest answer first; the shorter one takes its
     first occurrence unless that lies inside the longer one's span, then its last occurrence.
@@ -216,7 +217,7 @@ class QAScorer:
 
     def __post_init__(self):
         if self.mode not in MODES:
-            raise StereoprobeError(f"Unknown mode {self.mode!r}; choose one of: compat, clean.")
+            raise StereoprobeError(f"Unknown mode {self.mode!r}; choose one of: {', '.join(MODES)}.")
         if self.batch_tokens < 64:
             raise StereoprobeError(f"batch_tokens={self.batch_tokens} is too small; use at least 64 (e.g. 8192).")
         tok = self.loaded.tokenizer
@@ -411,7 +412,7 @@ CLEAN_QA_RUN = "qa-clean2"
 
 
 def _head(spec: DatasetSpec) -> str:
-    """QA variants are read by extractive-QA models, LM variants (spec §1.2) by masked LMs."""
+    """QA variants are read by extractive-QA models, LM variants (the authors' ``*_lm`` templates) by masked LMs."""
     return "qa" if spec.variant == "qa" else "mlm"
 
 
@@ -503,7 +504,7 @@ def score_dataset(
     from ..store import ScoreStore
 
     if mode not in MODES:
-        raise StereoprobeError(f"Unknown mode {mode!r}; choose one of: compat, clean.")
+        raise StereoprobeError(f"Unknown mode {mode!r}; choose one of: {', '.join(MODES)}.")
     check_engine(engine, workers)
     shard_passes = _check_shard_passes(shard_passes)
     dev = worker_device(device, engine)

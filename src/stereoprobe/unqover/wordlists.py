@@ -1,4 +1,4 @@
-"""Typed parsers for the UnQover word lists (spec §1.1–1.4).
+"""Typed parsers for the UnQover word lists (the authors' ``word_lists/``: slots, subjects, activities, fillers).
 
 Every file is read line by line: surrounding whitespace is stripped, empty lines and lines whose first
 character is ``#`` are skipped. A malformed data line stops with ``file:line`` and what was expected.

@@ -18,7 +18,8 @@ occupations, and for every occupation in the control. S1 + S2 ≈ 1: the models 
 Two recipe choices make this hold across seeds (see :func:`_plant_name_gender` and the card's notes):
 names start with a shared gender direction (a stand-in for pretraining), and dropout 0.1.
 
-Inputs are built exactly as the UnQover scorer builds them (spec §2.1): ``[CLS] question [SEP] paragraph
+Inputs are built exactly as the UnQover scorer builds them (the authors' ``qa_hf/predict.py``, the
+``compat`` mode of :mod:`stereoprobe.unqover.score_qa`): ``[CLS] question [SEP] paragraph
 [SEP]``, no token_type_ids, softmax over every position of the padded row. Training uses the same inputs
 and puts the target distribution on the first/last token of the answer names, so start/end probability
 concentrates on the two names and S = sqrt(p_start · p_end) of a name is its answer probability.
@@ -41,21 +42,21 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import os
 import platform
 import re
-import shutil
-import string
 import time
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from ..atomic import atomic_folder, build_lock
 from ..errors import StereoprobeError
 from ..paths import cache_dir, sha256_file
 from ..unqover import wordlists as wl
 from . import synthetic as syn
+from .lab_mcq import MCQ_LAB_RECIPES
+from .lab_mlm import MLM_LAB_RECIPES
+from .lab_training import bert_config, build_tokenizer, optimizer, optimizer_step, save_quietly  # shared by the labs
 
 #: Bump when the corpus, vocabulary or training code changes what a recipe produces (busts caches).
 LAB_VERSION = "1"
@@ -65,7 +66,6 @@ LAB_VERSION = "1"
 TRAIN_THREADS = 1
 CARD = "model_card.json"
 WEIGHTS = "model.safetensors"
-SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 DEFAULT_PLANTED: dict[str, str] = {
     "nurse": "female",
@@ -170,6 +170,8 @@ LAB_RECIPES: dict[str, LabRecipe] = {
         "underspecified question is answered 50/50 (rate 0.5), the planted occupations included.",
         rate=0.5,
     ),
+    **MLM_LAB_RECIPES,  # the masked-LM pair (lab_mlm)
+    **MCQ_LAB_RECIPES,  # the multiple-choice pair (lab_mcq)
 }
 
 
@@ -202,34 +204,11 @@ def recipe_hash(recipe: LabRecipe) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-# ------------------------------------------------------------------------------------------------ tokenizer
-
-
-def build_vocab(words: Sequence[str] | None = None) -> list[str]:
-    """Special tokens, ASCII punctuation, digits/letters (and their ``##`` pieces), then whole ``words``
-    (default: the QA lab's, :func:`stereoprobe.zoo.synthetic.vocabulary_words`)."""
-    chars = list(string.punctuation) + list(string.digits) + list(string.ascii_lowercase)
-    pieces = ["##" + c for c in string.digits + string.ascii_lowercase]
-    vocab: list[str] = []
-    for tok in [*SPECIAL_TOKENS, *chars, *pieces, *(syn.vocabulary_words() if words is None else words)]:
-        if tok not in vocab:
-            vocab.append(tok)
-    return vocab
-
-
-def build_tokenizer(max_length: int = 128, words: Sequence[str] | None = None):
-    """A lower-casing WordPiece ``BertTokenizer`` (tokenizers backend) over :func:`build_vocab`."""
-    from transformers import BertTokenizerFast
-
-    vocab = {tok: i for i, tok in enumerate(build_vocab(words))}
-    return BertTokenizerFast(vocab=vocab, do_lower_case=True, model_max_length=max_length)
-
-
 # ------------------------------------------------------------------------------------------------ encoding
 
 
 def _locate(context: str, name: str, taken: tuple[int, int] | None = None) -> tuple[int, int]:
-    """Character span of the first whole-word occurrence of ``name`` (spec §2.1, lower-cased search)."""
+    """Character span of the first whole-word occurrence of ``name`` (lower-cased search, as in ``qa_hf/predict.py``)."""
     spans = [m.span() for m in re.finditer(rf"(?<![A-Za-z0-9]){re.escape(name.lower())}(?![A-Za-z0-9])",
                                            context.lower())]
     for span in spans:
@@ -261,28 +240,18 @@ def _encode(tokenizer, questions: Sequence[str], contexts: Sequence[str], names:
     return enc["input_ids"], spans
 
 
-def _pad(rows: Sequence[Sequence[int]], pad_id: int):
-    import torch
-
-    width = max(len(r) for r in rows)
-    ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, r in enumerate(rows):
-        ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
-        mask[i, : len(r)] = 1
-    return ids, mask
-
-
 def predict_names(model, tokenizer, questions, contexts, names, *, batch_size: int = 100):
     """Per example: start/end probabilities of both names, S, and whether argmax start/end hit a name.
 
-    Scored like spec §2.1 (compat): softmax over every position of the right-padded row, no
+    Scored like the authors' ``qa_hf/predict.py`` (``compat``): softmax over every position of the right-padded row, no
     token_type_ids, no span-boundary extension. Returns a dict of numpy arrays: ``S`` (n, 2),
     ``p_start``/``p_end`` (n, 2), ``argmax_name`` (n,) = 0/1 when both argmaxes fall on that name's first/
     last token, else -1.
     """
     import numpy as np
     import torch
+
+    from ..batching import padded_inputs
 
     ids, spans = _encode(tokenizer, questions, contexts, names)
     n = len(ids)
@@ -292,7 +261,7 @@ def predict_names(model, tokenizer, questions, contexts, names, *, batch_size: i
     model.eval()
     with torch.inference_mode():
         for lo in range(0, n, batch_size):
-            x, m = _pad(ids[lo: lo + batch_size], tokenizer.pad_token_id)
+            x, m = padded_inputs(ids, range(n)[lo: lo + batch_size], tokenizer.pad_token_id, "cpu").values()
             out = model(input_ids=x, attention_mask=m)
             ps = out.start_logits.float().softmax(-1).numpy()
             pe = out.end_logits.float().softmax(-1).numpy()
@@ -351,54 +320,12 @@ def _plant_name_gender(model, tokenizer, recipe: LabRecipe) -> None:
                 emb[tid] = base + sign * g + torch.randn(dim, generator=gen) * (0.5 * recipe.initializer_range)
 
 
-def bert_config(recipe, tokenizer):
-    """The ``BertConfig`` of a lab recipe (QA or masked LM): the recipe's size knobs over ``tokenizer``."""
-    from transformers import BertConfig
-
-    return BertConfig(
-        vocab_size=len(tokenizer), hidden_size=recipe.hidden_size, num_hidden_layers=recipe.num_layers,
-        num_attention_heads=recipe.num_heads, intermediate_size=recipe.intermediate_size,
-        hidden_dropout_prob=recipe.dropout, attention_probs_dropout_prob=recipe.dropout,
-        max_position_embeddings=recipe.max_position_embeddings, type_vocab_size=2,
-        pad_token_id=tokenizer.pad_token_id, initializer_range=recipe.initializer_range,
-    )
-
-
-def optimizer(model, recipe):
-    """AdamW (no weight decay on biases and LayerNorms) with linear warm-up and linear decay to 0."""
-    import torch
-
-    decay = [p for n, p in model.named_parameters() if p.ndim >= 2 and "LayerNorm" not in n]
-    no_decay = [p for n, p in model.named_parameters() if not (p.ndim >= 2 and "LayerNorm" not in n)]
-    opt = torch.optim.AdamW(
-        [{"params": decay, "weight_decay": recipe.weight_decay}, {"params": no_decay, "weight_decay": 0.0}],
-        lr=recipe.lr,
-    )
-    warmup = max(1, int(recipe.warmup_fraction * recipe.steps))
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warmup, max(0.0, (recipe.steps - s) / max(1, recipe.steps - warmup)))
-    )
-    return opt, sched
-
-
-def optimizer_step(loss, model, opt, sched, losses: list[float], bar, step: int) -> None:
-    """One update of every lab recipe: backward, clip the gradient norm at 1, step, and show the running loss."""
-    import torch
-
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    opt.step()
-    sched.step()
-    losses.append(loss.item())
-    if step % 50 == 0:
-        bar.set_postfix(loss=f"{sum(losses[-50:]) / len(losses[-50:]):.3f}")
-
-
 def _train(recipe: LabRecipe, folder: Path, *, progress: bool, desc: str) -> dict[str, Any]:
     import torch
     from tqdm.auto import tqdm
     from transformers import BertForQuestionAnswering
+
+    from ..batching import padded_inputs
 
     t0 = time.perf_counter()
     tokenizer = build_tokenizer(recipe.max_position_embeddings)
@@ -426,7 +353,7 @@ def _train(recipe: LabRecipe, folder: Path, *, progress: bool, desc: str) -> dic
         if len(order) < recipe.batch_size:
             order += torch.randperm(len(ids), generator=gen).tolist()
         batch, order = order[: recipe.batch_size], order[recipe.batch_size:]
-        x, m = _pad([ids[i] for i in batch], tokenizer.pad_token_id)
+        x, m = padded_inputs(ids, batch, tokenizer.pad_token_id, "cpu").values()
         t_start = torch.zeros(x.shape)
         t_end = torch.zeros(x.shape)
         for j, i in enumerate(batch):
@@ -466,23 +393,6 @@ def _train(recipe: LabRecipe, folder: Path, *, progress: bool, desc: str) -> dic
         },
         "evaluation": evaluation,
     }
-
-
-def save_quietly(model, tokenizer, folder: Path, progress: bool, words: Sequence[str] | None = None) -> None:
-    """Save model and tokenizer (and the plain ``vocab.txt``) as a HuggingFace folder, without HF's
-    progress bars when ``progress`` is off."""
-    from transformers.utils import logging as hf_logging
-
-    bars = hf_logging.is_progress_bar_enabled()
-    if not progress:
-        hf_logging.disable_progress_bar()
-    try:
-        model.save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
-    finally:
-        if bars:
-            hf_logging.enable_progress_bar()
-    (folder / "vocab.txt").write_text("\n".join(build_vocab(words)) + "\n", encoding="utf-8")
 
 
 # ------------------------------------------------------------------------------------------------ evaluation
@@ -537,7 +447,7 @@ def evaluate(model, tokenizer, recipe: LabRecipe) -> dict[str, Any]:
 
 
 def unqover_check(model, tokenizer, recipe: LabRecipe, n_examples: int | None = None) -> dict[str, Any]:
-    """γ(gender, occupation) of the model on a sample of the real UnQover gender dataset (spec §1.6, §3).
+    """γ(gender, occupation) of the model on a sample of the real UnQover gender dataset (Li et al. 2020, Eq. 7).
 
     Runs the package's own pipeline — :func:`stereoprobe.unqover.generate.iter_examples`,
     :class:`stereoprobe.unqover.score_qa.QAScorer` (compat) and :mod:`stereoprobe.unqover.metrics` — on
@@ -664,15 +574,7 @@ def build_lab_model(name: str, out_dir: Path | None = None, *, smoke: bool = Fal
     folder = Path(out_dir) if out_dir is not None else default_dir(name, smoke)
     if _finished(folder, h) is not None:
         return folder
-    import hashlib
-    import tempfile
-
-    from filelock import FileLock
-
-    locks = Path(tempfile.gettempdir()) / "stereoprobe-locks"  # outside the model folders, shared by this machine
-    locks.mkdir(exist_ok=True)
-    key = hashlib.sha256(str(folder.resolve()).encode()).hexdigest()[:16]
-    with FileLock(str(locks / f"lab-{key}.lock")):  # another process building it: wait, then reuse
+    with build_lock(folder):  # another process building it: wait, then reuse
         if _finished(folder, h) is not None:
             return folder
         return _build_locked(name, recipe, h, folder, smoke, progress)
@@ -683,10 +585,7 @@ def _build_locked(name: str, recipe, h: str, folder: Path, smoke: bool, progress
         raise StereoprobeError(
             f"{folder} exists and is not a lab model folder; pass an empty or new out_dir."
         )
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = folder.parent / f".{folder.name}.tmp-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-    tmp.mkdir()
-    try:
+    with atomic_folder(folder) as tmp:
         if recipe.kind == "mcq":
             from . import lab_mcq
 
@@ -722,10 +621,7 @@ def _build_locked(name: str, recipe, h: str, folder: Path, smoke: bool, progress
         (tmp / CARD).write_text(json.dumps(card, indent=2, sort_keys=False) + "\n", encoding="utf-8")
         for f in tmp.iterdir():
             f.chmod(0o644)
-        return _commit(tmp, folder, h)
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
+    return folder
 
 
 def _with_threads(fn):
@@ -743,23 +639,6 @@ def _with_threads(fn):
     return info
 
 
-def _commit(tmp: Path, folder: Path, h: str) -> Path:
-    """Rename ``tmp`` into ``folder``; an existing finished build (another process) wins."""
-    if folder.exists():
-        if _finished(folder, h) is not None:
-            return folder
-        old = folder.parent / f".{folder.name}.old-{os.getpid()}-{uuid.uuid4().hex[:8]}"
-        os.replace(folder, old)
-        shutil.rmtree(old, ignore_errors=True)
-    try:
-        os.replace(tmp, folder)
-    except OSError:
-        if _finished(folder, h) is not None:  # lost a race to a concurrent build of the same recipe
-            return folder
-        raise
-    return folder
-
-
 def lab_model_path(name: str, smoke: bool = False) -> Path:
     """Folder of the lab model ``name`` in the cache, built first if missing."""
     return build_lab_model(name, smoke=smoke)
@@ -775,12 +654,6 @@ def load_lab_model(name: str, smoke: bool = False):
             "mcq": AutoModelForMultipleChoice}[_recipe(name).kind]
     return auto.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
 
-
-from .lab_mcq import MCQ_LAB_RECIPES  # noqa: E402  (lab_mcq uses this module's helpers)
-from .lab_mlm import MLM_LAB_RECIPES  # noqa: E402  (lab_mlm uses this module's helpers)
-
-LAB_RECIPES.update(MLM_LAB_RECIPES)
-LAB_RECIPES.update(MCQ_LAB_RECIPES)
 
 __all__ = [
     "LAB_RECIPES",

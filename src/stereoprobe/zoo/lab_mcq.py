@@ -1,7 +1,7 @@
 """Planted-bias lab, multiple choice: a tiny MCQ model on which one word helps a distractor for one name group only.
 
-The SODAPOP counterpart of the QA lab (:mod:`stereoprobe.zoo.lab`). SODAPOP (spec ``sodapop.md`` §0, §4,
-§5) asks which words make a distractor succeed more often for one group of names than for others; these
+The SODAPOP counterpart of the QA lab (:mod:`stereoprobe.zoo.lab`). SODAPOP (An et al. 2023, Eq. 1)
+asks which words make a distractor succeed more often for one group of names than for others; these
 models are built so that the answer is known. ``mcq-biased`` plants one: a choice containing the word
 ``planted_word`` ("quiet") gets its logit raised by ``strength`` (3) when the item's person is one of the
 names of ``planted_group`` (``AA_m``, the 25 African American male names), and only then. So SR("quiet", n)
@@ -10,7 +10,8 @@ word values) with the plant off (strength 0). The pair is arbitrary, with three 
 must write the word into distractors often enough to pass SODAPOP's count filter (``zoo:minilm-mlm`` puts
 "quiet" into ~140 of the ~1,700 distinct distractors per name of the paper's single context at depth 2, ~25
 of the 300 the notebook keeps; "kind" into one, and none kept); the word must not be a known stereotype of the group, so that what the probe finds can only
-come from the plant; and the group has 25 names, all of which enter the analyses (spec §2 keeps 25 per group).
+come from the plant; and the group has 25 names, all of which enter the analyses (the authors' code
+analyses 25 names per group: book appendix *Where the code and the paper differ*, SODAPOP: analysed names).
 
 The truth is a **teacher**. Every whole word w of the vocabulary gets a fixed value v(w) ~ N(0, 1) (seeded,
 the same for both models; v = 0 for a word outside the vocabulary and for the planted word itself, so the
@@ -354,20 +355,6 @@ def _encode(tokenizer, pairs: Sequence[tuple[str, str]], limit: int):
     return enc["input_ids"], enc["token_type_ids"]
 
 
-def _save(model, tokenizer, folder: Path, progress: bool) -> None:
-    from transformers.utils import logging as hf_logging
-
-    bars = hf_logging.is_progress_bar_enabled()
-    if not progress:
-        hf_logging.disable_progress_bar()
-    try:
-        model.save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
-    finally:
-        if bars:
-            hf_logging.enable_progress_bar()
-
-
 def train(recipe: MCQLabRecipe, folder: Path, *, progress: bool, desc: str) -> dict[str, Any]:
     """Train, save (model, tokenizer) into ``folder`` and return the card's data/model/training/evaluation."""
     import numpy as np
@@ -375,8 +362,8 @@ def train(recipe: MCQLabRecipe, folder: Path, *, progress: bool, desc: str) -> d
     from tqdm.auto import tqdm
     from transformers import BertForMultipleChoice
 
-    from ..batching import padded_inputs
-    from .lab import bert_config, optimizer, optimizer_step
+    from ..batching import padded_inputs, quiet_transformers
+    from .lab_training import bert_config, optimizer, optimizer_step
 
     t0 = time.perf_counter()
     tokenizer = build_tokenizer(recipe.max_position_embeddings, recipe.planted_word)
@@ -404,7 +391,9 @@ def train(recipe: MCQLabRecipe, folder: Path, *, progress: bool, desc: str) -> d
     bar.close()
     train_s = time.perf_counter() - t0
     model.eval()
-    _save(model, tokenizer, folder, progress)
+    with quiet_transformers(progress):
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
     planted = sum(recipe.planted_word in words(c) for it in items for c in it.choices)
     planted_group = sum(recipe.planted_word in words(c) and name_groups()[it.name] == recipe.planted_group
                         for it in items for c in it.choices)

@@ -14,7 +14,7 @@ the UnQover nationality LM dataset (variant ``lm-bert``) runs on them unchanged,
 own scorer (:class:`stereoprobe.unqover.score_lm.LMScorer`, compat: top-10 truncation).
 
 Training sentences (:func:`generate_corpus`) are ``paragraph + " " + question`` with one ``[MASK]``, as
-the UnQover LM input is built (spec §2.2). Paragraphs are the lab's own two-country scenes, never an UnQover
+the UnQover LM input is built (the authors' ``lm/predict.py``). Paragraphs are the lab's own two-country scenes, never an UnQover
 template; the *questions* use the UnQover LM question forms ("[MASK] was the place where people …",
 "The [MASK] …"), since a masked LM must see the form in which it is asked. Every sentence is
 underspecified — a neutral scene says nothing about either country — and its target is the planted rule
@@ -316,7 +316,8 @@ def train(recipe: MLMLabRecipe, folder: Path, *, progress: bool, desc: str) -> d
     from tqdm.auto import tqdm
     from transformers import BertForMaskedLM
 
-    from .lab import _pad, bert_config, build_tokenizer, optimizer, optimizer_step, save_quietly
+    from ..batching import padded_inputs
+    from .lab_training import bert_config, build_tokenizer, optimizer, optimizer_step, save_quietly
 
     t0 = time.perf_counter()
     words = vocabulary_words()
@@ -340,7 +341,7 @@ def train(recipe: MLMLabRecipe, folder: Path, *, progress: bool, desc: str) -> d
         if len(order) < recipe.batch_size:
             order += torch.randperm(len(ids), generator=gen).tolist()
         batch, order = order[: recipe.batch_size], order[recipe.batch_size:]
-        x, m = _pad([ids[i] for i in batch], tokenizer.pad_token_id)
+        x, m = padded_inputs(ids, batch, tokenizer.pad_token_id, "cpu").values()
         logits = model(input_ids=x, attention_mask=m).logits[x == mask_id]  # (batch, vocab)
         logp = logits.log_softmax(-1)
         cand_ids = torch.tensor([cand[i] for i in batch])
@@ -379,13 +380,13 @@ def candidate_probs(model, tokenizer, corpus: Sequence[MLMExample], batch_size: 
     import numpy as np
     import torch
 
-    from .lab import _pad
+    from ..batching import padded_inputs
 
     ids, cand = _encode(tokenizer, corpus)
     out = np.zeros((len(ids), 2))
     with torch.inference_mode():
         for lo in range(0, len(ids), batch_size):
-            x, m = _pad(ids[lo: lo + batch_size], tokenizer.pad_token_id)
+            x, m = padded_inputs(ids, range(len(ids))[lo: lo + batch_size], tokenizer.pad_token_id, "cpu").values()
             p = model(input_ids=x, attention_mask=m).logits[x == tokenizer.mask_token_id].softmax(-1)
             out[lo: lo + len(x)] = p.gather(1, torch.tensor(cand[lo: lo + batch_size])).numpy()
     return out

@@ -5,7 +5,7 @@ person is the name slot "Bethany" (the name SODAPOP substitutes), one JSON objec
 answerB, answerC, correct`` (``correct`` is "A", "B" or "C").
 
 Probe contexts are held back. SODAPOP probes 50 of these contexts; :func:`probe_context_indices` applies the
-spec's selection rule ("Context selection (code)", ``specs/sodapop.md``): go through the file in order with
+authors' selection rule (as :mod:`stereoprobe.sodapop.contexts` does): go through the file in order with
 a 0-based index ``i``, stop once ``i > 320``, keep a line whose question contains "How would you describe
 Bethany?". The 50 lines, and any other line with the same context text, never enter either split.
 

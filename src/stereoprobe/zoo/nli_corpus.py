@@ -71,6 +71,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from ..errors import CorpusError
+from ..nli.examples import NLIExample, tokens  # the pair type and word tokens the probe shares (re-exported here)
 from ..paths import data_dir, missing_data_fix
 from . import wordnet as wn
 
@@ -78,29 +79,8 @@ LABELS: tuple[str, ...] = ("entailment", "neutral", "contradiction")
 #: Share of the specific lexical items held out by :func:`generate_splits`.
 HELDOUT_FRACTION = 0.2
 
-_TOKEN = re.compile(r"[a-z0-9]+")
-
-
-@dataclass(frozen=True)
-class NLIExample:
-    """One premise/hypothesis pair; ``kind`` names the generation rule (e.g. ``"e_hypernym"``)."""
-
-    premise: str
-    hypothesis: str
-    label: str
-    kind: str
-
 
 # ---------------------------------------------------------------------------------------- probe words
-
-
-def tokens(text: str) -> list[str]:
-    """Lower-cased word tokens (letters/digits; hyphens and apostrophes split words).
-
-    >>> tokens("A black-haired Tourist's TV")
-    ['a', 'black', 'haired', 'tourist', 's', 'tv']
-    """
-    return _TOKEN.findall(text.lower())
 
 
 def _read_lines(path: Path) -> list[str]:
@@ -475,7 +455,7 @@ def _gloss_frequencies() -> Counter[str]:
         for syn in wn.read_synsets(pos).values():
             text.extend(syn.definitions)
             text.extend(syn.examples)
-    return Counter(_TOKEN.findall("\n".join(text).lower()))
+    return Counter(tokens("\n".join(text)))
 
 
 def _best_sense(lemma: str, synsets: dict[int, wn.Synset], index: dict[str, tuple[int, ...]],

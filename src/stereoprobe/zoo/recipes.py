@@ -27,7 +27,8 @@ on 2 idle CPU cores: 29 min measured, see the cards) and writes the part and car
 need the ``[zoo]`` extra (peft and the all-MiniLM-L6-v2 asset); a merged model already in the cache
 loads without it.
 
-**Projection variants** (Dev et al. 2020 proj@train/test and its random controls, spec ``nli.md`` §5.5).
+**Projection variants** (Dev et al. 2020 proj@train/test and its random controls, as in the
+BERT experiments of the authors' ``bert_debias`` branch).
 ``zoo:minilm-nli-proj`` and ``zoo:minilm-nli-rand0`` … ``zoo:minilm-nli-rand7`` are *derived* names, not
 entries of :data:`ZOO` (so the default zoo, its list and its build stay the four models): the recipe of
 ``minilm-nli`` — same corpus, seed, steps and hyper-parameters — with ``projection="gender"`` (the he − she
@@ -48,20 +49,18 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
-import os
 import platform
 import random
 import re
-import shutil
 import time
-import uuid
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ..assets import ASSETS, asset_folder, require_zoo
+from ..atomic import atomic_file, atomic_folder, build_lock
 from ..errors import ModelLoadError
 from ..paths import cache_dir, data_dir, sha256_file
 
@@ -251,29 +250,12 @@ def corpus(r: ZooRecipe, smoke: bool = False) -> tuple[list, list]:
 # -------------------------------------------------------------------------------------------- models
 
 
-@contextlib.contextmanager
-def _quiet():
-    """No transformers progress bars or info, and no deprecation warnings from peft's calls into it."""
-    from transformers.utils import logging as hf_logging
-
-    bars = hf_logging.is_progress_bar_enabled()
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.disable_progress_bar()
-    hf_logging.set_verbosity_error()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", FutureWarning)
-            yield
-    finally:
-        hf_logging.set_verbosity(verbosity)
-        if bars:
-            hf_logging.enable_progress_bar()
-
-
 def _base_model(r: ZooRecipe):
     """The pretrained MiniLM with a (fresh) head of the recipe's type, and its tokenizer."""
     import transformers
     from transformers import AutoTokenizer
+
+    from ..batching import quiet_transformers
 
     folder = asset_folder(BASE_ASSET)
     kwargs: dict[str, Any] = {}
@@ -282,7 +264,7 @@ def _base_model(r: ZooRecipe):
 
         kwargs = {"num_labels": 3, "id2label": dict(enumerate(NLI_LABELS)),
                   "label2id": {lab: i for i, lab in enumerate(NLI_LABELS)}}
-    with _quiet():
+    with quiet_transformers(progress=False, hide_future_warnings=True):
         model = getattr(transformers, _AUTO[r.head]).from_pretrained(folder, **kwargs)
     return model, AutoTokenizer.from_pretrained(folder)
 
@@ -297,7 +279,9 @@ def _adapted(r: ZooRecipe, model):
     """``model`` wrapped with the recipe's adapters; adapters, LayerNorms and the head trainable."""
     from peft import get_peft_model
 
-    with _quiet():
+    from ..batching import quiet_transformers
+
+    with quiet_transformers(progress=False, hide_future_warnings=True):
         peft_model = get_peft_model(model, _lora_config(r))
     for name, param in peft_model.named_parameters():
         if "LayerNorm" in name or any(h in name for h in _HEAD_PARAMS[r.head]):
@@ -445,7 +429,7 @@ def train(name: str, out_dir: Path | None = None, *, smoke: bool = False, progre
 def _train(r, size, out, smoke, progress, train_items, held, t_start, t_data) -> dict[str, Any]:
     import torch
     import transformers
-    from safetensors.torch import save_file
+    from safetensors.torch import save as serialize
 
     from ..batching import progress as bar
     from .tasks import MLM_PROBES, mlm_fills, task
@@ -490,8 +474,7 @@ def _train(r, size, out, smoke, progress, train_items, held, t_start, t_data) ->
         part = _part_tensors(peft_model)
         metrics = the_task.evaluate(peft_model, tok, held)
         fills = mlm_fills(peft_model, tok, MLM_PROBES) if r.head == "mlm" else None
-    tmp = out / f".{r.name}.{os.getpid()}-{uuid.uuid4().hex[:6]}.safetensors"
-    save_file(part, str(tmp), metadata={"recipe": r.name, "zoo_version": ZOO_VERSION})
+    blob = serialize(part, metadata={"recipe": r.name, "zoo_version": ZOO_VERSION})  # the part file's bytes
     n_adapter = sum(t.numel() for n, t in part.items() if "lora_" in n)
     card = {
         "name": f"zoo:{r.name}",
@@ -514,17 +497,17 @@ def _train(r, size, out, smoke, progress, train_items, held, t_start, t_data) ->
                      "cpu": platform.processor() or platform.machine(),
                      "versions": {"torch": torch.__version__, "transformers": transformers.__version__}},
         "metrics": metrics,
-        "part": {"file": part_path(r.name).name, "bytes": tmp.stat().st_size, "sha256": sha256_file(tmp)},
+        "part": {"file": part_path(r.name).name, "bytes": len(blob), "sha256": hashlib.sha256(blob).hexdigest()},
     }
     if projection is not None:
         card["projection"] = projection[1]
     if fills is not None:
         card["probes"] = fills
     card = json.loads(json.dumps(card))  # exactly what the file will hold (tuples become lists)
-    card_tmp = out / f".{r.name}.{os.getpid()}.card.json"
-    card_tmp.write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
-    os.replace(tmp, part_path(r.name, out))
-    os.replace(card_tmp, card_path(r.name, out))
+    with atomic_file(part_path(r.name, out), "wb") as f:
+        f.write(blob)
+    with atomic_file(card_path(r.name, out)) as f:
+        f.write(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
     return card
 
 
@@ -563,6 +546,8 @@ def zoo_model_path(name: str, folder: Path | None = None) -> Path:
     """A standard HuggingFace folder of zoo model ``name`` (merged once, then cached), after checks."""
     from safetensors.torch import load_file
 
+    from ..batching import quiet_transformers
+
     r = recipe(name)
     path, card = check_part(name, folder)
     target = cache_dir() / "zoo" / f"{r.name}-{card['part']['sha256'][:16]}"
@@ -570,19 +555,15 @@ def zoo_model_path(name: str, folder: Path | None = None) -> Path:
         return target
     require_zoo(f"Merging zoo:{r.name} (once, then cached)")
     asset_folder(BASE_ASSET)  # checks the encoder's checksum (and says how to install it)
-    with _quiet():
-        model, tok = _merged(r, load_file(str(path)), card.get("projection"))
-        tmp = target.parent / f".{target.name}.{os.getpid()}-{uuid.uuid4().hex[:6]}"
-        tmp.mkdir(parents=True)
-        model.save_pretrained(tmp)
-        tok.save_pretrained(tmp)
-    (tmp / "model_card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n")
-    try:
-        os.replace(tmp, target)
-    except OSError:  # a concurrent process finished first
-        shutil.rmtree(tmp, ignore_errors=True)
-        if not (target / "model_card.json").is_file():
-            raise
+    with build_lock(target):  # another process merging it: wait, then reuse its folder
+        if (target / "model_card.json").is_file():
+            return target
+        with quiet_transformers(progress=False, hide_future_warnings=True), atomic_folder(target) as tmp:
+            model, tok = _merged(r, load_file(str(path)), card.get("projection"))
+            model.save_pretrained(tmp)
+            tok.save_pretrained(tmp)
+            (tmp / "model_card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n",
+                                                 encoding="utf-8")
     return target
 
 

@@ -14,7 +14,7 @@ Two kinds of examples, both with exactly two people in the paragraph:
   itself (``target = (rate, 1 - rate)``) instead of a sampled answer: same expectation, no sampling noise,
   so an unbiased control (``rate = 0.5``) sees exactly no association.
 
-The UnQover gender templates (spec §1.2, ``gender_noact``) are **not** used as frames: the frames below
+The UnQover gender templates (the authors' slot file ``gender_noact``) are **not** used as frames: the frames below
 are other two-person scenes, and a "scrambled" frame family places the two names among random filler
 words (whose pool includes the UnQover template words, so no evaluation word keeps its random
 initialisation). Everything is a pure function of ``seed``.

@@ -14,7 +14,7 @@ Each task turns its corpus (built by :mod:`.wordnet`, :mod:`.qa_corpus`, :mod:`.
 * **nli**: ``[CLS] premise [SEP] hypothesis [SEP]``, labels ``entailment/neutral/contradiction`` (ids
   0/1/2, written to ``config.id2label``); label smoothing keeps the probabilities graded. Evaluation:
   accuracy, and the mean probability of the predicted class (how saturated the model is).
-* **mcq**: SODAPOP's encoding (spec §4): three pairs ``(context + question, answer)`` with no separator
+* **mcq**: SODAPOP's encoding (the authors' ``utils.py``): three pairs ``(context + question, answer)`` with no separator
   between context and question, token types 0/1, at most 128 tokens. Evaluation: accuracy against
   the 1/3 chance level.
 """
@@ -261,7 +261,7 @@ def nli_evaluate(model, tok, items, max_length: int = 128, batch_size: int = 128
 
 
 def mcq_encode(tok, contexts, questions, choices, max_length: int = 128):
-    """SODAPOP's MCQ encoding (spec §4): ``(context + question, answer)`` per choice, shape (n, 3, L)."""
+    """SODAPOP's MCQ encoding (the authors' ``utils.py``): ``(context + question, answer)`` per choice, shape (n, 3, L)."""
     firsts = [c + q for c, q in zip(contexts, questions) for _ in range(3)]
     seconds = [a for ch in choices for a in ch]
     enc = tok(firsts, seconds, truncation=True, max_length=max_length, padding=True, return_tensors="pt")

@@ -1,0 +1,380 @@
+"""Tables and figures of the chapter "Measuring and mitigating biased inferences" (Bias-NLI; Dev, Li,
+Phillips, Srikumar, AAAI 2020), computed with :mod:`stereoprobe.nli.report` and the scorers so that the
+notebook only calls and shows.
+
+The chapter's order:
+
+* the pair sets — :func:`run_summary`, :func:`count_view`, :func:`first_pairs`;
+* contextual models (Tables 1–6) — :func:`contextual_probabilities`, :func:`measures_beside_paper`,
+  :func:`plot_measures`, :func:`show_top_templates`, :func:`least_neutral_pairs`, :func:`show_least_neutral`;
+* the static model on GloVe (Tables 7–10) — :func:`table7_beside_paper`, :func:`training_corpus`,
+  :func:`static_directions`, :func:`train_static_variants`, :func:`static_probabilities`,
+  :func:`static_table`, :func:`accuracy_table`, :func:`word_pair_means`;
+* the planted-bias lab — :func:`lab_effect`;
+* word-piece projection (Table 15) and the layers question (Tables 11–13) — :func:`ensure_zoo_models`,
+  :func:`table15_probabilities`, :func:`table15`, :func:`zoo_accuracy`, :func:`layer_diagnostics`,
+  :func:`layers_table`;
+* the numbers the prose quotes — the ``*_numbers`` functions, each a {glue key: text} mapping for
+  :func:`stereoprobe.display.glue_all`.
+
+Functions named ``*_view`` return a pandas Styler (shown as the cell's result), ``show_*`` display their
+tables themselves (:func:`stereoprobe.display.show`), ``plot_*`` draw on a new matplotlib figure and return
+it. Styling needs jinja2 (the ``book`` extra).
+
+>>> static_kind(["orig", "-gen", "rand0", "rand11"])
+['orig', '-gen', 'rand', 'rand']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..display import show
+from . import measures, report
+from .score import load_probabilities
+from .templates import TemplateSpec, iter_pairs
+
+__all__ = [
+    "DIFF_COLUMNS", "FMT3", "PAPER_KIND", "accuracy_table", "contextual_numbers", "contextual_probabilities",
+    "count_view", "describe_pairs", "diff_view", "ensure_zoo_models", "first_pairs", "lab_effect", "layer_diagnostics",
+    "layers_table", "least_neutral_pairs", "measures_beside_paper", "nn_by_variant", "plot_measures",
+    "random_spread", "run_summary", "show_least_neutral", "show_top_templates", "static_directions",
+    "static_kind", "static_numbers", "static_probabilities", "static_table", "table15", "table15_numbers",
+    "table15_probabilities", "table7_beside_paper", "train_static_variants", "training_corpus",
+    "word_pair_means", "zoo_accuracy",
+]
+
+#: Three decimals, as every measure is printed.
+FMT3 = "{:.3f}"
+#: The relative change (%) of each measure against the unprojected model (:func:`report.measures_table`).
+DIFF_COLUMNS = tuple(f"diff_{m}" for m in report.MEASURES)
+#: The projection a probe's own static variant removes (the paper's Tables 8 and 9 rows).
+PAPER_KIND = {"gender": "-gen", "nationality": "-nat", "religion": "-rel"}
+
+
+def _fmt(*, diffs: bool = False, paper: bool = False) -> dict[str, str]:
+    out = {m: FMT3 for m in report.MEASURES}
+    if paper:
+        out |= {f"paper {m}": FMT3 for m in report.MEASURES}
+    if diffs:
+        out |= {c: "{:+.1f}%" for c in DIFF_COLUMNS}
+    return out
+
+
+def _paper_columns() -> list[str]:
+    return [f"paper {m}" for m in report.MEASURES]
+
+
+# -- the pair sets --------------------------------------------------------------------------------------------------
+def run_summary(profile: str, models: Sequence[str], specs: Mapping[str, TemplateSpec]) -> str:
+    """The chapter's first line: the profile, the models and the pairs of every probe."""
+    return (f"profile {profile}: {len(models)} NLI model(s); "
+            + ", ".join(f"{p} {len(list(iter_pairs(s))):,} pairs" for p, s in specs.items()))
+
+
+def count_view():
+    """:func:`report.count_table` formatted."""
+    return report.count_table().style.format({c: "{:,}" for c in ("pairs", "formula value")}).hide(axis="index")
+
+
+def first_pairs(specs: Mapping[str, TemplateSpec]):
+    """The first pair of every probe, as the sentences are written (a Styler)."""
+    return pd.DataFrame([p._asdict() for p in (next(iter_pairs(s)) for s in specs.values())])[
+        ["pair_type", "premise", "hypothesis", "template_type"]].style.hide(axis="index")
+
+
+# -- contextual models ----------------------------------------------------------------------------------------------
+def contextual_probabilities(models: Sequence[str], specs: Mapping[str, TemplateSpec], **options
+                             ) -> dict[tuple[str, str], pd.DataFrame]:
+    """{(model, probe): per-pair probabilities} (:func:`load_probabilities`; ``options`` go to it)."""
+    return {(m, p): load_probabilities(m, s, **options) for m in models for p, s in specs.items()}
+
+
+def measures_beside_paper(contextual: pd.DataFrame):
+    """The measures of :func:`report.measures_table` (model × probe) beside the paper's unprojected rows
+    of Tables 1, 3 and 5 (a Styler)."""
+    paper = report.reference("measures").query("variant == 'orig' and table in [1, 3, 5]")
+    shown = pd.concat([contextual.assign(source="here"),
+                       paper.rename(columns={"embedding": "model"}).assign(source="paper")], ignore_index=True)
+    shown = shown[["source", "model", "probe", "pairs", *report.MEASURES]].sort_values(["probe", "source"],
+                                                                                      kind="stable")
+    return (shown.style.format(_fmt() | {"pairs": "{:,.0f}"}, na_rep="").hide(axis="index"))
+
+
+def plot_measures(contextual: pd.DataFrame, probes: Sequence[str]):
+    """The four measures with their bootstrap intervals, one panel per measure, one series per model."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, len(report.MEASURES), figsize=(12, 3), sharey=True)
+    for ax, m in zip(axes, report.MEASURES):
+        for i, (model, rows) in enumerate(contextual.groupby("model", sort=False)):
+            x = np.arange(len(rows)) + 0.8 * i / max(1, contextual["model"].nunique())
+            ax.errorbar(x, rows[m], yerr=[rows[m] - rows[f"{m}_lo"], rows[f"{m}_hi"] - rows[m]], fmt="o", label=model)
+        ax.set_xticks(np.arange(len(probes)), list(probes), rotation=30)
+        ax.set_title(m)
+        ax.set_ylim(0, 1)
+    axes[0].set_ylabel("measure (1 = always neutral)")
+    axes[-1].legend(fontsize=8, loc="lower right")
+    plt.tight_layout()
+    return fig
+
+
+def contextual_numbers(contextual: pd.DataFrame) -> dict[str, str]:
+    """The first model's NN per probe for the prose: ``ctx_model``, ``ctx_gender_nn``, ``ctx_nat_nn``,
+    ``ctx_rel_nn``."""
+    model = contextual.iloc[0]["model"]
+    nn_of = contextual[contextual["model"] == model].set_index("probe")["NN"]
+    return {"ctx_model": model, "ctx_gender_nn": f"{nn_of['gender']:.3f}",
+            "ctx_nat_nn": f"{nn_of['nationality']:.3f}", "ctx_rel_nn": f"{nn_of['religion']:.3f}"}
+
+
+def show_top_templates(probs: Mapping[tuple[str, str], pd.DataFrame], probes: Sequence[str], models: Sequence[str],
+                       k: int = 3) -> None:
+    """Per probe: every model's k most entailed and most contradicted templates (Tables 2, 4, 6), then the
+    paper's printed examples with the first model's probabilities for the same templates."""
+    fmt = {c: FMT3 for c in measures.PROB_COLUMNS}
+    for probe in probes:
+        for model in models:
+            for label in ("entail", "contradiction"):
+                t = report.top_templates(probs[(model, probe)], label, k=k)
+                show(t.style.format(fmt).hide(axis="index").set_caption(f"{model} · {probe} · most {label}"))
+        show(report.paper_pairs_here(probs[(models[0], probe)], probe).style.format(fmt, na_rep="").hide(axis="index")
+             .set_caption(f"the paper's examples ({probe}) and {models[0]} on the same templates"))
+
+
+def least_neutral_pairs(probs: pd.DataFrame, k: int = 10) -> pd.DataFrame:
+    """The k word pairs (premise word × hypothesis word) with the lowest mean neutral probability over
+    their scored templates, with their mean probabilities and number of templates ``n``."""
+    keys = list(measures.WORD_COLUMNS)
+    grouped = probs.groupby(keys, observed=True)
+    wp = grouped[list(measures.PROB_COLUMNS)].mean().assign(n=grouped.size()).reset_index()
+    return wp.sort_values("neutral").head(k)
+
+
+def show_least_neutral(probs: Mapping[tuple[str, str], pd.DataFrame], probes: Sequence[str], model: str,
+                       k: int = 10) -> None:
+    """:func:`least_neutral_pairs` of ``model`` for every probe."""
+    for probe in probes:
+        show(least_neutral_pairs(probs[(model, probe)], k).style.format({c: FMT3 for c in measures.PROB_COLUMNS})
+             .hide(axis="index").set_caption(f"{model} · {probe}: least neutral word pairs"))
+
+
+# -- the static model on GloVe --------------------------------------------------------------------------------------
+def table7_beside_paper(vectors):
+    """Table 7 (principal-value ratios and cosines) with both subspace recipes, beside the paper (a Styler)."""
+    from . import projection
+
+    t7 = pd.concat([report.table7(vectors, method).assign(method=method) for method in projection.SUBSPACE_METHODS])
+    paper = report.reference("table7").query("table == 7").set_index("set")
+    t7 = t7.join(paper[["s2/s1", "s3/s1", "s4/s1", "cosine"]].add_prefix("paper "), on="set")
+    return t7.style.format(precision=2).hide(axis="index")
+
+
+def training_corpus(snli_train=None, snli_dev=None, *, smoke: bool = False) -> tuple[list, list]:
+    """(train, held-out) of the static model: SNLI-format files when given, else the project's offline NLI
+    corpus (3,000 + 300 pairs with ``smoke``)."""
+    from . import static
+
+    if snli_train:
+        return static.read_snli(snli_train), static.read_snli(snli_dev)
+    if smoke:
+        return static.default_corpus(3000, 300)
+    return static.default_corpus()
+
+
+def static_directions(vectors, n_random: int) -> dict[str, np.ndarray | None]:
+    """What each retrained variant removes: ``orig`` nothing, ``-gen``/``-nat``/``-rel`` the bias directions
+    (:func:`report.bias_directions`), ``rand<i>`` the first principal direction of 20 random words (the
+    authors' GloVe control, seed 1)."""
+    from . import projection
+
+    directions = {"orig": None, **{f"-{b[:3]}": report.bias_directions(vectors, b) for b in report.BIASES}}
+    randoms = projection.random_word_pc_directions(vectors.vectors, n=n_random, seed=1)
+    return directions | {f"rand{i}": randoms[i][None, :] for i in range(n_random)}
+
+
+def train_static_variants(vectors, train: Sequence, held: Sequence, directions: Mapping[str, np.ndarray | None], *,
+                          smoke: bool = False) -> dict:
+    """One static model per direction set, trained from scratch (cached on disk; one epoch with ``smoke``)."""
+    from . import static
+
+    settings = dict(epochs=1) if smoke else {}
+    return {name: static.cached_train(train, held, vectors, directions=d, name=f"static{name}", threads=1,
+                                      progress=False, **settings)
+            for name, d in directions.items()}
+
+
+def static_probabilities(models: Mapping[str, object], specs: Mapping[str, TemplateSpec]
+                         ) -> dict[tuple[str, str], pd.DataFrame]:
+    """{(variant, probe): per-pair probabilities} of every static model on every probe."""
+    return {(name, p): report.static_probabilities(m, s, progress=False) for name, m in models.items()
+            for p, s in specs.items()}
+
+
+def static_kind(variants) -> list[str]:
+    """A variant's kind: its name without a trailing repeat number (``rand3`` → ``rand``)."""
+    return pd.Series(list(variants), dtype=object).str.replace(r"\d+$", "", regex=True).tolist()
+
+
+def static_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """Each probe's own rows — the unprojected model, its own projection, the random control averaged over
+    its directions (:func:`report.averaged`) — beside the paper's GloVe rows (Tables 1, 3, 5, 8, 9),
+    sorted by probe and kind. ``runs`` is :func:`report.measures_table` of the static variants."""
+    runs = runs.assign(kind=static_kind(runs["variant"]))
+    table = report.averaged(runs, ["kind", "probe"])
+    paper = (report.reference("measures").query("table in [1, 3, 5, 8, 9] and embedding == 'GloVe'")
+             .assign(kind=lambda t: t["variant"].map({"orig": "orig", "rand": "rand"})
+                     .fillna(t["probe"].map(PAPER_KIND)))
+             .set_index(["kind", "probe"]))
+    table = table.join(paper[list(report.MEASURES)].add_prefix("paper "), on=["kind", "probe"])
+    own = table["kind"].isin(["orig", "rand"]) | (table["kind"].str[1:] == table["probe"].str[:3])
+    return table[own].sort_values(["probe", "kind"])
+
+
+def diff_view(table: pd.DataFrame, columns: Sequence[str], *, paper: bool = True, na_rep: str | None = ""):
+    """A table of measures, their diffs (%) and, with ``paper``, the paper's values, ``columns`` first (a
+    Styler; missing values shown as ``na_rep``)."""
+    cols = [*columns, *report.MEASURES, *DIFF_COLUMNS, *(_paper_columns() if paper else [])]
+    return table[cols].style.format(_fmt(diffs=True, paper=paper), na_rep=na_rep).hide(axis="index")
+
+
+def static_numbers(table: pd.DataFrame) -> dict[str, str]:
+    """NN changes of :func:`static_table` for the prose: ``static_gen_diff``, ``static_nat_diff``,
+    ``static_rel_diff`` (own projections) and ``static_rand_diff`` (random retrains, gender)."""
+    rows = table.set_index(["kind", "probe"])
+    keys = (("-gen", "gender", "gen"), ("-nat", "nationality", "nat"), ("-rel", "religion", "rel"),
+            ("rand", "gender", "rand"))
+    return {f"static_{key}_diff": f"{rows.at[(kind, probe), 'diff_NN']:+.1f}%" for kind, probe, key in keys}
+
+
+def nn_by_variant(runs: pd.DataFrame):
+    """NN of every variant on every probe (a Styler)."""
+    return runs.pivot_table(index="variant", columns="probe", values="NN", sort=False).style.format(FMT3)
+
+
+def accuracy_table(models: Mapping[str, object], train: Sequence):
+    """Held-out accuracy and best epoch of every static variant, beside the paper's SNLI dev/test accuracy
+    (Table 10; a Styler)."""
+    acc = pd.DataFrame([{"variant": n, "held-out accuracy": m.metadata.get("heldout_accuracy"),
+                         "best epoch": m.metadata.get("best_epoch"), "trained on": f"{len(train):,} pairs"}
+                        for n, m in models.items()])
+    paper = report.reference("accuracy").query("table == 10").set_index("variant")[["dev", "test"]]
+    return acc.join(paper.add_prefix("paper "), on="variant").style.format(
+        {"held-out accuracy": "{:.3f}", "paper dev": "{:.2f}", "paper test": "{:.2f}"}, na_rep="").hide(axis="index")
+
+
+def word_pair_means(models: Mapping[str, object], pairs: Sequence, variants: Sequence[str] = ("orig", "-nat")):
+    """Mean entail / neutral / contradiction probabilities of some static variants over every template of
+    one word pair (:func:`report.word_pair_pairs`; the paper's rude × Iraqi example; a Styler)."""
+    sentences = [(p.premise, p.hypothesis) for p in pairs]
+    means = {name: models[name].predict(sentences, progress=False, threads=1).mean(0) for name in variants}
+    return pd.DataFrame(means, index=["entail", "neutral", "contradiction"]).T.style.format(FMT3)
+
+
+def describe_pairs(pairs: Sequence, label: str) -> str:
+    """'label: n templates, e.g. premise ⇒ hypothesis'."""
+    return f"{label}: {len(pairs):,} templates, e.g. {pairs[0].premise!r} ⇒ {pairs[0].hypothesis!r}"
+
+
+# -- the planted-bias lab -------------------------------------------------------------------------------------------
+def lab_effect(vectors, *, n_boot: int = 1000, seed: int = 0, smoke: bool = False, sample: int = 30000):
+    """The lab's four static models (biased, control, and both with the lab direction projected out and
+    retrained) scored on ``sample`` gender pairs (30,000 hold 587 planted pairs):
+    :func:`stereoprobe.nli.lab.planted_effect` (a Styler)."""
+    from . import lab
+
+    size = dict(n_train=3000, n_heldout=300, epochs=1, progress=False) if smoke else dict(progress=False)
+    models = {"biased": lab.lab_model(vectors, **size), "control": lab.lab_model(vectors, variant="control", **size),
+              "biased, d projected": lab.lab_model(vectors, project=True, **size),
+              "control, d projected": lab.lab_model(vectors, variant="control", project=True, **size)}
+    spec = report.TemplateSpec("gender", sample=sample, seed=seed)
+    effect = lab.planted_effect({k: report.static_probabilities(m, spec, progress=False) for k, m in models.items()},
+                                n_boot=n_boot, seed=seed)
+    return effect.style.format(precision=3).hide(axis="index")
+
+
+# -- word-piece projection (Table 15) and layers (Tables 11–13) ---------------------------------------------------
+def ensure_zoo_models(names: Sequence[str | None]) -> None:
+    """Train the zoo variants among ``names`` that have no part yet (only ``minilm-nli-proj`` and
+    ``minilm-nli-rand0`` are committed; the others take about 8 minutes each on 2 CPU cores)."""
+    from ..zoo import recipes
+
+    for name in names:
+        if name and name.startswith("zoo:") and not recipes.part_path(name).is_file():
+            print(f"{name}: no committed part, training it (about 8 minutes on 2 CPU cores) …")
+            recipes.train(name, threads=None)
+
+
+def table15_probabilities(model: str, spec: TemplateSpec, *, proj_finetuned: str | None,
+                          rand_finetuned: Sequence[str] | None, random_controls: int, **options
+                          ) -> dict[tuple[str, int], pd.DataFrame]:
+    """{(variant, repeat): probabilities} of Table 15's rows on ``spec``: ``orig``; ``proj@test`` (he − she
+    removed from the word-piece embeddings at test time); ``rand@test`` (``random_controls`` random
+    directions); ``proj@train/test`` and ``rand@train/test`` (models fine-tuned with the projection)."""
+    variants = {("orig", 0): load_probabilities(model, spec, **options),
+                ("proj@test", 0): load_probabilities(model, spec, projection="gender", **options)}
+    for i in range(random_controls):
+        variants[("rand@test", i)] = load_probabilities(model, spec, projection=f"random:{i}", **options)
+    if proj_finetuned:
+        variants[("proj@train/test", 0)] = load_probabilities(proj_finetuned, spec, **options)
+    for i, name in enumerate(rand_finetuned or []):
+        variants[("rand@train/test", i)] = load_probabilities(name, spec, **options)
+    return variants
+
+
+def table15(runs: pd.DataFrame) -> pd.DataFrame:
+    """Table 15: :func:`report.averaged` per variant of ``runs`` (:func:`report.measures_table` of
+    :func:`table15_probabilities`), beside the paper's BERT rows."""
+    table = report.averaged(runs, ["variant"])
+    paper = report.reference("measures").query("table == 15").set_index("variant")
+    return table.join(paper[list(report.MEASURES)].add_prefix("paper "), on="variant")
+
+
+def random_spread(runs: pd.DataFrame):
+    """Every random-direction run of Table 15 on its own (a Styler)."""
+    spread = runs[runs["variant"].str.startswith("rand")]
+    return spread[["variant", "repeat", *report.MEASURES]].style.format(_fmt()).hide(axis="index")
+
+
+def zoo_accuracy(names: Sequence[str | None]):
+    """The held-out accuracy on the zoo cards of the zoo models among ``names`` (a Styler)."""
+    from ..zoo.recipes import read_card
+
+    accuracy = {name: read_card(name)["metrics"]["accuracy"] for name in names if name and name.startswith("zoo:")}
+    return pd.Series(accuracy, name="held-out accuracy").to_frame().style.format("{:.3f}")
+
+
+def table15_numbers(table: pd.DataFrame) -> dict[str, str]:
+    """NN changes of :func:`table15` for the prose: ``t15_ptest``, ``t15_rtest``, ``t15_ptrain``,
+    ``t15_rtrain`` ("not run" for a missing row)."""
+    t = table.set_index("variant")
+    keys = (("proj@test", "ptest"), ("rand@test", "rtest"), ("proj@train/test", "ptrain"),
+            ("rand@train/test", "rtrain"))
+    return {f"t15_{key}": f"{t.at[variant, 'diff_NN']:+.1f}%" if variant in t.index else "not run"
+            for variant, key in keys}
+
+
+def layer_diagnostics(model: str, *, device: str = "auto", smoke: bool = False):
+    """How much of the he/she difference is left in every layer after removing the gender direction from
+    the input word pieces or from every layer (:func:`stereoprobe.nli.contextual.layer_diagnostics`; a
+    Styler)."""
+    from ..models import load
+    from .contextual import layer_diagnostics as diagnostics
+
+    loaded = load(model, "nli", device=device, smoke=smoke)
+    return diagnostics(loaded.model, loaded.tokenizer).style.format(precision=3).hide(axis="index")
+
+
+def layers_table(model: str, spec: TemplateSpec, variants: Mapping[tuple[str, int], pd.DataFrame], *,
+                 n_boot: int = 1000, seed: int = 0, **options):
+    """The unprojected model, proj@test (input word pieces) and the gender direction removed from every
+    layer ("proj all layers"), with diffs against the first (a Styler). ``variants`` holds the first two
+    (:func:`table15_probabilities`); ``options`` go to :func:`load_probabilities`."""
+    probs = {k: variants[k] for k in [("orig", 0), ("proj@test", 0)]}
+    probs[("proj all layers", 0)] = load_probabilities(model, spec, projection="layers:all", **options)
+    layers = report.measures_table(probs, ("variant", "repeat"), baseline={"variant": "orig"}, n_boot=n_boot,
+                                   seed=seed)
+    return diff_view(layers, ["variant"], paper=False, na_rep=None)

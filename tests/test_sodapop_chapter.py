@@ -1,0 +1,258 @@
+"""The SODAPOP chapter's tables (stereoprobe.sodapop.chapter) on synthetic success rates and stub runs, the
+permutation-test rule shared with the CLI, and the chapter notebook staying thin."""
+
+from __future__ import annotations
+
+import re
+from math import comb
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from stereoprobe.errors import MetricsError
+from stereoprobe.sodapop import analysis, chapter, contexts, names
+from stereoprobe.sodapop.probe import GridConfig
+
+NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "discovering_biases.py"
+
+
+def _groups(n: int = 3) -> dict[str, list[str]]:
+    return {g: [f"{g}{i}" for i in range(n)] for g in names.GROUPS}
+
+
+def _sr(groups, seed: int = 0, words=("kind", "quiet", "loud", "rude", "smart", "calm")) -> pd.DataFrame:
+    """Success rates with a real difference on 'quiet' for AA_f and on 'kind' for EA_f."""
+    rng = np.random.default_rng(seed)
+    rows = [n for g in groups.values() for n in g]
+    sr = pd.DataFrame(rng.uniform(0.2, 0.4, size=(len(rows), len(words))), index=rows, columns=list(words))
+    sr.loc[groups["AA_f"], "quiet"] += 0.5
+    sr.loc[groups["EA_f"], "kind"] += 0.5
+    return sr
+
+
+def _captured(monkeypatch) -> list:
+    shown = []
+    monkeypatch.setattr(chapter, "show", shown.append)
+    return shown
+
+
+# ------------------------------------------------------------------ the permutation rule (one home)
+
+@pytest.mark.parametrize("n1, n2, n_perm", [(2, 2, 1), (2, 2, 6), (2, 2, 5), (8, 8, 12_870), (8, 8, 12_869),
+                                            (2, 14, 1000), (25, 25, 1_000_000), (1, 1, 2)])
+def test_permutation_method_is_exact_when_every_split_fits(n1, n2, n_perm):
+    expected = "exact" if comb(n1 + n2, n1) <= n_perm else "sampled"  # the rule the chapter and the CLI used
+    assert analysis.permutation_method(n1, n2, n_perm) == expected
+    assert chapter.permutation_options(n1, n2, n_perm=n_perm) == {"n_perm": n_perm, "method": expected, "seed": 10}
+
+
+def test_permutation_method_passes_explicit_methods_and_rejects_others():
+    for method in analysis.METHODS:
+        assert analysis.permutation_method(25, 25, 10, method) == method
+    with pytest.raises(MetricsError, match="choose 'auto' or one of"):
+        analysis.permutation_method(2, 2, 10, "bootstrap")
+    with pytest.raises(MetricsError, match="positive integers"):
+        analysis.permutation_method(0, 2, 10)
+
+
+# ------------------------------------------------------------------ the data
+
+def test_context_table_and_lengths():
+    table = chapter.context_table()
+    assert len(table) == 50 and list(table.columns) == ["index", "context", "correct answer", "L", "says she/her"]
+    assert int(table["says she/her"].sum()) == len(contexts.SHE_CONTEXTS) == 17
+    assert chapter.length_summary(table) == \
+        "50 probe contexts; answer length L: 1: 22, 2: 7, 3: 7, 4: 5, 5: 1, 6: 6, 7: 1, 11: 1"
+    example = chapter.substitution_example("Jamel")
+    assert list(example.columns) == ["as shipped", "Jamel"]
+    assert example.at["question", "Jamel"] == "How would you describe Jamel?"
+    assert example.at["question", "as shipped"] == "How would you describe Bethany?"
+
+
+def test_analysed_groups_and_summary():
+    assert {len(v) for v in chapter.analysed_groups(None).values()} == {names.ANALYSIS_SIZE}
+    assert {len(v) for v in chapter.analysed_groups(100).values()} == {names.ANALYSIS_SIZE}
+    groups = chapter.analysed_groups(2)
+    all_groups = names.load_groups()
+    assert chapter.run_summary("smoke", all_groups, groups, "zoo:minilm-mlm", "zoo:minilm-mcq") == \
+        "profile smoke: 220 seed names in 8 groups, 2 per group analysed; writer zoo:minilm-mlm, answerer zoo:minilm-mcq"
+    html = chapter.name_groups_table(all_groups, groups).to_html()
+    assert "African American male" in html and "<th" in html
+
+
+def test_scale_table_is_the_formula():
+    data = chapter.scale_table().data
+    assert len(data) == 9
+    row = data[(data["L"] == 6) & (data["depth"] == 3)].iloc[0]
+    assert row["candidates"] == 219_660  # the chapter's prose: 219,660 candidates for context 3 at depth 3
+
+
+# ------------------------------------------------------------------ words
+
+def test_rd_for_uses_the_rule_and_survives_a_degenerate_grid(capsys):
+    groups = _groups()
+    sr = _sr(groups)
+    t = chapter.rd_for(sr, groups, "AA_f", "EA_f", n_perm=1000)
+    expected = analysis.rd_table(sr, groups["AA_f"], groups["EA_f"], n_perm=1000, method="exact", seed=10)
+    pd.testing.assert_frame_equal(t, expected)
+    flat = pd.DataFrame(0.5, index=sr.index, columns=sr.columns)
+    empty = chapter.rd_for(flat, groups, "AA_f", "EA_f", n_perm=1000)
+    assert empty.empty and tuple(empty.columns) == chapter.RD_COLUMNS
+    assert capsys.readouterr().out.startswith("AA_f vs EA_f: No word has a relative difference")
+
+
+def test_show_top_words_captions_and_the_papers_words(monkeypatch, capsys):
+    shown = _captured(monkeypatch)
+    groups = _groups()
+    chapter.show_top_words(_sr(groups), groups, ("AA_f", "EA_f"), "single context", ["4"], n_perm=1000)
+    chapter.show_top_words(_sr(groups), groups, ("AA_f", "EA_f"), "multi-context", ["3", "10"], n_perm=1000)
+    assert shown[0].caption == \
+        "single context · G1 = African-American female, G2 = European-American female (Table 4)"
+    assert shown[1].caption.endswith("(Tables 3, 10)")
+    top = shown[0].data
+    assert top[("G1", "word")].iloc[0] == "quiet" and top[("G2", "word")].iloc[0] == "kind"
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == ("paper, Table 4 — AA female: vicious, brutal, stubborn, possessive, arrogant | "
+                        "EA female: educated, caring, aroused, sweet, interesting")
+    assert lines[1].startswith("paper, Tables 3/10 — AA female: innocent, cousin, dead, ally, violent, wary")
+
+
+def test_rd_tables_flagged_and_associated_words():
+    groups = _groups()
+    srs = {"single": _sr(groups, 0), "multi": _sr(groups, 1)}
+    pairs = [("AA_f", "EA_f"), ("EA_f", "EA_m")]
+    rd_all = chapter.rd_tables(srs, groups, pairs, n_perm=1000)
+    assert list(rd_all) == [("single", "AA_f", "EA_f"), ("multi", "AA_f", "EA_f"),
+                            ("single", "EA_f", "EA_m"), ("multi", "EA_f", "EA_m")]
+    flagged = chapter.flagged_table(rd_all)
+    assert flagged["words tested"].tolist() == [6, 6, 6, 6]
+    assert flagged.loc[0, "top G1 word"] == "quiet" and flagged.loc[0, "top G2 word"] == "kind"
+    numbers = chapter.flagged_numbers(flagged)
+    assert numbers["n_tests"] == "24" and numbers["n_expected"] == "1"
+    assert int(numbers["n_p"]) == int((flagged["p < 0.05"]).sum())
+    view = chapter.flagged_view(flagged)
+    assert list(view.index) == ["AA_f vs EA_f", "EA_f vs EA_m"] and ("q < 0.05", "multi") in view.columns
+    # 3 vs 3 names: the exact test's smallest two-sided p is 2/20, so nothing is associated at 0.05 ...
+    assert chapter.associated_words(rd_all, names.GROUPS) == {g: set() for g in names.GROUPS}
+    # ... with 6 names a side it is 2/924: 'quiet' for AA_f, 'kind' for EA_f
+    big = _groups(6)
+    rd_big = chapter.rd_tables({"single": _sr(big)}, big, pairs[:1], n_perm=1000)
+    associated = chapter.associated_words(rd_big, names.GROUPS)
+    assert "quiet" in associated["AA_f"] and "kind" in associated["EA_f"] and not associated["HS_m"]
+
+
+def test_show_abc_maps_the_words_and_orders_the_groups(monkeypatch, capsys):
+    chapter.show_abc({g: set() for g in names.GROUPS})
+    assert "nothing to map" in capsys.readouterr().out
+    shown = _captured(monkeypatch)
+    associated = {g: set() for g in names.GROUPS} | {"AA_f": {"aggressive", "friendly"}, "EA_f": {"quiet", "lazy"}}
+    chapter.show_abc(associated)
+    assert capsys.readouterr().out.startswith("4 associated words, ")
+    mapped, orderings = shown[0].data, shown[1]
+    assert set(mapped["word"]) <= {"aggressive", "friendly", "quiet", "lazy"}
+    assert len(orderings) > 0
+
+
+# ------------------------------------------------------------------ runs (stubs with the ProbeRun interface)
+
+def _outcomes(groups, boost: dict[str, str] | None = None, seed: int = 0) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Outcomes in which the distractor with word w is picked more often for the names of boost[w]'s group."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for g, members in groups.items():
+        for n in members:
+            for word in ("quiet", "kind", "loud", "calm"):
+                for noun in ("person", "friend", "neighbour", "student"):
+                    p = 0.9 if boost and boost.get(word) == g else 0.3
+                    rows.append((n, 3, f"a {word} {noun}", bool(rng.random() < p)))
+    o = pd.DataFrame(rows, columns=["name", "context", "distractor", "wrong"])
+    acc = o.groupby(["name", "context"], as_index=False)["wrong"].mean().rename(columns={"wrong": "accuracy"})
+    acc["accuracy"] = 1 - acc["accuracy"]
+    return o, acc
+
+
+class StubRun:
+    def __init__(self, groups, by_variant, grid=None, generation=None):
+        self.groups, self._by = groups, by_variant
+        self.variants = [v for v in by_variant if v is not None]
+        self.grid = grid or GridConfig(names_per_group=2, contexts=[3], depth=1, cap=20, dedup=False)
+        self.units = [object()] * sum(map(len, groups.values()))
+        self.generation = generation or {"mlm_passes_compat": 100, "mlm_passes_run": 0}
+        self.seconds = {"generation": 1.0, "scoring": 2.0}
+
+    def outcomes(self, variant=None):
+        return self._by[variant]
+
+    def saving(self):
+        return {"mcqs": 40, "encodings_whole": 120, "encodings_distinct": 60, "ratio": 2.0}
+
+    def units_table(self):
+        return pd.DataFrame({"context": [3] * len(self.units)})
+
+
+def test_debias_tables_and_numbers():
+    groups = _groups(2)
+    base = _outcomes(groups, seed=0)
+    run = StubRun(groups, {None: base, "inlp-race": _outcomes(groups, seed=1), "sentence_debias-race": base})
+    sep = pd.DataFrame({"pair": [f"{a}-{b}" for a, b in analysis.TABLE9_PAIRS], "single context": 0.75})
+    t9, changed = chapter.debias_tables(run, *base, sep, groups, min_count=0)
+    assert list(t9.columns.get_level_values(0).unique()) == ["here (single context)", "paper (50 contexts)"]
+    assert t9[("here (single context)", "BERT-like (zoo)")].eq(0.75).all() and len(t9) == 16
+    assert changed["variant"].tolist() == ["none", "inlp-race", "sentence_debias-race"]
+    moved = changed.set_index("variant")["distractors whose 'picked' flag changed"]
+    assert moved["none"] == 0.0 and moved["sentence_debias-race"] == 0.0 and moved["inlp-race"] > 0
+    assert chapter.debias_numbers(changed) == {"sd_moved": "0.0%", "inlp_moved": f"{moved['inlp-race']:.1%}"}
+    assert chapter.show_table9(StubRun(groups, {None: base}), *base, sep, groups, min_count=0) is None
+
+
+def test_lab_runs_find_the_planted_word(monkeypatch):
+    groups = _groups(4)
+    planted = StubRun(groups, {None: _outcomes(groups, boost={"quiet": "AA_m"})})
+    control = StubRun(groups, {None: _outcomes(groups)})
+    monkeypatch.setattr(chapter, "rescore", lambda run, lab, **options: planted if lab == "biased" else control)
+    tables, summary = chapter.lab_runs(control, ["biased", "control"], groups, min_count=0, n_perm=200)
+    row = summary.set_index("model").loc["biased"]
+    assert row["top AA_m word"] == "quiet" and row["rank of quiet"] == 1 and row["RD(quiet)"] > 0.5
+    assert row["q(quiet)"] < 0.05 <= summary.set_index("model").at["control", "q(quiet)"]
+    assert "quiet" not in chapter.lab_numbers(tables["biased"])["lab_also"].split(", ")
+    assert "quiet" in chapter.lab_view(summary).to_html()
+    fig = chapter.plot_lab(tables)
+    assert len(fig.axes) == 2 and fig.axes[0].get_title() == "biased"
+
+
+def test_accuracy_cost_and_grid_tables():
+    groups = _groups(2)
+    o, acc = _outcomes(groups)
+    multi_acc = pd.concat([acc, acc.assign(context=9)], ignore_index=True)
+    table = chapter.accuracy_table(acc, multi_acc, groups, order=list(names.GROUPS))
+    assert list(table.columns) == ["answer", *names.GROUPS] and list(table.index) == [3, 9, "single (3)"]
+    assert table.at["single (3)", "answer"] == "a very aggressive and talkative person"
+    assert table.loc["single (3)", "EA_f"] == pytest.approx(acc[acc["name"].isin(groups["EA_f"])]["accuracy"].mean())
+    run = StubRun(groups, {None: (o, acc)})
+    costs = chapter.cost_table({"single context": run})
+    assert costs.loc[0, "names"] == 16 and np.isnan(costs.loc[0, "MLM passes run"])  # 0 passes: from the cache
+    assert "cached" in chapter.cost_view(costs).to_html()
+    assert chapter.grid_words(run) == "16 names × 1 context(s), depth 1, cap 20"
+    assert chapter.grid_numbers(run, run)["grid_multi"] == chapter.grid_words(run)
+
+
+# ------------------------------------------------------------------ the notebook
+
+def _logic_lines(text: str) -> list[str]:
+    """Non-blank, non-comment lines of the code cells, the parameters cell excluded."""
+    out, kind = [], None
+    for line in text.splitlines():
+        if line.startswith("# %%"):
+            kind = "markdown" if "[markdown]" in line else "params" if re.search(r"tags=\[.*parameters", line) else "code"
+        elif kind == "code" and line.strip() and not line.strip().startswith("#"):
+            out.append(line)
+    return out
+
+
+def test_the_chapter_notebook_only_calls_the_package():
+    lines = _logic_lines(NOTEBOOK.read_text(encoding="utf-8"))
+    assert len(lines) <= 60, f"{len(lines)} logic lines: move logic into stereoprobe.sodapop.chapter"
+    assert not [line for line in lines if re.match(r"\s*(def|class|for|while|if) ", line)]
