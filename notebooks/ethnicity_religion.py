@@ -43,22 +43,14 @@ profile = "cpu"
 
 # %%
 import matplotlib.pyplot as plt
-import pandas as pd
-from myst_nb import glue
 
-from stereoprobe import plots
-from stereoprobe.unqover import metrics, report
-from stereoprobe.unqover.generate import DatasetSpec, count
+from stereoprobe.display import glue_all
+from stereoprobe.unqover import chapter, report
 
-options = dict(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models,
-               engine=engine, workers=workers)
-results = {}
-for dataset in ("ethnicity", "religion"):
-    spec = DatasetSpec(dataset, mode=mode, sample=sample, seed=seed)
-    frames = report.gather(models, spec, **options) | report.gather_lm(lm_models, spec, **options)
-    results[dataset] = {"spec": spec, "frames": frames,
-                        "gammas": report.subject_gammas(frames, n_boot=n_boot, seed=seed)}
-    print(f"{dataset}: {count(spec).paper_examples:,} paper examples per model, {len(frames)} model(s)")
+options = chapter.score_options(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
+                                smoke=smoke_models, engine=engine, workers=workers)
+results = chapter.gather_datasets(("ethnicity", "religion"), models, lm_models, sample=sample, seed=seed,
+                                  n_boot=n_boot, **options)
 
 # %% [markdown]
 # ## Ethnicity: $\gamma(x)$ and $\eta(x)$ (Table 12)
@@ -68,11 +60,7 @@ for dataset in ("ethnicity", "religion"):
 # notebook values). The LM lists hold 10 of the 15 ethnicities, so LM columns have gaps.
 
 # %%
-def subject_style(table):
-    return table.style.format("{:+.4f}", na_rep="—")
-
-
-subject_style(report.subject_table(results["ethnicity"]["gammas"], "ethnicity"))
+chapter.subject_view(results["ethnicity"]["gammas"], "ethnicity")
 
 # %% [markdown]
 # With intervals: $\gamma(x)$ of every model with its 95% bootstrap CI (of the pooled $C$ values of
@@ -80,15 +68,8 @@ subject_style(report.subject_table(results["ethnicity"]["gammas"], "ethnicity"))
 # large: the paper's values are a few hundredths.
 
 # %%
-def gamma_ci_plot(gammas, title):
-    long = pd.concat([t.assign(model=name) for name, t in gammas.items()])
-    ax = plots.paired_bars(long, x="subject", y="gamma", hue="model", title=title, ylabel="γ(x)", lo="gamma_lo",
-                           hi="gamma_hi")
-    ax.tick_params(axis="x", rotation=60)
-    plt.show()
-
-
-gamma_ci_plot(results["ethnicity"]["gammas"], "Ethnicity: γ(x) with 95% CI")
+chapter.plot_gamma_ci(results["ethnicity"]["gammas"], "Ethnicity: γ(x) with 95% CI")
+plt.show()
 
 # %% [markdown]
 # ## Ethnicity ranks (Fig. 5, top)
@@ -99,47 +80,30 @@ gamma_ci_plot(results["ethnicity"]["gammas"], "Ethnicity: γ(x) with 95% CI")
 # run only those 10 are ranked).
 
 # %%
-def rank_figures(dataset):
-    paper_gamma = report.paper_gamma_x(dataset)
-    paper_ranked = metrics.rank_subjects(paper_gamma[report.PAPER_MODELS].sort_values("RoBERTa_B", ascending=False,
-                                                                                      kind="stable"))
-    fig, axes = plt.subplots(2, 1, figsize=(8, 7.5))
-    plots.rank_plot(paper_ranked, title=f"Paper: {dataset} (5 SQuAD models)", ax=axes[0], label="paper")
-    matrix = report.gamma_matrix(results[dataset]["gammas"])
-    ranks = report.ranks_beside_paper(matrix, dataset)
-    plots.rank_plot(ranks, title=f"Ours: {dataset} ({matrix.shape[1]} model(s)); hollow: the paper, same subjects",
-                    ax=axes[1])
-    plt.show()
-    return ranks
-
-
-eth_ranks = rank_figures("ethnicity")
-agreement_format = {"rho": "{:+.3f}", "p_value": "{:.3g}", "subjects": "{:.0f}"}
-report.rank_agreement(eth_ranks).to_frame("ethnicity: ours vs paper").T.style.format(agreement_format)
+eth_ranks = chapter.plot_rank_figures("ethnicity", results["ethnicity"]["gammas"])
+plt.show()
+chapter.agreement_view(report.rank_agreement(eth_ranks), "ethnicity: ours vs paper")
 
 # %% [markdown]
 # ## Religion: $\gamma(x)$ and $\eta(x)$ (Table 13)
 
 # %%
-subject_style(report.subject_table(results["religion"]["gammas"], "religion"))
+chapter.subject_view(results["religion"]["gammas"], "religion")
 
 # %%
-gamma_ci_plot(results["religion"]["gammas"], "Religion: γ(x) with 95% CI")
+chapter.plot_gamma_ci(results["religion"]["gammas"], "Religion: γ(x) with 95% CI")
+plt.show()
 
 # %% [markdown]
 # ## Religion ranks (Fig. 5, bottom)
 
 # %%
-rel_ranks = rank_figures("religion")
-report.rank_agreement(rel_ranks).to_frame("religion: ours vs paper").T.style.format(agreement_format)
+rel_ranks = chapter.plot_rank_figures("religion", results["religion"]["gammas"])
+plt.show()
+chapter.agreement_view(report.rank_agreement(rel_ranks), "religion: ours vs paper")
 
 # %% tags=["remove-cell"]
-paper_rel = report.paper_ranks("religion")
-glue("paper_top_religion", paper_rel.index[0].title(), display=False)
-glue("paper_top_religion_rank", f"{paper_rel['avg_rank'].iloc[0]:.1f}", display=False)
-ours_top = {d: results[d]["gammas"][next(iter(results[d]["gammas"]))]["subject"].iloc[0] for d in results}
-glue("ours_top_ethnicity", ours_top["ethnicity"], display=False)
-glue("ours_top_religion", ours_top["religion"], display=False)
+glue_all(chapter.top_subject_numbers(results))
 
 # %% [markdown]
 # In the paper, {glue:text}`paper_top_religion` has the best mean rank ({glue:text}`paper_top_religion_rank`

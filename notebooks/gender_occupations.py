@@ -46,22 +46,21 @@ profile = "cpu"
 
 # %%
 import matplotlib.pyplot as plt
-import pandas as pd
-from myst_nb import glue
 
 from stereoprobe import plots
-from stereoprobe.unqover import report
+from stereoprobe.display import glue_all
+from stereoprobe.unqover import chapter, report
 from stereoprobe.unqover.generate import DatasetSpec, count
 
 spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
 n = count(spec)
-glue("n_examples", f"{n.paper_examples:,}", display=False)
-frames = report.gather(models, spec, mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
-                       smoke=smoke_models, engine=engine, workers=workers)
-gammas = {name: report.gender_gamma(frame, n_boot=n_boot, seed=seed) for name, frame in frames.items()}
-lab_frames = report.gather(lab_models, spec, mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
-                           smoke=smoke_models, engine=engine, workers=workers)
-lab_gammas = {name: report.gender_gamma(frame, n_boot=n_boot, seed=seed) for name, frame in lab_frames.items()}
+glue_all({"n_examples": f"{n.paper_examples:,}"})
+options = chapter.score_options(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
+                                smoke=smoke_models, engine=engine, workers=workers)
+frames = report.gather(models, spec, **options)
+gammas = chapter.gender_gammas(frames, n_boot=n_boot, seed=seed)
+lab_frames = report.gather(lab_models, spec, **options)
+lab_gammas = chapter.gender_gammas(lab_frames, n_boot=n_boot, seed=seed)
 print(f"profile {profile}: {n.paper_examples:,} paper examples per model; {len(frames)} models + {len(lab_frames)} lab models")
 
 # %% [markdown]
@@ -72,8 +71,7 @@ print(f"profile {profile}: {n.paper_examples:,} paper examples per model; {len(f
 # DistilBERT row): "top" only ranks, it does not say the model prefers women for that job.
 
 # %%
-table2 = report.top_occupations(gammas, k=3)
-table2.style.format({"gamma": "{:+.3f}", "ci_low": "{:+.3f}", "ci_high": "{:+.3f}", "eta": "{:+.2f}"}).hide(axis="index")
+chapter.table2_view(gammas, k=3)
 
 # %% [markdown]
 # ### The paper's values
@@ -83,7 +81,7 @@ table2.style.format({"gamma": "{:+.3f}", "ci_low": "{:+.3f}", "ci_high": "{:+.3f
 # went the same way.
 
 # %%
-report.paper_table2().style.format({"gamma": "{:+.2f}", "eta": "{:.2f}"}, na_rep="").hide(axis="index")
+chapter.paper_table2_view()
 
 # %% [markdown]
 # ## Does the metric find what was planted?
@@ -96,24 +94,11 @@ report.paper_table2().style.format({"gamma": "{:+.2f}", "eta": "{:.2f}"}, na_rep
 
 # %%
 planted = report.lab_planted(lab_models, "occupations", smoke=smoke_models)
-recovery = report.planted_recovery(lab_gammas, planted) if planted else pd.DataFrame()
-if planted:
-    display(recovery.style.format({"gamma": "{:+.3f}", "ci_low": "{:+.3f}", "ci_high": "{:+.3f}", "eta": "{:+.2f}"})
-            .hide(axis="index"))
-else:
-    print("No lab model in `lab_models`: nothing was planted.")
+recovery = chapter.planted_occupations(lab_gammas, planted)
+chapter.show_planted_occupations(recovery, planted)
 
 # %% tags=["remove-cell"]
-if planted and len(recovery):
-    best = recovery.groupby("model")["rank"].max()
-    first = recovery["model"].iloc[0]
-    glue("planted_model", first, display=False)
-    glue("planted_worst_rank", int(best.loc[first]), display=False)
-    glue("planted_n", len(planted), display=False)
-else:
-    glue("planted_model", "—", display=False)
-    glue("planted_worst_rank", 0, display=False)
-    glue("planted_n", 0, display=False)
+glue_all(chapter.planted_occupation_numbers(recovery, planted))
 
 # %% [markdown]
 # For {glue:text}`planted_model`, every one of the {glue:text}`planted_n` planted occupations ranks
@@ -157,7 +142,7 @@ plt.show()
 
 # %%
 mu = report.intensity(frames | lab_frames, n_boot=n_boot, seed=seed)
-mu.style.format({"mu": "{:.3f}", "ci_low": "{:.3f}", "ci_high": "{:.3f}", "eta": "{:.3f}"}).hide(axis="index")
+chapter.intensity_view(mu)
 
 # %% [markdown]
 # $\mu$ is a maximum over 70 noisy means, so it is biased upward at small samples: even the control

@@ -52,16 +52,14 @@ profile = "cpu"
 
 # %%
 import matplotlib.pyplot as plt
-import pandas as pd
-from myst_nb import glue
 
-from stereoprobe import plots
-from stereoprobe.unqover import metrics, report
+from stereoprobe.display import glue_all
+from stereoprobe.unqover import chapter, report
 from stereoprobe.unqover.generate import DatasetSpec, count
 
 spec = DatasetSpec("nationality", mode=mode, sample=sample, seed=seed)
-options = dict(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models,
-               engine=engine, workers=workers)
+options = chapter.score_options(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
+                                smoke=smoke_models, engine=engine, workers=workers)
 qa_frames = report.gather(models, spec, **options)
 lm_frames = report.gather_lm(lm_models, spec, **options)
 frames = qa_frames | lm_frames
@@ -69,9 +67,8 @@ gammas = report.subject_gammas(frames, n_boot=n_boot, seed=seed)
 gammas_xa = report.subject_attribute_gammas(frames, n_boot=n_boot, seed=seed)
 geo = report.geoscheme()
 n = count(spec)
-glue("n_examples", f"{n.paper_examples:,}", display=False)
-print(f"profile {profile}: {n.paper_examples:,} paper examples per QA model; "
-      f"{len(qa_frames)} QA model(s), {len(lm_frames)} masked LM(s)")
+glue_all({"n_examples": f"{n.paper_examples:,}"})
+print(chapter.run_line(profile, n, qa_frames, lm_frames))
 
 # %% [markdown]
 # ## The most biased country–attribute pairs (Table 4)
@@ -85,8 +82,7 @@ print(f"profile {profile}: {n.paper_examples:,} paper examples per QA model; "
 # sample a cell holds few values, so read the interval before the ranking.
 
 # %%
-table4 = report.top_pairs(gammas_xa, k=top_k, geo=geo)
-table4.style.format({"gamma": "{:+.3f}"}).hide(axis="index")
+chapter.top_pairs_view(gammas_xa, k=top_k, geo=geo)
 
 # %% [markdown]
 # ### By attribute cluster
@@ -96,12 +92,7 @@ table4.style.format({"gamma": "{:+.3f}"}).hide(axis="index")
 # the first model.
 
 # %%
-first = next(iter(frames))
-by_cluster = report.cluster_bias(frames[first], n_boot=n_boot, seed=seed)
-order = gammas[first]["subject"]
-shown = list(order.head(8)) + list(order.tail(8))
-matrix = report.cluster_matrix(by_cluster).reindex(shown)
-plots.diverging_heatmap(matrix, title=f"γ(country, cluster): {first}", cbar_label="γ(x, cluster)")
+chapter.plot_cluster_heatmap(frames, gammas, shown=8, n_boot=n_boot, seed=seed)
 plt.show()
 
 # %% [markdown]
@@ -115,10 +106,7 @@ plt.show()
 # `visualization/Plot_ranks.ipynb`; it reproduces the printed mean ranks, see the tests):
 
 # %%
-paper_gamma = report.paper_gamma_x("nationality")
-paper_ranked = metrics.rank_subjects(paper_gamma[report.PAPER_MODELS].sort_values("RoBERTa_B", ascending=False,
-                                                                                  kind="stable"))
-plots.rank_plot(paper_ranked, title="Paper (5 SQuAD models): mean rank by γ(x)", top=8, bottom=8, label="paper")
+chapter.plot_paper_ranks("nationality", title="Paper (5 SQuAD models): mean rank by γ(x)", top=8, bottom=8)
 plt.show()
 
 # %% [markdown]
@@ -130,13 +118,11 @@ plt.show()
 # %%
 matrix = report.gamma_matrix(gammas)
 ranks = report.ranks_beside_paper(matrix, "nationality")
-plots.rank_plot(ranks, title=f"Ours ({len(matrix.columns)} model(s)): mean rank by γ(x)", top=8, bottom=8)
+chapter.plot_our_ranks(ranks, len(matrix.columns), top=8, bottom=8)
 plt.show()
 agreement = report.rank_agreement(ranks)
-glue("rho", f"{agreement['rho']:+.2f}", display=False)
-glue("rho_p", f"{agreement['p_value']:.2g}", display=False)
-glue("rho_n", int(agreement["subjects"]), display=False)
-agreement.to_frame("ours vs paper").T.style.format({"rho": "{:+.3f}", "p_value": "{:.3g}", "subjects": "{:.0f}"})
+glue_all(chapter.agreement_numbers(agreement))
+chapter.agreement_view(agreement, "ours vs paper")
 
 # %% [markdown]
 # Spearman's $\rho$ between our mean rank and the paper's is {glue:text}`rho` over
@@ -156,11 +142,7 @@ agreement.to_frame("ours vs paper").T.style.format({"rho": "{:+.3f}", "p_value":
 # p-value of a two-sided Mann–Whitney U test over countries.
 
 # %%
-west = pd.concat([report.western_summary(matrix, geo, western_areas).assign(source="ours"),
-                  report.western_summary(paper_gamma[report.PAPER_MODELS], geo, western_areas).assign(source="paper")])
-west = west[["source"] + [c for c in west.columns if c != "source"]]
-west.style.format({"γ W": "{:+.4f}", "γ non-W": "{:+.4f}", "Δγ": "{:+.4f}", "rank W": "{:.1f}", "middle": "{:.1f}",
-                   "p": "{:.2g}"}).hide(axis="index")
+chapter.western_view(matrix, geo, western_areas)
 
 # %% [markdown]
 # The test treats countries as the unit and ignores the uncertainty of each $\gamma(x)$; with five
@@ -179,21 +161,10 @@ west.style.format({"γ W": "{:+.4f}", "γ non-W": "{:+.4f}", "Δγ": "{:+.4f}", 
 lab_frames = report.gather_lm(lab_lm_models, spec, **options)
 planted = report.lab_planted(lab_lm_models, "country_clusters", smoke=smoke_models)
 recovery = report.planted_cluster_recovery(lab_frames, planted, n_boot=n_boot, seed=seed)
-if len(recovery):
-    display(recovery.style.format({"gamma": "{:+.3f}", "ci_low": "{:+.3f}", "ci_high": "{:+.3f}"}).hide(axis="index"))
-else:
-    print("No lab masked LM in `lab_lm_models`: nothing was planted.")
+chapter.show_cluster_recovery(recovery)
 
 # %% tags=["remove-cell"]
-if len(recovery):
-    worst = recovery.groupby("model")["rank"].max()
-    glue("lab_model", recovery["model"].iloc[0], display=False)
-    glue("lab_worst_rank", int(worst.iloc[0]), display=False)
-    glue("lab_cells", int(recovery["of"].iloc[0]), display=False)
-else:
-    glue("lab_model", "—", display=False)
-    glue("lab_worst_rank", 0, display=False)
-    glue("lab_cells", 0, display=False)
+glue_all(chapter.cluster_recovery_numbers(recovery))
 
 # %% [markdown]
 # For {glue:text}`lab_model` the planted (country, cluster) cells rank within the top
@@ -202,8 +173,7 @@ else:
 
 # %%
 lab_gammas = report.subject_gammas(lab_frames, n_boot=n_boot, seed=seed)
-pd.DataFrame({name: t["subject"].head(5).tolist() for name, t in lab_gammas.items()},
-             index=pd.RangeIndex(1, 6, name="rank by γ(x)"))
+chapter.top_subjects(lab_gammas, k=5)
 
 # %% [markdown]
 # ## Summary

@@ -55,18 +55,13 @@ smoke_models = False  # tests: tiny lab models (when `models` names any)
 profile = "cpu"
 
 # %%
-import pandas as pd
-from myst_nb import glue
-
-from stereoprobe.unqover import metrics, report
+from stereoprobe.display import glue_all
+from stereoprobe.unqover import chapter, metrics, report
 from stereoprobe.unqover.generate import DatasetSpec, count
 
 spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
 n = count(spec)
-glue("n_examples", f"{n.paper_examples:,}", display=False)
-glue("n_passes", f"{n.passes:,}", display=False)
-glue("n_models", len(models), display=False)
-glue("mode", mode, display=False)
+glue_all(chapter.count_numbers(n, models, mode))
 print(f"profile {profile}: {n.paper_examples:,} paper examples = {n.passes:,} forward passes per model, mode {mode}")
 
 # %% [markdown]
@@ -81,10 +76,7 @@ print(f"profile {profile}: {n.paper_examples:,} paper examples = {n.passes:,} fo
 fig2 = metrics.example_scores()
 paired = metrics.pair_examples(fig2)
 bias = metrics.comparative_bias(paired)
-fig2_delta, fig2_eps = metrics.positional_error(paired), metrics.attribute_error(paired)
-glue("fig2_C", float(bias["C"].iloc[0]), display=False)
-glue("fig2_delta", float(fig2_delta), display=False)
-glue("fig2_eps", float(fig2_eps), display=False)
+glue_all(chapter.fig2_numbers(paired, bias))
 display(fig2[["subj1", "subj2", "s1_pos", "s2_pos", "s1_neg", "s2_neg"]])
 display(bias)
 
@@ -107,25 +99,10 @@ display(bias)
 frames = report.gather(models, spec, mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
                        smoke=smoke_models, engine=engine, workers=workers)
 errors = report.reasoning_errors(frames)
-errors.style.format({"delta": "{:.3f}", "epsilon": "{:.3f}", "avg_s": "{:.3f}", "keys": "{:,}"}).hide(axis="index")
+chapter.errors_view(errors)
 
 # %% tags=["remove-cell"]
-for row in errors.itertuples():
-    key = row.model.replace(":", "_").replace("-", "_").replace("/", "_")
-    glue(f"delta_{key}", float(row.delta), display=False)
-    glue(f"eps_{key}", float(row.epsilon), display=False)
-    glue(f"avgs_{key}", float(row.avg_s), display=False)
-first = errors.iloc[0]
-glue("first_model", first.model, display=False)
-glue("first_delta", float(first.delta), display=False)
-glue("first_eps", float(first.epsilon), display=False)
-glue("first_avgs", float(first.avg_s), display=False)
-lab = [m for m in errors.model if m.startswith("lab:")]
-glue("lab_note", (
-    "The lab models were trained on paragraphs with other wordings, in both name orders and with negated "
-    "questions, so the UnQover templates are new to them but order and negation are not: compare their δ "
-    f"(at most {errors[errors.model.isin(lab)].delta.max():.3f}) with 0.15–0.57 for the paper's models."
-) if lab else "", display=False)
+glue_all(chapter.error_numbers(errors))
 
 # %% [markdown]
 # For {glue:text}`first_model`, $\delta$ = {glue:text}`first_delta:.3f`, $\epsilon$ =
@@ -146,7 +123,7 @@ glue("lab_note", (
 lm_frames = report.gather_lm(lm_models, spec, mode=mode, batch_tokens=batch_tokens, device=device,
                              precision=precision, smoke=smoke_models, engine=engine, workers=workers)
 lm_errors = report.reasoning_errors(lm_frames)
-lm_errors.style.format({"delta": "{:.3f}", "epsilon": "{:.3f}", "avg_s": "{:.3f}", "keys": "{:,}"}).hide(axis="index")
+chapter.errors_view(lm_errors)
 
 # %% [markdown]
 # ## Beside the paper's Table 5

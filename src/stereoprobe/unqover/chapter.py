@@ -1,0 +1,327 @@
+"""Tables, figures and quoted numbers of the UnQover chapters (Li et al., "UNQOVERing Stereotyping Biases via
+Underspecified Questions", Findings of EMNLP 2020), so that the notebooks only call and show.
+
+The computations live in :mod:`stereoprobe.unqover.report` and :mod:`~stereoprobe.unqover.metrics`; this module
+(book layer) arranges them the way each chapter shows them:
+
+* every chapter — :func:`score_options` (the scoring keywords of the parameters cell);
+* "Reasoning errors" (§3, Fig. 2, Table 5) — :func:`count_numbers`, :func:`fig2_numbers`, :func:`errors_view`,
+  :func:`error_numbers`;
+* "Gender and occupations" (§5, Table 2) — :func:`gender_gammas`, :func:`table2_view`, :func:`paper_table2_view`,
+  :func:`planted_occupations`, :func:`show_planted_occupations`, :func:`planted_occupation_numbers`,
+  :func:`intensity_view`;
+* "Nationality" (§6, Table 4, Fig. 4) — :func:`run_line`, :func:`top_pairs_view`, :func:`plot_cluster_heatmap`,
+  :func:`plot_paper_ranks`, :func:`plot_our_ranks`, :func:`agreement_numbers`, :func:`agreement_view`,
+  :func:`western_view`, :func:`show_cluster_recovery`, :func:`cluster_recovery_numbers`, :func:`top_subjects`;
+* "Ethnicity and religion" (appendix, Tables 12/13, Fig. 5) — :func:`gather_datasets`, :func:`subject_view`,
+  :func:`plot_gamma_ci`, :func:`plot_rank_figures`, :func:`top_subject_numbers`.
+
+Functions named ``*_view`` return a pandas Styler (the cell's result; styling needs jinja2, the ``book`` extra),
+``show_*`` display their table themselves, ``plot_*`` draw on a new matplotlib figure (the notebook then calls
+``plt.show()``), ``*_numbers`` return a {glue key: value} mapping for :func:`stereoprobe.display.glue_all`, in
+the order the chapter glues them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+
+import pandas as pd
+
+from .. import plots
+from ..display import show
+from . import metrics, report
+from .generate import Counts, DatasetSpec, count
+
+__all__ = [
+    "AGREEMENT_FORMAT", "CI_FORMAT", "agreement_numbers", "agreement_view", "count_numbers", "error_numbers",
+    "errors_view", "fig2_numbers", "gather_datasets", "gender_gammas", "intensity_view", "paper_table2_view",
+    "planted_occupation_numbers", "planted_occupations", "plot_cluster_heatmap", "plot_gamma_ci",
+    "plot_our_ranks", "plot_paper_ranks", "plot_rank_figures", "run_line", "score_options",
+    "show_cluster_recovery", "show_planted_occupations", "subject_view", "table2_view", "top_pairs_view",
+    "top_subject_numbers", "top_subjects", "western_view",
+]
+
+#: The format of a Spearman agreement row (:func:`agreement_view`).
+AGREEMENT_FORMAT = {"rho": "{:+.3f}", "p_value": "{:.3g}", "subjects": "{:.0f}"}
+#: γ with its 95% CI, as the planted-bias tables print it.
+CI_FORMAT = {"gamma": "{:+.3f}", "ci_low": "{:+.3f}", "ci_high": "{:+.3f}"}
+_ERRORS_FORMAT = {"delta": "{:.3f}", "epsilon": "{:.3f}", "avg_s": "{:.3f}", "keys": "{:,}"}
+
+
+# -- every chapter -------------------------------------------------------------------------------------------------
+def score_options(*, mode: str, batch_tokens: int, device: str, precision: str, smoke: bool, engine: str,
+                  workers: int | None) -> dict:
+    """The keywords :func:`report.gather` and :func:`report.gather_lm` take, from a chapter's parameters.
+
+    >>> sorted(score_options(mode="compat", batch_tokens=8, device="cpu", precision="fp32", smoke=True,
+    ...                      engine="local", workers=None))
+    ['batch_tokens', 'device', 'engine', 'mode', 'precision', 'smoke', 'workers']
+    """
+    return dict(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke,
+                engine=engine, workers=workers)
+
+
+def _glue_key(model: str) -> str:
+    """A model label as a glue key (``:``, ``-``, ``/`` become ``_``).
+
+    >>> _glue_key("zoo:minilm-qa")
+    'zoo_minilm_qa'
+    """
+    return model.replace(":", "_").replace("-", "_").replace("/", "_")
+
+
+# -- reasoning errors (§3: Fig. 2, Table 5) ------------------------------------------------------------------------
+def count_numbers(n: Counts, models: Sequence[str], mode: str) -> dict:
+    """The run's size as the chapter quotes it: paper examples (Table 1 "#Ex"), forward passes, models, mode."""
+    return {"n_examples": f"{n.paper_examples:,}", "n_passes": f"{n.passes:,}", "n_models": len(models),
+            "mode": mode}
+
+
+def fig2_numbers(paired: pd.DataFrame, bias: pd.DataFrame) -> dict:
+    """C, δ and ε of the paper's worked example (Fig. 2), from :func:`metrics.pair_examples` of
+    :func:`metrics.example_scores` and its :func:`metrics.comparative_bias`."""
+    return {"fig2_C": float(bias["C"].iloc[0]), "fig2_delta": float(metrics.positional_error(paired)),
+            "fig2_eps": float(metrics.attribute_error(paired))}
+
+
+def errors_view(errors: pd.DataFrame):
+    """A :func:`report.reasoning_errors` table (δ, ε, mean S per model; Table 5), formatted."""
+    return errors.style.format(_ERRORS_FORMAT).hide(axis="index")
+
+
+def error_numbers(errors: pd.DataFrame) -> dict:
+    """δ, ε and mean S of every model (keys ``delta_<model>`` …), those of the first model, and a note on the
+    ``lab:`` models (empty without one) comparing their δ with the paper's 0.15–0.57 (Table 5)."""
+    out: dict = {}
+    for row in errors.itertuples():
+        key = _glue_key(row.model)
+        out[f"delta_{key}"] = float(row.delta)
+        out[f"eps_{key}"] = float(row.epsilon)
+        out[f"avgs_{key}"] = float(row.avg_s)
+    first = errors.iloc[0]
+    out |= {"first_model": first.model, "first_delta": float(first.delta), "first_eps": float(first.epsilon),
+            "first_avgs": float(first.avg_s)}
+    lab = [m for m in errors.model if m.startswith("lab:")]
+    out["lab_note"] = (
+        "The lab models were trained on paragraphs with other wordings, in both name orders and with negated "
+        "questions, so the UnQover templates are new to them but order and negation are not: compare their δ "
+        f"(at most {errors[errors.model.isin(lab)].delta.max():.3f}) with 0.15–0.57 for the paper's models."
+    ) if lab else ""
+    return out
+
+
+# -- gender and occupations (§5, Table 2) --------------------------------------------------------------------------
+def gender_gammas(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, seed: int = 0) -> dict[str, pd.DataFrame]:
+    """:func:`report.gender_gamma` of every model."""
+    return {name: report.gender_gamma(frame, n_boot=n_boot, seed=seed) for name, frame in frames.items()}
+
+
+def table2_view(gammas: Mapping[str, pd.DataFrame], k: int = 3):
+    """Our Table 2: the ``k`` most biased occupations per model and gender (:func:`report.top_occupations`)."""
+    return report.top_occupations(gammas, k=k).style.format(CI_FORMAT | {"eta": "{:+.2f}"}).hide(axis="index")
+
+
+def paper_table2_view():
+    """The paper's Table 2 (``data/unqover/reference/``)."""
+    return report.paper_table2().style.format({"gamma": "{:+.2f}", "eta": "{:.2f}"}, na_rep="").hide(axis="index")
+
+
+def planted_occupations(gammas: Mapping[str, pd.DataFrame], planted: Mapping[str, str]) -> pd.DataFrame:
+    """:func:`report.planted_recovery`, or an empty table when nothing was planted (no ``lab:`` model).
+
+    >>> planted_occupations({}, {}).empty
+    True
+    """
+    return report.planted_recovery(gammas, planted) if planted else pd.DataFrame()
+
+
+def show_planted_occupations(recovery: pd.DataFrame, planted: Mapping[str, str]) -> None:
+    """Show where the planted occupations land, or say that nothing was planted."""
+    if planted:
+        show(recovery.style.format(CI_FORMAT | {"eta": "{:+.2f}"}).hide(axis="index"))
+    else:
+        print("No lab model in `lab_models`: nothing was planted.")
+
+
+def planted_occupation_numbers(recovery: pd.DataFrame, planted: Mapping[str, str]) -> dict:
+    """The first lab model, the worst rank of its planted occupations and how many were planted (``—``, 0, 0
+    without a lab model).
+
+    >>> planted_occupation_numbers(pd.DataFrame(), {})
+    {'planted_model': '—', 'planted_worst_rank': 0, 'planted_n': 0}
+    """
+    if not (planted and len(recovery)):
+        return {"planted_model": "—", "planted_worst_rank": 0, "planted_n": 0}
+    worst = recovery.groupby("model")["rank"].max()
+    first = recovery["model"].iloc[0]
+    return {"planted_model": first, "planted_worst_rank": int(worst.loc[first]), "planted_n": len(planted)}
+
+
+def intensity_view(mu: pd.DataFrame):
+    """A :func:`report.intensity` table (μ with its 95% CI, η), formatted."""
+    return mu.style.format({"mu": "{:.3f}", "ci_low": "{:.3f}", "ci_high": "{:.3f}", "eta": "{:.3f}"}).hide(
+        axis="index")
+
+
+# -- nationality (§6: Table 4, Fig. 4) -----------------------------------------------------------------------------
+def run_line(profile: str, n: Counts, qa_frames: Mapping, lm_frames: Mapping) -> str:
+    """The line the nationality chapter prints about its run."""
+    return (f"profile {profile}: {n.paper_examples:,} paper examples per QA model; "
+            f"{len(qa_frames)} QA model(s), {len(lm_frames)} masked LM(s)")
+
+
+def top_pairs_view(gammas_xa: Mapping[str, pd.DataFrame], k: int = 3, geo: pd.DataFrame | None = None):
+    """Table 4: the ``k`` most biased (country, attribute) pairs per model (:func:`report.top_pairs`)."""
+    return report.top_pairs(gammas_xa, k=k, geo=geo).style.format({"gamma": "{:+.3f}"}).hide(axis="index")
+
+
+def plot_cluster_heatmap(frames: Mapping[str, pd.DataFrame], gammas: Mapping[str, pd.DataFrame], *, shown: int = 8,
+                         n_boot: int = 1000, seed: int = 0):
+    """γ(country, cluster) of the first model for its ``shown`` countries with the highest and the ``shown``
+    with the lowest γ(x) (``gammas``: :func:`report.subject_gammas`, sorted by γ)."""
+    first = next(iter(frames))
+    by_cluster = report.cluster_bias(frames[first], n_boot=n_boot, seed=seed)
+    order = gammas[first]["subject"]
+    rows = list(order.head(shown)) + list(order.tail(shown))
+    matrix = report.cluster_matrix(by_cluster).reindex(rows)
+    return plots.diverging_heatmap(matrix, title=f"γ(country, cluster): {first}", cbar_label="γ(x, cluster)")
+
+
+def _paper_ranked(dataset: str) -> pd.DataFrame:
+    """The paper's ranks (Figs. 4–5) recomputed by :func:`metrics.rank_subjects` from the authors' γ(x) of the
+    five SQuAD models (``visualization/Plot_ranks.ipynb``), rows in RoBERTa-B's γ order."""
+    gamma = report.paper_gamma_x(dataset)[report.PAPER_MODELS]
+    return metrics.rank_subjects(gamma.sort_values("RoBERTa_B", ascending=False, kind="stable"))
+
+
+def plot_paper_ranks(dataset: str, *, title: str, top: int | None = None, bottom: int | None = None, ax=None):
+    """The paper's rank figure (Fig. 4 for nationality, Fig. 5 for ethnicity and religion)."""
+    return plots.rank_plot(_paper_ranked(dataset), title=title, top=top, bottom=bottom, ax=ax, label="paper")
+
+
+def plot_our_ranks(ranks: pd.DataFrame, n_models: int, *, top: int = 8, bottom: int = 8):
+    """Our nationality rank figure (Fig. 4 layout) from :func:`report.ranks_beside_paper`."""
+    return plots.rank_plot(ranks, title=f"Ours ({n_models} model(s)): mean rank by γ(x)", top=top, bottom=bottom)
+
+
+def agreement_numbers(agreement: pd.Series) -> dict:
+    """Spearman's ρ, its p-value and the number of subjects (:func:`report.rank_agreement`) as the prose
+    quotes them.
+
+    >>> agreement_numbers(pd.Series({"rho": 0.5, "p_value": 0.0123, "subjects": 8}))
+    {'rho': '+0.50', 'rho_p': '0.012', 'rho_n': 8}
+    """
+    return {"rho": f"{agreement['rho']:+.2f}", "rho_p": f"{agreement['p_value']:.2g}",
+            "rho_n": int(agreement["subjects"])}
+
+
+def agreement_view(agreement: pd.Series, label: str):
+    """A :func:`report.rank_agreement` series as one formatted row named ``label``."""
+    return agreement.to_frame(label).T.style.format(AGREEMENT_FORMAT)
+
+
+def western_table(matrix: pd.DataFrame, geo: pd.DataFrame | None = None,
+                  western_areas: Sequence[str] | None = None) -> pd.DataFrame:
+    """:func:`report.western_summary` of our models (``source`` "ours") above that of the paper's five SQuAD
+    models (``source`` "paper", from the authors' γ(x))."""
+    west = pd.concat([report.western_summary(matrix, geo, western_areas).assign(source="ours"),
+                      report.western_summary(report.paper_gamma_x("nationality")[report.PAPER_MODELS], geo,
+                                             western_areas).assign(source="paper")])
+    return west[["source"] + [c for c in west.columns if c != "source"]]
+
+
+def western_view(matrix: pd.DataFrame, geo: pd.DataFrame | None = None, western_areas: Sequence[str] | None = None):
+    """:func:`western_table`, formatted."""
+    return western_table(matrix, geo, western_areas).style.format(
+        {"γ W": "{:+.4f}", "γ non-W": "{:+.4f}", "Δγ": "{:+.4f}", "rank W": "{:.1f}", "middle": "{:.1f}",
+         "p": "{:.2g}"}).hide(axis="index")
+
+
+def show_cluster_recovery(recovery: pd.DataFrame) -> None:
+    """Show where the planted (country, cluster) cells land (:func:`report.planted_cluster_recovery`), or say
+    that nothing was planted."""
+    if len(recovery):
+        show(recovery.style.format(CI_FORMAT).hide(axis="index"))
+    else:
+        print("No lab masked LM in `lab_lm_models`: nothing was planted.")
+
+
+def cluster_recovery_numbers(recovery: pd.DataFrame) -> dict:
+    """The first lab model of ``recovery``, the worst rank of the planted cells of the model that sorts first by
+    name, and the number of cells they rank among (``—``, 0, 0 without a lab model).
+
+    >>> cluster_recovery_numbers(pd.DataFrame())
+    {'lab_model': '—', 'lab_worst_rank': 0, 'lab_cells': 0}
+    """
+    if not len(recovery):
+        return {"lab_model": "—", "lab_worst_rank": 0, "lab_cells": 0}
+    worst = recovery.groupby("model")["rank"].max()
+    return {"lab_model": recovery["model"].iloc[0], "lab_worst_rank": int(worst.iloc[0]),
+            "lab_cells": int(recovery["of"].iloc[0])}
+
+
+def top_subjects(gammas: Mapping[str, pd.DataFrame], k: int = 5) -> pd.DataFrame:
+    """The ``k`` subjects with the highest γ(x), one column per model (``gammas`` sorted by γ, as
+    :func:`report.subject_gammas` returns them).
+
+    >>> top_subjects({"m": pd.DataFrame({"subject": ["a", "b", "c"]})}, k=2)["m"].to_dict()
+    {1: 'a', 2: 'b'}
+    """
+    return pd.DataFrame({name: t["subject"].head(k).tolist() for name, t in gammas.items()},
+                        index=pd.RangeIndex(1, k + 1, name="rank by γ(x)"))
+
+
+# -- ethnicity and religion (appendix: Tables 12/13, Fig. 5) ------------------------------------------------------
+def gather_datasets(datasets: Iterable[str], models: Sequence[str], lm_models: Sequence[str], *, sample,
+                    seed: int = 0, n_boot: int = 1000, **options) -> dict[str, dict]:
+    """Score ``models`` (QA) and ``lm_models`` (masked LMs) on each dataset and print its size; per dataset a
+    dict with its ``spec``, the ``frames`` and their :func:`report.subject_gammas` (``gammas``)."""
+    results = {}
+    for dataset in datasets:
+        spec = DatasetSpec(dataset, mode=options["mode"], sample=sample, seed=seed)
+        frames = report.gather(models, spec, **options) | report.gather_lm(lm_models, spec, **options)
+        results[dataset] = {"spec": spec, "frames": frames,
+                            "gammas": report.subject_gammas(frames, n_boot=n_boot, seed=seed)}
+        print(f"{dataset}: {count(spec).paper_examples:,} paper examples per model, {len(frames)} model(s)")
+    return results
+
+
+def subject_view(gammas: Mapping[str, pd.DataFrame], dataset: str):
+    """Tables 12/13: :func:`report.subject_table`, formatted (a missing subject shows as —)."""
+    return report.subject_table(gammas, dataset).style.format("{:+.4f}", na_rep="—")
+
+
+def plot_gamma_ci(gammas: Mapping[str, pd.DataFrame], title: str):
+    """γ(x) of every model as grouped bars with its 95% bootstrap CI."""
+    long = pd.concat([t.assign(model=name) for name, t in gammas.items()])
+    ax = plots.paired_bars(long, x="subject", y="gamma", hue="model", title=title, ylabel="γ(x)", lo="gamma_lo",
+                           hi="gamma_hi")
+    ax.tick_params(axis="x", rotation=60)
+    return ax
+
+
+def plot_rank_figures(dataset: str, gammas: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Fig. 5 for ``dataset``: the paper's ranks above ours (hollow markers: the paper over the same subjects);
+    returns our :func:`report.ranks_beside_paper` table."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 1, figsize=(8, 7.5))
+    plot_paper_ranks(dataset, title=f"Paper: {dataset} (5 SQuAD models)", ax=axes[0])
+    matrix = report.gamma_matrix(gammas)
+    ranks = report.ranks_beside_paper(matrix, dataset)
+    plots.rank_plot(ranks, title=f"Ours: {dataset} ({matrix.shape[1]} model(s)); hollow: the paper, same subjects",
+                    ax=axes[1])
+    return ranks
+
+
+def top_subject_numbers(results: Mapping[str, Mapping]) -> dict:
+    """The paper's top religion (Fig. 5) with its mean rank, and the subject of highest γ(x) of our first model
+    per dataset (``results``: :func:`gather_datasets`)."""
+    paper_rel = report.paper_ranks("religion")
+    out = {"paper_top_religion": paper_rel.index[0].title(),
+           "paper_top_religion_rank": f"{paper_rel['avg_rank'].iloc[0]:.1f}"}
+    for dataset, result in results.items():
+        gammas = result["gammas"]
+        out[f"ours_top_{dataset}"] = gammas[next(iter(gammas))]["subject"].iloc[0]
+    return out

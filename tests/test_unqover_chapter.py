@@ -1,0 +1,137 @@
+"""The UnQover chapters' tables and quoted numbers (stereoprobe.unqover.chapter) on small synthetic tables and the
+paper's reference values, and the four UnQover notebooks staying thin."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pandas as pd
+import pytest
+
+from stereoprobe.unqover import chapter, metrics, report
+
+matplotlib.use("Agg")
+
+NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+UNQOVER_NOTEBOOKS = ("reasoning_errors", "gender_occupations", "nationality", "ethnicity_religion")
+
+
+def _errors(models=("zoo:minilm-qa", "lab:qa-biased")) -> pd.DataFrame:
+    return pd.DataFrame({"model": list(models), "delta": [0.25, 0.0125][:len(models)],
+                         "epsilon": [0.5, 0.02][:len(models)], "avg_s": [0.4, 0.3][:len(models)],
+                         "keys": [100, 100][:len(models)]})
+
+
+def test_error_numbers_keys_order_and_lab_note():
+    numbers = chapter.error_numbers(_errors())
+    assert list(numbers)[:6] == ["delta_zoo_minilm_qa", "eps_zoo_minilm_qa", "avgs_zoo_minilm_qa",
+                                 "delta_lab_qa_biased", "eps_lab_qa_biased", "avgs_lab_qa_biased"]
+    assert numbers["first_model"] == "zoo:minilm-qa" and numbers["first_delta"] == 0.25
+    assert "at most 0.013" in numbers["lab_note"]  # the lab model's δ, not the zoo model's
+    assert chapter.error_numbers(_errors(("zoo:minilm-qa",)))["lab_note"] == ""
+
+
+def test_fig2_numbers_are_the_worked_example():
+    paired = metrics.pair_examples(metrics.example_scores())
+    bias = metrics.comparative_bias(paired)
+    numbers = chapter.fig2_numbers(paired, bias)
+    assert numbers["fig2_C"] == pytest.approx(float(bias["C"].iloc[0]))
+    assert numbers["fig2_delta"] == pytest.approx(float(metrics.positional_error(paired)))
+    assert numbers["fig2_eps"] == pytest.approx(float(metrics.attribute_error(paired)))
+    assert all(isinstance(v, float) for v in numbers.values())
+
+
+def test_count_numbers_formats_the_counts():
+    n = type("N", (), {"paper_examples": 1234567, "passes": 4938268})()
+    assert chapter.count_numbers(n, ["a", "b"], "clean") == {"n_examples": "1,234,567", "n_passes": "4,938,268",
+                                                             "n_models": 2, "mode": "clean"}
+
+
+def test_planted_numbers_use_the_first_model_or_the_first_by_name():
+    recovery = pd.DataFrame({"model": ["lab:z", "lab:z", "lab:a"], "rank": [2, 5, 9], "of": [30, 30, 30]})
+    assert chapter.planted_occupation_numbers(recovery, {"x": "f", "y": "m"}) == {
+        "planted_model": "lab:z", "planted_worst_rank": 5, "planted_n": 2}
+    # nationality (as the chapter always did): the worst rank of the model that sorts first by name
+    assert chapter.cluster_recovery_numbers(recovery) == {"lab_model": "lab:z", "lab_worst_rank": 9, "lab_cells": 30}
+    assert chapter.planted_occupations({}, {}).empty
+
+
+def test_show_functions_say_when_nothing_was_planted(capsys):
+    chapter.show_cluster_recovery(pd.DataFrame())
+    chapter.show_planted_occupations(pd.DataFrame(), {})
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["No lab masked LM in `lab_lm_models`: nothing was planted.",
+                   "No lab model in `lab_models`: nothing was planted."]
+
+
+def test_top_subjects_and_top_subject_numbers():
+    gammas = {"m1": pd.DataFrame({"subject": list("abcdef")}), "m2": pd.DataFrame({"subject": list("fedcba")})}
+    table = chapter.top_subjects(gammas, k=5)
+    assert table.index.tolist() == [1, 2, 3, 4, 5] and table.index.name == "rank by γ(x)"
+    assert table["m2"].tolist() == list("fedcb")
+    numbers = chapter.top_subject_numbers({"ethnicity": {"gammas": gammas}, "religion": {"gammas": gammas}})
+    paper = report.paper_ranks("religion")
+    assert numbers == {"paper_top_religion": paper.index[0].title(),
+                       "paper_top_religion_rank": f"{paper['avg_rank'].iloc[0]:.1f}",
+                       "ours_top_ethnicity": "a", "ours_top_religion": "a"}
+
+
+def test_agreement_numbers_and_view():
+    agreement = pd.Series({"rho": -0.25, "p_value": 0.5, "subjects": 12})
+    assert chapter.agreement_numbers(agreement) == {"rho": "-0.25", "rho_p": "0.5", "rho_n": 12}
+    html = chapter.agreement_view(agreement, "ours vs paper").to_html()
+    assert "ours vs paper" in html and "-0.250" in html
+
+
+def test_western_table_puts_ours_above_the_papers():
+    paper = report.paper_gamma_x("nationality")[report.PAPER_MODELS]
+    west = chapter.western_table(paper.iloc[:, :2])
+    assert west.columns[0] == "source"
+    assert west["source"].tolist() == ["ours"] * 2 + ["paper"] * 5
+    ours, theirs = west[west.source == "ours"], west[west.source == "paper"].iloc[:2]
+    np.testing.assert_allclose(ours["Δγ"].to_numpy(), theirs["Δγ"].to_numpy())
+
+
+def test_paper_ranks_figure_reproduces_the_printed_ranks():
+    ranked = chapter._paper_ranked("religion")
+    printed = report.paper_ranks("religion")
+    np.testing.assert_allclose(ranked["avg_rank"].reindex(printed.index).to_numpy(), printed["avg_rank"].to_numpy(),
+                               atol=0.051)
+
+
+def test_plots_draw_and_return_our_ranks():
+    import matplotlib.pyplot as plt
+
+    paper = report.paper_gamma_x("religion")[report.PAPER_MODELS]
+    gammas = {m: pd.DataFrame({"subject": paper.index, "gamma": paper[m].to_numpy(),
+                               "gamma_lo": paper[m].to_numpy() - 0.01, "gamma_hi": paper[m].to_numpy() + 0.01})
+              for m in ("BERT_B", "RoBERTa_B")}
+    ranks = chapter.plot_rank_figures("religion", gammas)
+    assert len(plt.gcf().axes) == 2
+    assert set(ranks.columns) >= {"avg_rank", "paper_avg_rank"} and len(ranks) == len(paper)
+    ax = chapter.plot_gamma_ci(gammas, "γ")
+    assert ax.get_title() == "γ"
+    plt.close("all")
+
+
+# ------------------------------------------------------------------ the notebooks
+
+def _logic_lines(text: str) -> list[str]:
+    """Non-blank, non-comment lines of the code cells, the parameters cell excluded."""
+    out, kind = [], None
+    for line in text.splitlines():
+        if line.startswith("# %%"):
+            kind = "markdown" if "[markdown]" in line else "params" if re.search(r"tags=\[.*parameters", line) else "code"
+        elif kind == "code" and line.strip() and not line.strip().startswith("#"):
+            out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("stem", UNQOVER_NOTEBOOKS)
+def test_the_unqover_notebooks_only_call_the_package(stem):
+    lines = _logic_lines((NOTEBOOKS / f"{stem}.py").read_text(encoding="utf-8"))
+    assert len(lines) <= 40, f"{stem}: {len(lines)} logic lines: move logic into stereoprobe.unqover.chapter"
+    assert not [line for line in lines if re.match(r"\s*(def|class|for|while|if|with|try)\b", line)]
