@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -105,3 +106,20 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
+
+
+def _logic_lines(path: Path) -> list[str]:
+    """Non-blank, non-comment lines of the code cells, the parameters cell excluded."""
+    out, kind = [], None
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.startswith("# %%"):
+            kind = "markdown" if "[markdown]" in line else "params" if re.search(r"tags=\[.*parameters", line) else "code"
+        elif kind == "code" and line.strip() and not line.strip().startswith("#"):
+            out.append(line)
+    return out
+
+
+@pytest.fixture
+def logic_lines():
+    """``logic_lines(path)``: the logic lines of a chapter notebook, for the tests that keep chapters thin."""
+    return _logic_lines

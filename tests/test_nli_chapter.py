@@ -145,18 +145,7 @@ def test_ensure_zoo_models_skips_what_is_not_a_missing_zoo_model(capsys):
     assert capsys.readouterr().out == ""
 
 
-def _logic_lines(text: str) -> list[str]:
-    """Non-blank, non-comment lines of the code cells, the parameters cell excluded."""
-    out, kind = [], None
-    for line in text.splitlines():
-        if line.startswith("# %%"):
-            kind = "markdown" if "[markdown]" in line else "params" if re.search(r"tags=\[.*parameters", line) else "code"
-        elif kind == "code" and line.strip() and not line.strip().startswith("#"):
-            out.append(line)
-    return out
-
-
-def test_the_chapter_notebook_only_calls_the_package():
-    lines = _logic_lines(NOTEBOOK.read_text(encoding="utf-8"))
+def test_the_chapter_notebook_only_calls_the_package(logic_lines):
+    lines = logic_lines(NOTEBOOK)
     assert len(lines) <= 50, f"{len(lines)} logic lines: move logic into stereoprobe.nli.chapter"
     assert not [line for line in lines if re.match(r"\s*(def|class|for|while|if) ", line)]

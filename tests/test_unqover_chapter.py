@@ -119,19 +119,8 @@ def test_plots_draw_and_return_our_ranks():
 
 # ------------------------------------------------------------------ the notebooks
 
-def _logic_lines(text: str) -> list[str]:
-    """Non-blank, non-comment lines of the code cells, the parameters cell excluded."""
-    out, kind = [], None
-    for line in text.splitlines():
-        if line.startswith("# %%"):
-            kind = "markdown" if "[markdown]" in line else "params" if re.search(r"tags=\[.*parameters", line) else "code"
-        elif kind == "code" and line.strip() and not line.strip().startswith("#"):
-            out.append(line)
-    return out
-
-
 @pytest.mark.parametrize("stem", UNQOVER_NOTEBOOKS)
-def test_the_unqover_notebooks_only_call_the_package(stem):
-    lines = _logic_lines((NOTEBOOKS / f"{stem}.py").read_text(encoding="utf-8"))
+def test_the_unqover_notebooks_only_call_the_package(stem, logic_lines):
+    lines = logic_lines(NOTEBOOKS / f"{stem}.py")
     assert len(lines) <= 40, f"{stem}: {len(lines)} logic lines: move logic into stereoprobe.unqover.chapter"
     assert not [line for line in lines if re.match(r"\s*(def|class|for|while|if|with|try)\b", line)]
