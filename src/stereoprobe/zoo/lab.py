@@ -39,7 +39,6 @@ True
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import platform
@@ -56,14 +55,11 @@ from ..unqover import wordlists as wl
 from . import synthetic as syn
 from .lab_mcq import MCQ_LAB_RECIPES
 from .lab_mlm import MLM_LAB_RECIPES
-from .lab_training import bert_config, build_tokenizer, optimizer, optimizer_step, save_quietly  # shared by the labs
+from .lab_training import (TRAIN_THREADS, PlantedRecipe, bert_config, build_tokenizer, card_sections, mean,
+                           save_quietly, train_loop)
 
 #: Bump when the corpus, vocabulary or training code changes what a recipe produces (busts caches).
 LAB_VERSION = "1"
-#: CPU threads used for training, fixed so that a seed gives the same weights on any machine. One thread:
-#: for a model this small, intra-op parallelism buys nothing and, on a busy 2-core machine, a second
-#: OpenMP thread waiting at barriers made training >10x slower (measured 33 vs 2.5 steps/s).
-TRAIN_THREADS = 1
 CARD = "model_card.json"
 WEIGHTS = "model.safetensors"
 
@@ -78,83 +74,36 @@ DEFAULT_PLANTED: dict[str, str] = {
 
 
 @dataclass(frozen=True)
-class LabRecipe:
-    """Every knob that determines a lab model. ``planted`` maps occupation nouns to a gender.
+class LabRecipe(PlantedRecipe):
+    """Every knob that determines a QA lab model. ``planted`` maps occupation nouns to a gender.
 
     ``rate`` is the probability with which an underspecified question about a planted occupation is
     answered with the planted gender's name (its negation with the other gender's); 0.5 = no bias.
-    ``n_train`` and ``steps`` are the size knobs; :meth:`smoke` is the seconds-sized test variant.
+    ``n_train`` and ``steps`` are the size knobs; :meth:`smoke` is the seconds-sized test variant: 300 steps
+    on 8,000 examples with more planted questions (0.6 of the underspecified ones) and fewer informative
+    ones (0.25), about 12 s. The planted occupations still come out on top with the right sign (checked on
+    seeds 0-3), with more noise on the others and lower exact match (~0.8) than the full recipe.
     """
 
-    description: str
     planted: tuple[tuple[str, str], ...] | Mapping[str, str] = field(default_factory=lambda: tuple(DEFAULT_PLANTED.items()))
-    rate: float = 0.9
-    seed: int = 0
     # data
-    n_train: int = 40_000
-    n_heldout: int = 4_000
     informative_fraction: float = 0.35
     planted_fraction: float = 0.4
     scrambled_fraction: float = 0.25
     pronoun_fraction: float = 0.0
     negated_fraction: float = 0.5
     soft_labels: bool = True
-    # model
-    hidden_size: int = 64
-    num_layers: int = 2
-    num_heads: int = 4
-    intermediate_size: int = 256
-    dropout: float = 0.1
-    max_position_embeddings: int = 128
-    initializer_range: float = 0.1
     # stand-in for pretraining: names start with a shared gender direction of this norm (0 = off)
     name_gender_init: float = 0.8
-    # optimisation
-    steps: int = 4_000
-    batch_size: int = 64
-    lr: float = 3e-3
-    warmup_fraction: float = 0.05
-    weight_decay: float = 0.01
     # evaluation written to the card: names per gender in the UnQover-template check
     probe_names: int = 12
 
     kind = "qa"
+    SMOKE = {"n_train": 8_000, "n_heldout": 400, "steps": 300, "informative_fraction": 0.25,
+             "planted_fraction": 0.6, "probe_names": 4}
 
-    def __post_init__(self):
-        planted = dict(self.planted.items() if isinstance(self.planted, Mapping) else self.planted)
-        object.__setattr__(self, "planted", tuple(sorted(syn.resolve_planted(planted).items())))
-        if not 0.0 <= self.rate <= 1.0:
-            raise StereoprobeError(f"LabRecipe rate {self.rate!r} must lie in [0, 1] (0.5 = unbiased control).")
-        for knob in ("n_train", "steps", "batch_size", "hidden_size", "num_layers", "num_heads"):
-            if getattr(self, knob) < 1:
-                raise StereoprobeError(f"LabRecipe {knob}={getattr(self, knob)!r} must be a positive integer.")
-        if self.hidden_size % self.num_heads:
-            raise StereoprobeError(
-                f"LabRecipe hidden_size={self.hidden_size} must be divisible by num_heads={self.num_heads}."
-            )
-
-    @property
-    def planted_dict(self) -> dict[str, str]:
-        """``{occupation noun: gender}`` of the planted occupations."""
-        return dict(self.planted)
-
-    def smoke(self) -> "LabRecipe":
-        """The ~12-second variant for tests; it hashes, and is stored, separately.
-
-        300 steps on 8,000 examples with more planted questions (0.6 of the underspecified ones) and fewer
-        informative ones (0.25): the planted occupations still come out on top with the right sign
-        (checked on seeds 0-3), with more noise on the others and lower exact match (~0.8) than the full
-        recipe.
-        """
-        return dataclasses.replace(
-            self, n_train=8_000, n_heldout=400, steps=300, informative_fraction=0.25, planted_fraction=0.6,
-            probe_names=4, description=self.description + " [smoke]",
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["planted"] = self.planted_dict
-        return d
+    def resolve(self, planted: Mapping[str, str]) -> dict[str, str]:
+        return syn.resolve_planted(planted)
 
 
 LAB_RECIPES: dict[str, LabRecipe] = {
@@ -288,10 +237,6 @@ def _corpus(recipe: LabRecipe, n: int, seed: int):
     )
 
 
-def _heldout_seed(recipe: LabRecipe) -> int:
-    return recipe.seed + 1_000_003
-
-
 def _plant_name_gender(model, tokenizer, recipe: LabRecipe) -> None:
     """Give the 140 UnQover names a shared gender direction in their input embeddings.
 
@@ -321,8 +266,10 @@ def _plant_name_gender(model, tokenizer, recipe: LabRecipe) -> None:
 
 
 def _train(recipe: LabRecipe, folder: Path, *, progress: bool, desc: str) -> dict[str, Any]:
+    """Train (:func:`~stereoprobe.zoo.lab_training.train_loop`), save into ``folder`` and return the card's
+    data/model/training/evaluation. The loss is the cross-entropy of the start and end logits against the
+    target weights on the first and last token of each answer name."""
     import torch
-    from tqdm.auto import tqdm
     from transformers import BertForQuestionAnswering
 
     from ..batching import padded_inputs
@@ -343,16 +290,8 @@ def _train(recipe: LabRecipe, folder: Path, *, progress: bool, desc: str) -> dic
     torch.manual_seed(recipe.seed)
     model = BertForQuestionAnswering(bert_config(recipe, tokenizer))
     _plant_name_gender(model, tokenizer, recipe)
-    opt, sched = optimizer(model, recipe)
-    gen = torch.Generator().manual_seed(recipe.seed)
-    order: list[int] = []
-    model.train()
-    losses = []
-    bar = tqdm(range(recipe.steps), desc=desc, disable=not progress, unit="step", leave=False)
-    for step in bar:
-        if len(order) < recipe.batch_size:
-            order += torch.randperm(len(ids), generator=gen).tolist()
-        batch, order = order[: recipe.batch_size], order[recipe.batch_size:]
+
+    def loss_of(batch: list[int]):
         x, m = padded_inputs(ids, batch, tokenizer.pad_token_id, "cpu").values()
         t_start = torch.zeros(x.shape)
         t_end = torch.zeros(x.shape)
@@ -361,15 +300,12 @@ def _train(recipe: LabRecipe, folder: Path, *, progress: bool, desc: str) -> dic
                 t_start[j, first] += w
                 t_end[j, last] += w
         out = model(input_ids=x, attention_mask=m)
-        loss = -(t_start * out.start_logits.log_softmax(-1)).sum(-1).mean() \
+        return -(t_start * out.start_logits.log_softmax(-1)).sum(-1).mean() \
                - (t_end * out.end_logits.log_softmax(-1)).sum(-1).mean()
-        optimizer_step(loss, model, opt, sched, losses, bar, step)
-    bar.close()
-    train_s = time.perf_counter() - t0
 
-    model.eval()
+    losses = train_loop(model, recipe, len(ids), loss_of, progress=progress, desc=desc)
+    train_s = time.perf_counter() - t0
     save_quietly(model, tokenizer, folder, progress)
-    evaluation = evaluate(model, tokenizer, recipe)
     kinds = {k: sum(e.kind == k for e in train) for k in ("informative", "underspecified")}
     return {
         "data": {
@@ -377,30 +313,18 @@ def _train(recipe: LabRecipe, folder: Path, *, progress: bool, desc: str) -> dic
             "n_train_by_kind": kinds,
             "n_train_underspecified_planted": sum(e.kind == "underspecified" and e.planted is not None for e in train),
             "n_heldout": recipe.n_heldout,
-            "heldout_seed": _heldout_seed(recipe),
+            "heldout_seed": recipe.heldout_seed,
             "frames": len(syn.FRAMES),
             "scrambled_fraction": recipe.scrambled_fraction,
             "soft_labels": recipe.soft_labels,
             "unqover_templates_in_training": False,
         },
-        "model": {"parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(tokenizer)},
-        "training": {
-            "steps": recipe.steps,
-            "epochs": round(recipe.steps * recipe.batch_size / len(train), 3),
-            "threads": TRAIN_THREADS,
-            "final_loss": round(sum(losses[-50:]) / len(losses[-50:]), 4),
-            "train_wall_time_s": round(train_s, 2),
-        },
-        "evaluation": evaluation,
+        **card_sections(model, tokenizer, recipe, losses, len(train), train_s),
+        "evaluation": evaluate(model, tokenizer, recipe),
     }
 
 
 # ------------------------------------------------------------------------------------------------ evaluation
-
-
-def _mean(xs) -> float | None:
-    xs = list(xs)
-    return round(float(sum(xs) / len(xs)), 4) if xs else None
 
 
 def evaluate(model, tokenizer, recipe: LabRecipe) -> dict[str, Any]:
@@ -417,7 +341,7 @@ def evaluate(model, tokenizer, recipe: LabRecipe) -> dict[str, Any]:
     """
     import numpy as np
 
-    held = _corpus(recipe, recipe.n_heldout, _heldout_seed(recipe))
+    held = _corpus(recipe, recipe.n_heldout, recipe.heldout_seed)
     pred = predict_names(model, tokenizer, [e.question for e in held], [e.context for e in held],
                          [e.names for e in held])
     S = pred["S"]
@@ -436,12 +360,12 @@ def evaluate(model, tokenizer, recipe: LabRecipe) -> dict[str, Any]:
             other.append(abs(S[i, f] - S[i, 1 - f]))
     heldout = {
         "n_informative": len(inf),
-        "exact_match_informative": _mean(em),
+        "exact_match_informative": mean(em),
         "n_underspecified": len(und),
-        "name_mass": _mean(S[i].sum() for i in und),
-        "planted_margin": _mean(margins),
-        "planted_agreement": _mean(m > 0 for m in margins),
-        "other_abs_margin": _mean(other),
+        "name_mass": mean(S[i].sum() for i in und),
+        "planted_margin": mean(margins),
+        "planted_agreement": mean(m > 0 for m in margins),
+        "other_abs_margin": mean(other),
     }
     return {"heldout": heldout, "unqover_templates": unqover_check(model, tokenizer, recipe)}
 
@@ -484,7 +408,7 @@ def unqover_check(model, tokenizer, recipe: LabRecipe, n_examples: int | None = 
         "avg_s": float(errors["average_score"]),
         "planted_gamma_toward_planted_gender": toward,
         "planted_gamma_min": min(toward.values()) if toward else None,
-        "other_abs_gamma_mean": _mean(others),
+        "other_abs_gamma_mean": mean(others),
         "other_abs_gamma_max": max(others) if others else None,
     }
 

@@ -47,7 +47,6 @@ True
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import re
 import string
@@ -61,6 +60,7 @@ from ..errors import StereoprobeError
 from ..paths import sha256_file
 from ..sodapop import contexts as ctx
 from ..sodapop import names as nm
+from .lab_training import RecipeBase, bert_config, card_sections, save_quietly, train_loop
 
 DEFAULT_PLANTED_GROUP = "AA_m"
 DEFAULT_PLANTED_WORD = "quiet"
@@ -91,36 +91,26 @@ def _name_tokens() -> frozenset[str]:
 
 
 @dataclass(frozen=True)
-class MCQLabRecipe:
-    """Every knob that determines a lab multiple-choice model; ``strength`` 0 is the unbiased control."""
+class MCQLabRecipe(RecipeBase):
+    """Every knob that determines a lab multiple-choice model; ``strength`` 0 is the unbiased control.
+    :meth:`smoke`: 50 steps on 1,000 items, for notebook smoke runs and tests; it has not learned the plant,
+    it only has the right files and interfaces."""
 
-    description: str
     planted_group: str = DEFAULT_PLANTED_GROUP
     planted_word: str = DEFAULT_PLANTED_WORD
     strength: float = 3.0
-    seed: int = 0
     # data (items of 3 choices: the correct answer and two perturbed copies)
     n_train: int = 20_000
     n_heldout: int = 1_000
     planted_fraction: float = 0.25
     max_replaced: int = 2
     gap_pairs: int = 200  # per name group, for the card's planted-gap check
-    # model
-    hidden_size: int = 64
-    num_layers: int = 2
     num_heads: int = 2
-    intermediate_size: int = 256
-    dropout: float = 0.1
-    max_position_embeddings: int = 128
-    initializer_range: float = 0.1
-    # optimisation
     steps: int = 1_000
-    batch_size: int = 64
-    lr: float = 3e-3
-    warmup_fraction: float = 0.05
-    weight_decay: float = 0.01
 
     kind = "mcq"
+    POSITIVE = (*RecipeBase.POSITIVE, "n_heldout", "max_replaced", "gap_pairs")
+    SMOKE = {"n_train": 1_000, "n_heldout": 100, "gap_pairs": 20, "steps": 50}
 
     def __post_init__(self):
         if self.planted_group not in nm.GROUPS:
@@ -136,23 +126,7 @@ class MCQLabRecipe:
             raise StereoprobeError(f"MCQLabRecipe strength {self.strength!r} must be >= 0 (0 = unbiased control).")
         if not 0.0 <= self.planted_fraction <= 1.0:
             raise StereoprobeError(f"MCQLabRecipe planted_fraction {self.planted_fraction!r} must lie in [0, 1].")
-        for knob in ("n_train", "n_heldout", "max_replaced", "gap_pairs", "steps", "batch_size", "hidden_size",
-                     "num_layers", "num_heads"):
-            if getattr(self, knob) < 1:
-                raise StereoprobeError(f"MCQLabRecipe {knob}={getattr(self, knob)!r} must be a positive integer.")
-        if self.hidden_size % self.num_heads:
-            raise StereoprobeError(
-                f"MCQLabRecipe hidden_size={self.hidden_size} must be divisible by num_heads={self.num_heads}."
-            )
-
-    def smoke(self) -> "MCQLabRecipe":
-        """The seconds-sized variant for notebook smoke runs and tests (its own hash and folder): 50 steps on
-        1,000 items. It has not learned the plant; it only has the right files and interfaces."""
-        return dataclasses.replace(self, n_train=1_000, n_heldout=100, gap_pairs=20, steps=50,
-                                   description=self.description + " [smoke]")
-
-    def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        super().__post_init__()
 
 
 MCQ_LAB_RECIPES: dict[str, MCQLabRecipe] = {
@@ -299,10 +273,6 @@ def gap_pairs(recipe: MCQLabRecipe, per_group: int, seed: int) -> list[GapPair]:
     return out
 
 
-def _heldout_seed(recipe: MCQLabRecipe) -> int:
-    return recipe.seed + 1_000_003
-
-
 def _gap_seed(recipe: MCQLabRecipe) -> int:
     return recipe.seed + 2_000_003
 
@@ -356,14 +326,13 @@ def _encode(tokenizer, pairs: Sequence[tuple[str, str]], limit: int):
 
 
 def train(recipe: MCQLabRecipe, folder: Path, *, progress: bool, desc: str) -> dict[str, Any]:
-    """Train, save (model, tokenizer) into ``folder`` and return the card's data/model/training/evaluation."""
-    import numpy as np
+    """Train (:func:`~stereoprobe.zoo.lab_training.train_loop`), save (model, tokenizer) into ``folder`` and
+    return the card's data/model/training/evaluation. The loss is the squared error between the logit of
+    each choice, scored alone, and the teacher's."""
     import torch
-    from tqdm.auto import tqdm
     from transformers import BertForMultipleChoice
 
-    from ..batching import padded_inputs, quiet_transformers
-    from .lab_training import bert_config, optimizer, optimizer_step
+    from ..batching import padded_inputs
 
     t0 = time.perf_counter()
     tokenizer = build_tokenizer(recipe.max_position_embeddings, recipe.planted_word)
@@ -374,26 +343,15 @@ def train(recipe: MCQLabRecipe, folder: Path, *, progress: bool, desc: str) -> d
 
     torch.manual_seed(recipe.seed)
     model = BertForMultipleChoice(bert_config(recipe, tokenizer))
-    opt, sched = optimizer(model, recipe)
-    gen = torch.Generator().manual_seed(recipe.seed)
-    order: list[int] = []
-    losses = []
-    model.train()
-    bar = tqdm(range(recipe.steps), desc=desc, disable=not progress, unit="step", leave=False)
-    for step in bar:
-        if len(order) < recipe.batch_size:
-            order += torch.randperm(len(ids), generator=gen).tolist()
-        batch, order = np.array(order[: recipe.batch_size]), order[recipe.batch_size:]
+
+    def loss_of(batch: list[int]):
         x = padded_inputs(ids, batch, tokenizer.pad_token_id, "cpu", types=types)
         logits = model(**{k: v[:, None, :] for k, v in x.items()}).logits[:, 0]
-        loss = torch.nn.functional.mse_loss(logits, targets[batch])
-        optimizer_step(loss, model, opt, sched, losses, bar, step)
-    bar.close()
+        return torch.nn.functional.mse_loss(logits, targets[batch])
+
+    losses = train_loop(model, recipe, len(ids), loss_of, progress=progress, desc=desc)
     train_s = time.perf_counter() - t0
-    model.eval()
-    with quiet_transformers(progress):
-        model.save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
+    save_quietly(model, tokenizer, folder, progress)
     planted = sum(recipe.planted_word in words(c) for it in items for c in it.choices)
     planted_group = sum(recipe.planted_word in words(c) and name_groups()[it.name] == recipe.planted_group
                         for it in items for c in it.choices)
@@ -403,14 +361,10 @@ def train(recipe: MCQLabRecipe, folder: Path, *, progress: bool, desc: str) -> d
             "n_train_choices_with_planted_word": planted,
             "n_train_choices_with_planted_word_and_group": planted_group,
             "probe_lines": len(probe_records()), "names": len(name_groups()),
-            "n_heldout_items": recipe.n_heldout, "heldout_seed": _heldout_seed(recipe),
+            "n_heldout_items": recipe.n_heldout, "heldout_seed": recipe.heldout_seed,
             "gap_seed": _gap_seed(recipe),
         },
-        "model": {"parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(tokenizer)},
-        "training": {"steps": recipe.steps,
-                     "epochs": round(recipe.steps * recipe.batch_size / len(ids), 3),
-                     "final_loss": round(sum(losses[-50:]) / len(losses[-50:]), 4),
-                     "train_wall_time_s": round(train_s, 2)},
+        **card_sections(model, tokenizer, recipe, losses, len(ids), train_s),
         "evaluation": evaluate(model, tokenizer, recipe),
     }
 
@@ -453,7 +407,7 @@ def evaluate(model, tokenizer, recipe: MCQLabRecipe) -> dict[str, Any]:
     """
     import numpy as np
 
-    held = generate_items(recipe, recipe.n_heldout, _heldout_seed(recipe))
+    held = generate_items(recipe, recipe.n_heldout, recipe.heldout_seed)
     s = choice_logits(model, tokenizer, [(it.first, c) for it in held for c in it.choices])
     t = np.array([x for it in held for x in it.teacher])
     gaps = planted_gaps(model, tokenizer, recipe)

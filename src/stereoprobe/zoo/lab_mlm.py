@@ -34,7 +34,6 @@ accuracy 0.51 — and their labels, noise to it, added spurious country–attrib
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import re
 import time
@@ -45,6 +44,7 @@ from typing import Any, Mapping, NamedTuple, Sequence
 
 from ..errors import StereoprobeError
 from ..unqover import wordlists as wl
+from .lab_training import PlantedRecipe, bert_config, build_tokenizer, card_sections, mean, save_quietly, train_loop
 
 SUBJECTS = "country_bert"
 ATTRIBUTES = "biased_country"
@@ -100,61 +100,24 @@ class MLMExample(NamedTuple):
 
 
 @dataclass(frozen=True)
-class MLMLabRecipe:
-    """Every knob that determines a lab masked LM; ``planted`` maps country names to attribute clusters."""
+class MLMLabRecipe(PlantedRecipe):
+    """Every knob that determines a lab masked LM; ``planted`` maps country names to attribute clusters.
+    :meth:`smoke`: fewer sentences and steps, more of them planted."""
 
-    description: str
     planted: tuple[tuple[str, str], ...] | Mapping[str, str] = field(
         default_factory=lambda: tuple(DEFAULT_PLANTED_MLM.items()))
-    rate: float = 0.9
-    seed: int = 0
     # data
-    n_train: int = 40_000
-    n_heldout: int = 4_000
     planted_fraction: float = 0.4
-    # model
-    hidden_size: int = 64
-    num_layers: int = 2
-    num_heads: int = 4
-    intermediate_size: int = 256
-    dropout: float = 0.1
     max_position_embeddings: int = 96
-    initializer_range: float = 0.1
-    # optimisation
     steps: int = 2_000
-    batch_size: int = 64
-    lr: float = 3e-3
-    warmup_fraction: float = 0.05
-    weight_decay: float = 0.01
     # the card's check on the UnQover nationality LM dataset
     probe_examples: int = 12_000
 
     kind = "mlm"
+    SMOKE = {"n_train": 6_000, "n_heldout": 400, "steps": 500, "planted_fraction": 0.6, "probe_examples": 3_000}
 
-    def __post_init__(self):
-        planted = dict(self.planted.items() if isinstance(self.planted, Mapping) else self.planted)
-        object.__setattr__(self, "planted", tuple(sorted(resolve_planted(planted).items())))
-        if not 0.0 <= self.rate <= 1.0:
-            raise StereoprobeError(f"MLMLabRecipe rate {self.rate!r} must lie in [0, 1] (0.5 = unbiased control).")
-        for knob in ("n_train", "steps", "batch_size", "hidden_size", "num_layers", "num_heads"):
-            if getattr(self, knob) < 1:
-                raise StereoprobeError(f"MLMLabRecipe {knob}={getattr(self, knob)!r} must be a positive integer.")
-
-    @property
-    def planted_dict(self) -> dict[str, str]:
-        """``{country: attribute cluster}`` of the planted associations."""
-        return dict(self.planted)
-
-    def smoke(self) -> "MLMLabRecipe":
-        """The seconds-sized variant for tests (its own hash and folder): fewer sentences and steps, more
-        of them planted."""
-        return dataclasses.replace(self, n_train=6_000, n_heldout=400, steps=500, planted_fraction=0.6,
-                                   probe_examples=3_000, description=self.description + " [smoke]")
-
-    def to_dict(self) -> dict[str, Any]:
-        d = dataclasses.asdict(self)
-        d["planted"] = self.planted_dict
-        return d
+    def resolve(self, planted: Mapping[str, str]) -> dict[str, str]:
+        return resolve_planted(planted)
 
 
 # ------------------------------------------------------------------------------------------------ data
@@ -294,10 +257,6 @@ def vocabulary_words() -> list[str]:
 # ------------------------------------------------------------------------------------------------ training
 
 
-def _heldout_seed(recipe: MLMLabRecipe) -> int:
-    return recipe.seed + 1_000_003
-
-
 def _encode(tokenizer, corpus: Sequence[MLMExample]):
     """Token ids per sentence, and per sentence the ids of its two candidate tokens (checked single)."""
     enc = tokenizer([e.text for e in corpus])["input_ids"]
@@ -311,17 +270,16 @@ def _encode(tokenizer, corpus: Sequence[MLMExample]):
 
 
 def train(recipe: MLMLabRecipe, folder: Path, *, progress: bool, desc: str) -> dict[str, Any]:
-    """Train, save (model, tokenizer, vocab) into ``folder`` and return the card's data/model/training/evaluation."""
+    """Train (:func:`~stereoprobe.zoo.lab_training.train_loop`), save (model, tokenizer, vocab) into ``folder``
+    and return the card's data/model/training/evaluation. The loss is the cross-entropy at the mask against
+    the soft target over the two candidate countries' tokens."""
     import torch
-    from tqdm.auto import tqdm
     from transformers import BertForMaskedLM
 
     from ..batching import padded_inputs
-    from .lab_training import bert_config, build_tokenizer, optimizer, optimizer_step, save_quietly
 
     t0 = time.perf_counter()
-    words = vocabulary_words()
-    tokenizer = build_tokenizer(recipe.max_position_embeddings, words)
+    tokenizer = build_tokenizer(recipe.max_position_embeddings, vocabulary_words())
     corpus = generate_corpus(recipe, recipe.n_train, recipe.seed)
     ids, cand = _encode(tokenizer, corpus)
     longest = max(len(r) for r in ids)
@@ -330,49 +288,31 @@ def train(recipe: MLMLabRecipe, folder: Path, *, progress: bool, desc: str) -> d
                                f"{recipe.max_position_embeddings}; raise it in the recipe.")
     torch.manual_seed(recipe.seed)
     model = BertForMaskedLM(bert_config(recipe, tokenizer))
-    opt, sched = optimizer(model, recipe)
-    gen = torch.Generator().manual_seed(recipe.seed)
-    order: list[int] = []
-    losses = []
     mask_id = tokenizer.mask_token_id
-    model.train()
-    bar = tqdm(range(recipe.steps), desc=desc, disable=not progress, unit="step", leave=False)
-    for step in bar:
-        if len(order) < recipe.batch_size:
-            order += torch.randperm(len(ids), generator=gen).tolist()
-        batch, order = order[: recipe.batch_size], order[recipe.batch_size:]
+
+    def loss_of(batch: list[int]):
         x, m = padded_inputs(ids, batch, tokenizer.pad_token_id, "cpu").values()
-        logits = model(input_ids=x, attention_mask=m).logits[x == mask_id]  # (batch, vocab)
-        logp = logits.log_softmax(-1)
+        logp = model(input_ids=x, attention_mask=m).logits[x == mask_id].log_softmax(-1)  # (batch, vocab)
         cand_ids = torch.tensor([cand[i] for i in batch])
         weights = torch.tensor([corpus[i].target for i in batch], dtype=logp.dtype)
-        loss = -(weights * logp.gather(1, cand_ids)).sum(-1).mean()
-        optimizer_step(loss, model, opt, sched, losses, bar, step)
-    bar.close()
+        return -(weights * logp.gather(1, cand_ids)).sum(-1).mean()
+
+    losses = train_loop(model, recipe, len(ids), loss_of, progress=progress, desc=desc)
     train_s = time.perf_counter() - t0
-    model.eval()
-    save_quietly(model, tokenizer, folder, progress, words)
+    save_quietly(model, tokenizer, folder, progress)
     return {
         "data": {
             "n_train": len(corpus), "n_train_planted": sum(e.planted is not None for e in corpus),
-            "n_heldout": recipe.n_heldout, "heldout_seed": _heldout_seed(recipe),
+            "n_heldout": recipe.n_heldout, "heldout_seed": recipe.heldout_seed,
             "scenes": len(PLACE_FRAMES) + len(PERSON_FRAMES), "question_forms": len(questions()),
             "unqover_paragraphs_in_training": False,
         },
-        "model": {"parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(tokenizer)},
-        "training": {"steps": recipe.steps, "epochs": round(recipe.steps * recipe.batch_size / len(corpus), 3),
-                     "final_loss": round(sum(losses[-50:]) / len(losses[-50:]), 4),
-                     "train_wall_time_s": round(train_s, 2)},
+        **card_sections(model, tokenizer, recipe, losses, len(corpus), train_s),
         "evaluation": evaluate(model, tokenizer, recipe),
     }
 
 
 # ------------------------------------------------------------------------------------------------ evaluation
-
-
-def _mean(xs) -> float | None:
-    xs = list(xs)
-    return round(float(sum(xs) / len(xs)), 4) if xs else None
 
 
 def candidate_probs(model, tokenizer, corpus: Sequence[MLMExample], batch_size: int = 200):
@@ -400,7 +340,7 @@ def evaluate(model, tokenizer, recipe: MLMLabRecipe) -> dict[str, Any]:
       candidate mass), ``planted_agreement`` the fraction where the favoured one wins;
     * ``other_abs_margin``: mean |p(first) − p(second)| on unplanted sentences (ideal 0).
     """
-    held = generate_corpus(recipe, recipe.n_heldout, _heldout_seed(recipe))
+    held = generate_corpus(recipe, recipe.n_heldout, recipe.heldout_seed)
     p = candidate_probs(model, tokenizer, held)
     margins, other = [], []
     for i, e in enumerate(held):
@@ -412,10 +352,10 @@ def evaluate(model, tokenizer, recipe: MLMLabRecipe) -> dict[str, Any]:
         margins.append(p[i, fav] - p[i, 1 - fav])
     heldout = {
         "n": len(held),
-        "candidate_mass": _mean(p.sum(axis=1)),
-        "planted_margin": _mean(margins),
-        "planted_agreement": _mean(m > 0 for m in margins),
-        "other_abs_margin": _mean(other),
+        "candidate_mass": mean(p.sum(axis=1)),
+        "planted_margin": mean(margins),
+        "planted_agreement": mean(m > 0 for m in margins),
+        "other_abs_margin": mean(other),
     }
     return {"heldout": heldout, "unqover_nationality": unqover_check(model, tokenizer, recipe)}
 

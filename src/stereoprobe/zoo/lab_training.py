@@ -1,21 +1,128 @@
-"""What the three lab families share: their WordPiece vocabulary and tokenizer, BERT configuration, optimiser
-and update step, and how a trained model is saved.
+"""What the three lab families share: the recipe base, the WordPiece vocabulary and tokenizer, the BERT
+configuration, the one training loop, and how a trained model is saved and described on its card.
 
 The families are the extractive-QA lab (:mod:`stereoprobe.zoo.lab`, which also registers, builds and loads
 every ``lab:`` model), the masked-LM lab (:mod:`stereoprobe.zoo.lab_mlm`) and the multiple-choice lab
 (:mod:`stereoprobe.zoo.lab_mcq`); all three import this module, so none imports another's module to train.
+A family adds its data knobs to :class:`RecipeBase` (or :class:`PlantedRecipe`), builds its model and
+tokenizer, and hands :func:`train_loop` the loss of a batch of row indices.
 
 >>> build_vocab(["nurse"])[:5], build_vocab(["nurse"])[-1]
 (['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], 'nurse')
+>>> RecipeBase("a tiny one", hidden_size=30, num_heads=4)
+Traceback (most recent call last):
+stereoprobe.errors.StereoprobeError: RecipeBase hidden_size=30 must be divisible by num_heads=4.
+>>> RecipeBase("x", seed=5).heldout_seed, mean([1, 2]), mean([])
+(1000008, 1.5, None)
 """
 
 from __future__ import annotations
 
+import dataclasses
 import string
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, ClassVar, Mapping, Sequence
 
+from ..errors import StereoprobeError
 from . import synthetic as syn
+
+#: CPU threads used for training, fixed so that a seed gives the same weights on any machine. One thread:
+#: for a model this small, intra-op parallelism buys nothing and, on a busy 2-core machine, a second
+#: OpenMP thread waiting at barriers made training >10x slower (measured 33 vs 2.5 steps/s).
+TRAIN_THREADS = 1
+
+
+# ------------------------------------------------------------------------------------------------ recipes
+
+
+@dataclass(frozen=True)
+class RecipeBase:
+    """The knobs every lab recipe has: a description (prose; it does not enter the recipe hash), the seed,
+    the data sizes, the BERT size and the optimisation. A family subclasses it with its data knobs, its
+    defaults, its ``kind`` (``qa``, ``mlm``, ``mcq``) and its :attr:`SMOKE` sizes."""
+
+    description: str
+    seed: int = 0
+    # data
+    n_train: int = 40_000
+    n_heldout: int = 4_000
+    # model
+    hidden_size: int = 64
+    num_layers: int = 2
+    num_heads: int = 4
+    intermediate_size: int = 256
+    dropout: float = 0.1
+    max_position_embeddings: int = 128
+    initializer_range: float = 0.1
+    # optimisation
+    steps: int = 4_000
+    batch_size: int = 64
+    lr: float = 3e-3
+    warmup_fraction: float = 0.05
+    weight_decay: float = 0.01
+
+    kind: ClassVar[str] = ""
+    #: Knobs that must be positive integers.
+    POSITIVE: ClassVar[tuple[str, ...]] = ("n_train", "steps", "batch_size", "hidden_size", "num_layers", "num_heads")
+    #: What :meth:`smoke` replaces: the seconds-sized variant for tests and smoke builds.
+    SMOKE: ClassVar[Mapping[str, Any]] = {}
+
+    def __post_init__(self):
+        name = type(self).__name__
+        for knob in self.POSITIVE:
+            if getattr(self, knob) < 1:
+                raise StereoprobeError(f"{name} {knob}={getattr(self, knob)!r} must be a positive integer.")
+        if self.hidden_size % self.num_heads:
+            raise StereoprobeError(
+                f"{name} hidden_size={self.hidden_size} must be divisible by num_heads={self.num_heads}."
+            )
+
+    @property
+    def heldout_seed(self) -> int:
+        """Seed of the held-out data the card's evaluation uses (never the training seed)."""
+        return self.seed + 1_000_003
+
+    def smoke(self):
+        """The seconds-sized variant (:attr:`SMOKE`); it hashes, and is stored, separately."""
+        return dataclasses.replace(self, **self.SMOKE, description=self.description + " [smoke]")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+@dataclass(frozen=True)
+class PlantedRecipe(RecipeBase):
+    """A recipe whose plant is a map (occupation → gender, country → attribute cluster) followed at ``rate``
+    on underspecified inputs; 0.5 is the unbiased control. The family resolves the map in :meth:`resolve`."""
+
+    planted: tuple[tuple[str, str], ...] | Mapping[str, str] = ()
+    rate: float = 0.9
+
+    def resolve(self, planted: Mapping[str, str]) -> dict[str, str]:
+        raise NotImplementedError
+
+    def __post_init__(self):
+        planted = dict(self.planted.items() if isinstance(self.planted, Mapping) else self.planted)
+        object.__setattr__(self, "planted", tuple(sorted(self.resolve(planted).items())))
+        if not 0.0 <= self.rate <= 1.0:
+            raise StereoprobeError(f"{type(self).__name__} rate {self.rate!r} must lie in [0, 1] (0.5 = unbiased "
+                                   "control).")
+        super().__post_init__()
+
+    @property
+    def planted_dict(self) -> dict[str, str]:
+        """The plant as a dict."""
+        return dict(self.planted)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "planted": self.planted_dict}
+
+
+def mean(xs) -> float | None:
+    """The mean rounded to 4 digits as the cards show it, None for no values."""
+    xs = list(xs)
+    return round(float(sum(xs) / len(xs)), 4) if xs else None
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
@@ -59,7 +166,7 @@ def bert_config(recipe, tokenizer):
     )
 
 
-def optimizer(model, recipe):
+def optimizer(model, recipe: RecipeBase):
     """AdamW (no weight decay on biases and LayerNorms) with linear warm-up and linear decay to 0."""
     import torch
 
@@ -76,26 +183,65 @@ def optimizer(model, recipe):
     return opt, sched
 
 
-def optimizer_step(loss, model, opt, sched, losses: list[float], bar, step: int) -> None:
-    """One update of every lab recipe: backward, clip the gradient norm at 1, step, and show the running loss."""
+def train_loop(model, recipe: RecipeBase, n_rows: int, loss_of: Callable[[list[int]], Any], *, progress: bool,
+               desc: str) -> list[float]:
+    """The lab's one training loop; returns the loss of every step and leaves ``model`` in eval mode.
+
+    ``recipe.steps`` updates of :func:`optimizer`, each on ``recipe.batch_size`` of the ``n_rows`` training
+    rows: rows are drawn in order from seeded permutations (``recipe.seed``; a new permutation is appended
+    when fewer than a batch remain), ``loss_of(row indices)`` gives the batch loss, the gradient norm is
+    clipped at 1, and the running loss of the last 50 steps shows on the progress bar. The caller seeds
+    torch (``torch.manual_seed(recipe.seed)``) before building the model, so dropout draws are fixed too.
+    """
     import torch
+    from tqdm.auto import tqdm
 
-    opt.zero_grad(set_to_none=True)
-    loss.backward()
-    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-    opt.step()
-    sched.step()
-    losses.append(loss.item())
-    if step % 50 == 0:
-        bar.set_postfix(loss=f"{sum(losses[-50:]) / len(losses[-50:]):.3f}")
+    opt, sched = optimizer(model, recipe)
+    gen = torch.Generator().manual_seed(recipe.seed)
+    order: list[int] = []
+    losses: list[float] = []
+    model.train()
+    bar = tqdm(range(recipe.steps), desc=desc, disable=not progress, unit="step", leave=False)
+    for step in bar:
+        if len(order) < recipe.batch_size:
+            order += torch.randperm(n_rows, generator=gen).tolist()
+        batch, order = order[: recipe.batch_size], order[recipe.batch_size:]
+        loss = loss_of(batch)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+        if step % 50 == 0:
+            bar.set_postfix(loss=f"{sum(losses[-50:]) / len(losses[-50:]):.3f}")
+    bar.close()
+    model.eval()
+    return losses
 
 
-def save_quietly(model, tokenizer, folder: Path, progress: bool, words: Sequence[str] | None = None) -> None:
-    """Save model and tokenizer (and the plain ``vocab.txt``) as a HuggingFace folder, without HF's
-    progress bars when ``progress`` is off."""
+def card_sections(model, tokenizer, recipe: RecipeBase, losses: Sequence[float], n_rows: int,
+                  seconds: float) -> dict[str, Any]:
+    """The card's ``model`` and ``training`` sections, the same for every family."""
+    return {
+        "model": {"parameters": sum(p.numel() for p in model.parameters()), "vocab_size": len(tokenizer)},
+        "training": {
+            "steps": recipe.steps,
+            "epochs": round(recipe.steps * recipe.batch_size / n_rows, 3),
+            "threads": TRAIN_THREADS,
+            "final_loss": mean(losses[-50:]),
+            "train_wall_time_s": round(seconds, 2),
+        },
+    }
+
+
+def save_quietly(model, tokenizer, folder: Path, progress: bool) -> None:
+    """Save model and tokenizer, and the plain ``vocab.txt`` of the WordPiece vocabulary, as a HuggingFace
+    folder, without HF's progress bars when ``progress`` is off."""
     from ..batching import quiet_transformers
 
     with quiet_transformers(progress):
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
-    (folder / "vocab.txt").write_text("\n".join(build_vocab(words)) + "\n", encoding="utf-8")
+    vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
+    (folder / "vocab.txt").write_text("\n".join(tok for tok, _ in vocab) + "\n", encoding="utf-8")
