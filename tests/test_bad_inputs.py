@@ -132,6 +132,8 @@ RELIGION = "unqover/word_lists/nouns/subjects/religion"  # 11 subjects
 
 #: typer's refusal of a number below an option's minimum (``min=``), as the CLI prints it
 AT_LEAST = "Input should be greater than or equal to {}; see 'stereoprobe "
+#: ... and of a number above its maximum (``max=``)
+AT_MOST = "Input should be less than or equal to {}; see 'stereoprobe "
 
 
 @dataclass
@@ -250,13 +252,14 @@ CASES = {
     "sp-not-a-probe-context": Case("sodapop", (*SODAPOP, "--contexts", "3,1"), "--contexts 1 is not a SODAPOP probe",
                                    "choose among 0, 3, 9"),
     "sp-context-not-a-number": Case("sodapop", (*SODAPOP, "--contexts", "3,x"), "--contexts '3,x'", "pass e.g. 3,9"),
-    "sp-depth-0": Case("sodapop", (*SODAPOP, "--depth", "0"), "depth must be an integer from 1 to 5, got 0",
-                       "pass e.g. depth=3"),
+    "sp-depth-0": Case("sodapop", (*SODAPOP, "--depth", "0"), "'--depth'", AT_LEAST.format(1)),
+    "sp-depth-6": Case("sodapop", (*SODAPOP, "--depth", "6"), "'--depth'", AT_MOST.format(5)),
     "sp-depth-not-a-number": Case("sodapop", (*SODAPOP, "--depth", "two"), "'--depth'",
                                   "see 'stereoprobe sodapop report --help'"),
-    "sp-cap-1": Case("sodapop", (*SODAPOP, "--cap", "1"), "got 1", "pass e.g. cap=10000"),
-    "sp-names-per-group-30": Case("sodapop", (*SODAPOP, "--names-per-group", "30"), "got 30",
-                                  "pass a number in that range"),
+    "sp-cap-1": Case("sodapop", (*SODAPOP, "--cap", "1"), "--cap '1' is not one number of at least 2",
+                     "pass e.g. 600 or 'all'"),
+    "sp-names-per-group-30": Case("sodapop", (*SODAPOP, "--names-per-group", "30"), "'--names-per-group'",
+                                  AT_MOST.format(25)),
     "sp-min-count-negative": Case("sodapop", (*SODAPOP, "--min-count", "-1"), "'--min-count'", AT_LEAST.format(0)),
     "sp-n-perm-0": Case("sodapop", (*SODAPOP, "--n-perm", "0"), "'--n-perm'", AT_LEAST.format(1)),
     "sp-seed-negative": Case("sodapop", (*SODAPOP, "--seed=-10"), "'--seed'", AT_LEAST.format(0)),

@@ -551,10 +551,12 @@ def sodapop_report_cmd(
     allow_pickle: bool = AllowPickleOpt,
     mcq_model: str = typer.Option("zoo:minilm-mcq", "--mcq-model", help="The multiple-choice model under test."),
     mlm: str = typer.Option("zoo:minilm-mlm", "--mlm", help="The masked LM that writes the distractors."),
-    names_per_group: int = typer.Option(8, "--names-per-group", help="First names of each of the 8 groups (1-25)."),
+    names_per_group: int = typer.Option(8, "--names-per-group", min=1, max=25, help="First names of each of the 8 "
+                                        "groups (1-25)."),
     contexts: str = typer.Option("3", "--contexts", help="Probe contexts (line indices, e.g. 3,9) or 'all' (50)."),
-    depth: int = typer.Option(2, "--depth", help="Recursion depth k of the distractor generation (paper: 3)."),
-    cap: str = typer.Option("600", "--cap", help="Distractors kept per (name, context), or 'all'."),
+    depth: int = typer.Option(2, "--depth", min=1, max=5, help="Recursion depth k of the distractor generation "
+                              "(1-5; paper: 3)."),
+    cap: str = typer.Option("600", "--cap", help="Distractors kept per (name, context), at least 2, or 'all'."),
     dedup: Optional[bool] = typer.Option(None, "--dedup/--no-dedup", help="Deduplicate distractors (default: "
                                          "only with several contexts, as the chapter)."),
     pair: Optional[List[str]] = typer.Option(None, "--pair", parser=_pair, help="Groups G1:G2 to compare, each "
@@ -594,8 +596,9 @@ def sodapop_report_cmd(
     names_of = {"units": "sodapop_units", **{(g1, g2): f"sodapop_rd_{g1}_{g2}" for g1, g2 in pairs}}
     chosen = _sodapop_contexts(contexts)
     caps = _int_list("--cap", cap)
-    if caps is not None and len(caps) != 1:
-        raise StereoprobeError(f"--cap {cap!r} is not one number; pass e.g. 600 or 'all'.")
+    if caps is not None and (len(caps) != 1 or caps[0] < 2):
+        raise StereoprobeError(f"--cap {cap!r} is not one number of at least 2 (distractors come in pairs); pass "
+                               "e.g. 600 or 'all'.")
     if dedup is None:  # the chapter: every raw candidate for one context, unique ones over several
         dedup = chosen is None or len(chosen) > 1
     grid = GridConfig(names_per_group=names_per_group, contexts=chosen, depth=depth,

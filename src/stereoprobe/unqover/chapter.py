@@ -248,17 +248,20 @@ def show_cluster_recovery(recovery: pd.DataFrame) -> None:
 
 
 def cluster_recovery_numbers(recovery: pd.DataFrame) -> dict:
-    """The first lab model of ``recovery``, the worst rank of the planted cells of the model that sorts first by
-    name, and the number of cells they rank among (``—``, 0, 0 without a lab model).
+    """The first lab model of ``recovery`` (the first given, the biased one in the chapter), the worst rank of
+    its planted cells, and the number of cells they rank among (``—``, 0, 0 without a lab model).
 
+    >>> rows = pd.DataFrame({"model": ["lab:z", "lab:z", "lab:a"], "rank": [1, 3, 90], "of": [240, 240, 240]})
+    >>> cluster_recovery_numbers(rows)
+    {'lab_model': 'lab:z', 'lab_worst_rank': 3, 'lab_cells': 240}
     >>> cluster_recovery_numbers(pd.DataFrame())
     {'lab_model': '—', 'lab_worst_rank': 0, 'lab_cells': 0}
     """
     if not len(recovery):
         return {"lab_model": "—", "lab_worst_rank": 0, "lab_cells": 0}
-    worst = recovery.groupby("model")["rank"].max()
-    return {"lab_model": recovery["model"].iloc[0], "lab_worst_rank": int(worst.iloc[0]),
-            "lab_cells": int(recovery["of"].iloc[0])}
+    first = recovery[recovery["model"] == recovery["model"].iloc[0]]
+    return {"lab_model": first["model"].iloc[0], "lab_worst_rank": int(first["rank"].max()),
+            "lab_cells": int(first["of"].iloc[0])}
 
 
 def top_subjects(gammas: Mapping[str, pd.DataFrame], k: int = 5) -> pd.DataFrame:
