@@ -62,8 +62,6 @@ smoke_models = False
 profile = "cpu"
 
 # %%
-import matplotlib.pyplot as plt
-
 from stereoprobe.assets import load_embeddings
 from stereoprobe.display import glue_all
 from stereoprobe.nli import chapter, report
@@ -102,13 +100,11 @@ chapter.first_pairs(specs)
 # neutral, nationality and religion much closer.
 
 # %%
-probs = chapter.contextual_probabilities(nli_models, specs, **options)
-contextual = report.measures_table(probs, ("model", "probe"), n_boot=n_boot, seed=seed)
+probs, contextual = chapter.contextual_measures(nli_models, specs, n_boot=n_boot, seed=seed, **options)
 chapter.measures_beside_paper(contextual)
 
 # %%
-chapter.plot_measures(contextual, list(specs))
-plt.show()
+chapter.show_measures(contextual, list(specs))
 
 # %% tags=["remove-cell"]
 glue_all(chapter.contextual_numbers(contextual))
@@ -175,19 +171,15 @@ chapter.table7_beside_paper(vectors)
 # direction is probed.
 
 # %%
-train_set, held_set = chapter.training_corpus(snli_train, snli_dev, smoke=smoke_models)
-directions = chapter.static_directions(vectors, random_retrains)  # orig, -gen, -nat, -rel, rand0, rand1, …
-static_models = chapter.train_static_variants(vectors, train_set, held_set, directions, smoke=smoke_models)
-static_probs = chapter.static_probabilities(static_models, specs)
+train_set, static_models = chapter.train_static_models(vectors, snli_train, snli_dev, random_retrains,
+                                                       smoke=smoke_models)  # orig, -gen, -nat, -rel, rand0, rand1, …
 
 # %%
-runs = report.measures_table(static_probs, ("variant", "probe"), baseline={"variant": "orig"}, n_boot=n_boot,
-                            seed=seed)
-static_table = chapter.static_table(runs)
-chapter.diff_view(static_table, ["probe", "kind", "repeats"])
+runs = chapter.static_runs(static_models, specs, n_boot=n_boot, seed=seed)
+chapter.diff_view(chapter.static_table(runs), ["probe", "kind", "repeats"])
 
 # %% tags=["remove-cell"]
-glue_all(chapter.static_numbers(static_table))
+glue_all(chapter.static_numbers(chapter.static_table(runs)))
 
 # %% [markdown]
 # Measured here: the own projection changes NN by {glue:text}`static_gen_diff` (gender),
@@ -268,12 +260,10 @@ chapter.lab_effect(vectors, n_boot=n_boot, seed=seed, smoke=smoke_models)  # 30,
 
 # %%
 chapter.ensure_zoo_models([proj_finetuned, *(rand_finetuned or [])])  # only proj and rand0 are committed
-variants = chapter.table15_probabilities(contextual_model, specs["gender"], proj_finetuned=proj_finetuned,
-                                         rand_finetuned=rand_finetuned, random_controls=random_controls, **options)
-table15_runs = report.measures_table(variants, ("variant", "repeat"), baseline={"variant": "orig"}, n_boot=n_boot,
-                                     seed=seed)
-table15 = chapter.table15(table15_runs)
-chapter.diff_view(table15, ["variant", "repeats"])
+variants, table15_runs = chapter.table15_runs(contextual_model, specs["gender"], proj_finetuned=proj_finetuned,
+                                              rand_finetuned=rand_finetuned, random_controls=random_controls,
+                                              n_boot=n_boot, seed=seed, **options)
+chapter.diff_view(chapter.table15(table15_runs), ["variant", "repeats"])
 
 # %% [markdown]
 # `repeats` is the number of random directions (or fine-tunings) averaged; the table's diffs are
@@ -287,7 +277,7 @@ chapter.random_spread(table15_runs)
 chapter.zoo_accuracy([contextual_model, proj_finetuned, *(rand_finetuned or [])])
 
 # %% tags=["remove-cell"]
-glue_all(chapter.table15_numbers(table15))
+glue_all(chapter.table15_numbers(chapter.table15(table15_runs)))
 
 # %% [markdown]
 # Here NN changed by {glue:text}`t15_ptest` with proj@test, {glue:text}`t15_rtest` with the random

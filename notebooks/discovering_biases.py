@@ -69,17 +69,13 @@ smoke_models = False
 profile = "cpu"
 
 # %%
-import matplotlib.pyplot as plt
-
 from stereoprobe.display import glue_all
-from stereoprobe.sodapop import chapter, embeddings, names
-from stereoprobe.sodapop.success import sr_matrix
+from stereoprobe.sodapop import chapter
 
 options = dict(batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models, progress=False,
                engine=engine, workers=workers)
 perm = dict(n_perm=n_perm, p_method=p_method)  # analysis.permutation_method: exact or sampled test
-all_groups = names.load_groups()
-groups = chapter.analysed_groups(names_per_group)  # the names every analysis compares (paper: 25 per group)
+all_groups, groups = chapter.name_sets(names_per_group)  # the 220 seed names; those analysed (paper: 25 per group)
 print(chapter.run_summary(profile, all_groups, groups, mlm, mcq_model))
 
 # %% [markdown]
@@ -99,8 +95,7 @@ print(chapter.run_summary(profile, all_groups, groups, mlm, mcq_model))
 # installed, and the distractor cache is keyed by this tokenizer (`distractors.tokenizer_id()`).
 
 # %%
-print(chapter.length_summary())
-chapter.context_table().style.hide(axis="index")
+chapter.show_contexts()
 
 # %% [markdown]
 # Seventeen of the 50 contexts still refer to their person as *she* or *her*. With a male name the
@@ -128,13 +123,10 @@ chapter.name_groups_table(all_groups, groups)
 # `name_contexts` contexts per name.
 
 # %%
-emb = chapter.name_embeddings(name_encoder, all_groups, n_contexts=name_contexts, seed=seed, device=device)
-t1 = embeddings.table1(emb, all_groups, seed=seed)
-chapter.table1_view(t1)
+emb, t1 = chapter.show_table1(name_encoder, all_groups, n_contexts=name_contexts, seed=seed, device=device)
 
 # %%
-chapter.plot_name_tsne(emb, all_groups, encoder=name_encoder, n_contexts=name_contexts)
-plt.show()
+chapter.show_name_tsne(emb, all_groups, encoder=name_encoder, n_contexts=name_contexts)
 
 # %% tags=["remove-cell"]
 glue_all(chapter.table1_numbers(t1))
@@ -186,11 +178,10 @@ chapter.decoding_quirk(mlm, groups["AA_m"][0], **options)
 # output before the classifier, so all of them come from the same encoder pass.
 
 # %%
-fits = chapter.fit_debias_variants(mcq_model, n_iterations=inlp_iterations, max_sentences=debias_sentences, seed=seed,
-                                   device=device, smoke=smoke_models) if debias else {}
-single, multi = chapter.run_probes(mcq_model, mlm, names_per_group=names_per_group, decoding=decoding,
-                                   single_depth=single_depth, single_cap=single_cap, multi_contexts=multi_contexts,
-                                   multi_depth=multi_depth, multi_cap=multi_cap, fits=fits, **options)
+single, multi, fits = chapter.run_debiased_probes(
+    mcq_model, mlm, names_per_group=names_per_group, decoding=decoding, single_depth=single_depth,
+    single_cap=single_cap, multi_contexts=multi_contexts, multi_depth=multi_depth, multi_cap=multi_cap, debias=debias,
+    inlp_iterations=inlp_iterations, debias_sentences=debias_sentences, seed=seed, **options)
 chapter.cost_view(chapter.cost_table({"single context": single, "multi-context": multi}))
 
 # %% [markdown]
@@ -205,8 +196,7 @@ chapter.units_view(single)
 # 60.5% on the Social IQa dev set.)
 
 # %%
-(single_o, single_acc), (multi_o, multi_acc) = single.outcomes(), multi.outcomes()
-chapter.accuracy_view(chapter.accuracy_table(single_acc, multi_acc, single.groups, order=list(all_groups)))
+chapter.runs_accuracy_view(single, multi, order=list(all_groups))
 
 # %% [markdown]
 # Some contexts are easy (the model keeps the right answer against its neighbours), some hopeless:
@@ -223,8 +213,7 @@ chapter.accuracy_view(chapter.accuracy_table(single_acc, multi_acc, single.group
 # the vocabulary.
 
 # %%
-sr_single, sr_multi = sr_matrix(single_o, min_count=min_count_single), sr_matrix(multi_o, min_count=min_count_multi)
-chapter.vocabulary_table(sr_single, sr_multi, min_count_single, min_count_multi)
+sr_single, sr_multi = chapter.show_success_rates(single, multi, min_count_single, min_count_multi)
 
 # %% [markdown]
 # The zoo's masked LM rewrites with a narrower vocabulary than RoBERTa-base, and the CPU grid keeps
@@ -239,9 +228,8 @@ chapter.vocabulary_table(sr_single, sr_multi, min_count_single, min_count_multi)
 # reports the 50-context run; both of ours are shown beside it.
 
 # %%
-sep = chapter.separability(sr_single, sr_multi, groups)
 glue_all(chapter.versions())
-chapter.separability_view(sep)
+chapter.separability_view(chapter.separability(sr_single, sr_multi, groups))
 
 # %% [markdown]
 # With few names per group KMeans accuracy is coarse (one name moves it by 1/(2n)) and high by
@@ -261,8 +249,7 @@ chapter.separability_view(sep)
 # The t-SNE maps of the paper (Fig. 4–5) show the same vectors for European- vs African-American names:
 
 # %%
-chapter.plot_sr_tsne({"single context": sr_single, "multi-context": sr_multi}, groups)
-plt.show()
+chapter.show_sr_tsne({"single context": sr_single, "multi-context": sr_multi}, groups)
 
 # %% [markdown]
 # ## Which words? Relative difference and permutation tests (Tables 3, 4, 10–21)
@@ -296,12 +283,10 @@ chapter.show_top_words(sr_multi, groups, ("EA_f", "EA_m"), "multi-context", ["13
 # tests flag before and after correcting for the number of words tested.
 
 # %%
-rd_all = chapter.rd_tables({"single": sr_single, "multi": sr_multi}, groups, **perm)  # the authors' 16 pairs
-flagged = chapter.flagged_table(rd_all)
-chapter.flagged_view(flagged)
+rd_all = chapter.show_word_tests({"single": sr_single, "multi": sr_multi}, groups, **perm)  # the authors' 16 pairs
 
 # %% tags=["remove-cell"]
-glue_all(chapter.flagged_numbers(flagged))
+glue_all(chapter.flagged_numbers(chapter.flagged_table(rd_all)))
 
 # %% [markdown]
 # Over {glue:text}`n_tests` word tests, {glue:text}`n_p` have p < 0.05 — about
@@ -329,7 +314,7 @@ glue_all(chapter.flagged_numbers(flagged))
 chapter.show_debias_fits(fits)
 
 # %%
-changed = chapter.show_table9(single, single_o, single_acc, sep, groups, min_count=min_count_single)
+changed = chapter.show_debias_table9(single, groups, min_count=min_count_single)
 
 # %% tags=["remove-cell"]
 glue_all(chapter.debias_numbers(changed))
@@ -376,12 +361,10 @@ chapter.show_abc(chapter.associated_words(rd_all, all_groups))
 # biased model only.
 
 # %%
-lab_tables, lab_rows = chapter.lab_runs(single, mcq_lab_models, groups, min_count=min_count_single, **perm, **options)
-chapter.lab_view(lab_rows)
+lab_tables = chapter.show_lab_runs(single, mcq_lab_models, groups, min_count=min_count_single, **perm, **options)
 
 # %%
-chapter.plot_lab(lab_tables)
-plt.show()
+chapter.show_lab(lab_tables)
 
 # %% tags=["remove-cell"]
 glue_all(chapter.lab_numbers(lab_tables[mcq_lab_models[0]]))

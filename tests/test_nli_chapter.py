@@ -129,13 +129,17 @@ def test_accuracy_table_lists_every_variant_beside_table10():
     assert np.isnan(t.at["rand0", "paper dev"])
 
 
-def test_static_directions_names_and_shapes():
+def _small_vectors() -> Embeddings:
+    """Random 12-d vectors of every word the bias directions need."""
     words = {"he", "she", *(a for p in projection.GENDERED_PAIRS for a in p)}
     for name in ("demonyms_train", "demonyms_test", "adherents_train", "adherents_test"):
         words |= {w.lower() for w in wl.load_paper_list(name)}
     words = sorted(words)
-    vectors = Embeddings(words, np.random.default_rng(0).normal(size=(len(words), 12)).astype(np.float32))
-    d = chapter.static_directions(vectors, 2)
+    return Embeddings(words, np.random.default_rng(0).normal(size=(len(words), 12)).astype(np.float32))
+
+
+def test_static_directions_names_and_shapes():
+    d = chapter.static_directions(_small_vectors(), 2)
     assert list(d) == ["orig", "-gen", "-nat", "-rel", "rand0", "rand1"] and d["orig"] is None
     assert d["-rel"].shape == (2, 12) and d["rand1"].shape == (1, 12)
 
@@ -145,7 +149,94 @@ def test_ensure_zoo_models_skips_what_is_not_a_missing_zoo_model(capsys):
     assert capsys.readouterr().out == ""
 
 
+# ------------------------------------------------------------------ the notebook's merged calls
+
+def _constant_probs(neutral: float, n: int = 10) -> pd.DataFrame:
+    """n pairs with the same probabilities: neutral ``neutral``, the rest split between entail and contradiction."""
+    other = (1 - neutral) / 2
+    return pd.DataFrame({"premise_word": ["rude"] * n, "hypothesis_word": ["A"] * n, "entail": other,
+                         "neutral": neutral, "contradiction": other})
+
+
+def test_contextual_measures_are_the_measures_of_the_probabilities(monkeypatch):
+    calls = []
+
+    def load(model, spec, **options):
+        calls.append((model, spec.probe, options))
+        return _constant_probs(0.8 if model == "m1" else 0.2)
+
+    monkeypatch.setattr(chapter, "load_probabilities", load)
+    specs = report.probe_specs(sample=10, seed=0)
+    probs, contextual = chapter.contextual_measures(["m1", "m2"], specs, n_boot=5, seed=0, device="cpu")
+    assert list(probs) == [(m, p) for m in ("m1", "m2") for p in specs]
+    assert calls[0] == ("m1", "gender", {"device": "cpu"}) and len(calls) == 6
+    assert contextual.set_index(["model", "probe"]).at[("m2", "religion"), "NN"] == pytest.approx(0.2)
+    assert contextual["NN"].tolist() == pytest.approx([0.8] * 3 + [0.2] * 3)
+    assert contextual["FN"].tolist() == [1.0] * 3 + [0.0] * 3  # neutral is the top label at 0.8, not at 0.2
+    assert chapter.contextual_numbers(contextual)["ctx_gender_nn"] == "0.800"
+
+
+def test_show_measures_draws_and_shows(monkeypatch):
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+    figures = []
+    monkeypatch.setattr(plt, "show", lambda: figures.append(plt.gcf()))
+    contextual = pd.DataFrame({"model": ["m1"] * 3, "probe": ["gender", "nationality", "religion"],
+                               **{c: [0.5, 0.6, 0.7] for m in report.MEASURES for c in (m, f"{m}_lo", f"{m}_hi")}})
+    assert chapter.show_measures(contextual, ["gender", "nationality", "religion"]) is None
+    assert [ax.get_title() for ax in figures[0].axes] == list(report.MEASURES)
+
+
+def test_train_static_models_trains_one_model_per_direction(monkeypatch):
+    from stereoprobe.nli import static
+
+    trained = []
+
+    def cached_train(train, held, vectors, *, directions, name, **settings):
+        trained.append((len(train), len(held), name, directions, settings))
+        return SimpleNamespace(name=name)
+
+    monkeypatch.setattr(static, "cached_train", cached_train)
+    monkeypatch.setattr(chapter, "training_corpus", lambda t, d, smoke: (["pair"] * 30, ["pair"] * 3))
+    vectors = _small_vectors()
+    train, models = chapter.train_static_models(vectors, None, None, 2, smoke=True)
+    assert train == ["pair"] * 30 and list(models) == ["orig", "-gen", "-nat", "-rel", "rand0", "rand1"]
+    assert models["-rel"].name == "static-rel"
+    assert [t[:3] for t in trained[:2]] == [(30, 3, "staticorig"), (30, 3, "static-gen")]
+    assert trained[0][3] is None and trained[0][4] == {"threads": 1, "progress": False, "epochs": 1}
+    np.testing.assert_allclose(trained[1][3], chapter.static_directions(vectors, 2)["-gen"])
+
+
+def test_static_runs_measure_every_variant_against_orig(monkeypatch):
+    neutral = {"orig": 0.5, "-gen": 0.6}
+    monkeypatch.setattr(report, "static_probabilities", lambda model, spec, progress: _constant_probs(neutral[model]))
+    specs = report.probe_specs(sample=10, seed=0)
+    runs = chapter.static_runs({"orig": "orig", "-gen": "-gen"}, specs, n_boot=5, seed=0)
+    assert list(zip(runs["variant"], runs["probe"]))[:4] == [("orig", "gender"), ("orig", "nationality"),
+                                                             ("orig", "religion"), ("-gen", "gender")]
+    rows = runs.set_index(["variant", "probe"])
+    assert rows.at[("-gen", "gender"), "NN"] == pytest.approx(0.6)
+    assert rows.at[("-gen", "gender"), "diff_NN"] == pytest.approx(20.0)
+    assert rows.at[("orig", "religion"), "diff_NN"] == 0
+
+
+def test_table15_runs_score_every_variant_and_repeat(monkeypatch):
+    neutral = {("m", None): 0.5, ("m", "gender"): 0.4, ("m", "random:0"): 0.45, ("m-proj", None): 0.6,
+               ("m-rand0", None): 0.5}
+    monkeypatch.setattr(chapter, "load_probabilities",
+                        lambda model, spec, projection=None, **options: _constant_probs(neutral[(model, projection)]))
+    spec = report.probe_specs(sample=10, seed=0)["gender"]
+    variants, runs = chapter.table15_runs("m", spec, proj_finetuned="m-proj", rand_finetuned=["m-rand0"],
+                                          random_controls=1, n_boot=5, seed=0, device="cpu")
+    assert list(variants) == [("orig", 0), ("proj@test", 0), ("rand@test", 0), ("proj@train/test", 0),
+                              ("rand@train/test", 0)]
+    assert runs["diff_NN"].tolist() == pytest.approx([0.0, -20.0, -10.0, 20.0, 0.0])
+    assert chapter.table15_numbers(chapter.table15(runs)) == {"t15_ptest": "-20.0%", "t15_rtest": "-10.0%",
+                                                              "t15_ptrain": "+20.0%", "t15_rtrain": "+0.0%"}
+
+
 def test_the_chapter_notebook_only_calls_the_package(logic_lines):
     lines = logic_lines(NOTEBOOK)
-    assert len(lines) <= 50, f"{len(lines)} logic lines: move logic into stereoprobe.nli.chapter"
+    assert len(lines) <= 40, f"{len(lines)} logic lines: move logic into stereoprobe.nli.chapter"
     assert not [line for line in lines if re.match(r"\s*(def|class|for|while|if) ", line)]

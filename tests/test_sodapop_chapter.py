@@ -239,9 +239,168 @@ def test_accuracy_cost_and_grid_tables():
     assert chapter.grid_numbers(run, run)["grid_multi"] == chapter.grid_words(run)
 
 
+# ------------------------------------------------------------------ the notebook's merged calls
+
+def test_name_sets_are_every_seed_name_and_the_analysed_ones():
+    all_groups, groups = chapter.name_sets(3)
+    assert all_groups == names.load_groups() and sum(map(len, all_groups.values())) == 220
+    assert groups == chapter.analysed_groups(3) and groups["HS_m"] == all_groups["HS_m"][:3]
+
+
+def test_show_contexts_prints_the_lengths_and_shows_the_table(monkeypatch, capsys):
+    shown = _captured(monkeypatch)
+    chapter.show_contexts()
+    assert capsys.readouterr().out == \
+        "50 probe contexts; answer length L: 1: 22, 2: 7, 3: 7, 4: 5, 5: 1, 6: 6, 7: 1, 11: 1\n"
+    assert len(shown) == 1
+    pd.testing.assert_frame_equal(shown[0].data, chapter.context_table())
+    assert shown[0].hide_index_ == [True]
+
+
+def _name_embeddings(all_groups) -> pd.DataFrame:
+    """Embeddings in which dimension 0 is the gender and dimensions 1-4 the race of a name, plus noise."""
+    rng = np.random.default_rng(0)
+    rows = {}
+    for g, members in all_groups.items():
+        race, gender = g.split("_")
+        for n in members:
+            rows[n] = [1.0 if gender == "f" else -1.0, *(1.0 * (race == r) for r in names.RACES)]
+    emb = pd.DataFrame.from_dict(rows, orient="index")
+    return emb + rng.normal(scale=0.05, size=emb.shape)
+
+
+def test_show_table1_embeds_fits_and_shows(monkeypatch):
+    from stereoprobe.sodapop import embeddings
+
+    all_groups = names.load_groups()
+    fake = _name_embeddings(all_groups)
+    calls = []
+    monkeypatch.setattr(chapter, "name_embeddings", lambda enc, groups, **kw: calls.append((enc, kw)) or fake)
+    shown = _captured(monkeypatch)
+    emb, t1 = chapter.show_table1("enc", all_groups, n_contexts=3, seed=0, device="cpu")
+    assert emb is fake and calls == [("enc", {"n_contexts": 3, "seed": 0, "device": "cpu"})]
+    pd.testing.assert_frame_equal(t1, embeddings.table1(fake, all_groups, seed=0))
+    assert t1.loc["gender", "test"] == 100.0 and t1.loc["race/ethnicity", "test"] == 100.0  # the planted signal
+    assert chapter.table1_numbers(t1) == {"t1_gender": "100.0", "t1_race": "100.0"}
+    assert len(shown) == 1 and shown[0].data.index.get_level_values("source")[0] == "here"
+
+
+def _shown_figures(monkeypatch) -> list:
+    import matplotlib.pyplot as plt
+
+    def show():  # as the notebook's inline backend: take the open figure and close it
+        figures.append(plt.gcf())
+        plt.close("all")
+
+    plt.close("all")  # figures other tests left open
+    figures = []
+    monkeypatch.setattr(plt, "show", show)
+    return figures
+
+
+def test_show_name_tsne_and_show_sr_tsne_draw_and_show(monkeypatch):
+    figures = _shown_figures(monkeypatch)
+    all_groups = names.load_groups()
+    assert chapter.show_name_tsne(_name_embeddings(all_groups), all_groups, encoder="enc", n_contexts=3) is None
+    assert figures[0].axes[0].get_title() == "t-SNE of name embeddings (enc, 3 contexts each)"
+    groups = _groups()
+    chapter.show_sr_tsne({"single context": _sr(groups), "multi-context": _sr(groups, 1)}, groups)
+    assert [ax.get_title() for ax in figures[1].axes] == ["SR vectors, single context (6 words)",
+                                                          "SR vectors, multi-context (6 words)"]
+
+
+def test_run_debiased_probes_fits_only_with_debias(monkeypatch):
+    fitted, ran = [], []
+    monkeypatch.setattr(chapter, "fit_debias_variants", lambda mcq, **kw: fitted.append((mcq, kw)) or {"inlp-race": 1})
+    monkeypatch.setattr(chapter, "run_probes", lambda mcq, mlm, **kw: ran.append((mcq, mlm, kw)) or ("single", "multi"))
+    grid = dict(names_per_group=2, decoding="compat", single_depth=1, single_cap=20, multi_contexts=[9],
+                multi_depth=1, multi_cap=10)
+    options = dict(device="cpu", smoke=True, progress=False)
+    out = chapter.run_debiased_probes("mcq", "mlm", **grid, debias=False, inlp_iterations=3, debias_sentences=300,
+                                      **options)
+    assert out == ("single", "multi", {}) and fitted == [] and ran[0] == ("mcq", "mlm", grid | {"fits": {}} | options)
+    out = chapter.run_debiased_probes("mcq", "mlm", **grid, debias=True, inlp_iterations=3, debias_sentences=300,
+                                      seed=7, **options)
+    assert out == ("single", "multi", {"inlp-race": 1})
+    assert fitted == [("mcq", {"n_iterations": 3, "max_sentences": 300, "seed": 7, "device": "cpu", "smoke": True})]
+    assert ran[1][2]["fits"] == {"inlp-race": 1}
+
+
+def test_runs_accuracy_and_success_rates_come_from_the_runs_outcomes(monkeypatch):
+    from stereoprobe.sodapop.success import sr_matrix
+
+    groups = _groups(2)
+    single_o, single_acc = _outcomes(groups, seed=0)
+    multi_o, multi_acc = _outcomes(groups, seed=1)
+    single, multi = StubRun(groups, {None: (single_o, single_acc)}), StubRun(groups, {None: (multi_o, multi_acc)})
+    view = chapter.runs_accuracy_view(single, multi, order=list(names.GROUPS))
+    pd.testing.assert_frame_equal(view.data, chapter.accuracy_table(single_acc, multi_acc, groups, list(names.GROUPS)))
+    assert view.data.at["single (3)", "AA_f"] == pytest.approx(single_acc["accuracy"].iloc[:2].mean())
+    sr_single, sr_multi = chapter.success_rates(single, multi, 0, 3)
+    pd.testing.assert_frame_equal(sr_single, sr_matrix(single_o, min_count=0))
+    pd.testing.assert_frame_equal(sr_multi, sr_matrix(multi_o, min_count=3))
+    assert sr_single.shape == sr_multi.shape == (16, 8)  # 8 words, each 4 times per name
+    with pytest.raises(MetricsError, match="No word occurs more than min_count=4 times"):
+        chapter.success_rates(single, multi, 0, 4)
+    shown = _captured(monkeypatch)
+    sr_single2, _ = chapter.show_success_rates(single, multi, 0, 3)
+    pd.testing.assert_frame_equal(sr_single2, sr_single)
+    vocabulary = shown[0].data
+    assert vocabulary["vocabulary"].tolist() == [8, 8] and vocabulary["min_count"].tolist() == [0, 3]
+    assert vocabulary.at["single context", "mean SR"] == pytest.approx(sr_single.to_numpy().mean())
+
+
+def test_show_word_tests_returns_the_rd_tables_and_shows_the_flags(monkeypatch):
+    shown = _captured(monkeypatch)
+    groups = _groups()
+    srs = {"single": _sr(groups, 0), "multi": _sr(groups, 1)}
+    pairs = [("AA_f", "EA_f"), ("EA_f", "EA_m")]
+    rd_all = chapter.show_word_tests(srs, groups, pairs, n_perm=1000)
+    expected = chapter.rd_tables(srs, groups, pairs, n_perm=1000)
+    assert list(rd_all) == list(expected)
+    for key in expected:
+        pd.testing.assert_frame_equal(rd_all[key], expected[key])
+    pd.testing.assert_frame_equal(shown[0], chapter.flagged_view(chapter.flagged_table(expected)))
+    assert shown[0].at["AA_f vs EA_f", ("words tested", "single")] == 6
+
+
+def test_show_debias_table9_uses_the_runs_own_separability(monkeypatch):
+    from stereoprobe.sodapop.success import sr_matrix
+
+    groups = _groups(2)
+    base = _outcomes(groups, seed=0)
+    run = StubRun(groups, {None: base, "inlp-race": _outcomes(groups, seed=1), "sentence_debias-race": base})
+    shown = _captured(monkeypatch)
+    changed = chapter.show_debias_table9(run, groups, min_count=0)
+    sr = sr_matrix(base[0], min_count=0)
+    t9, expected = chapter.debias_tables(run, *base, chapter.separability(sr, sr, groups), groups, min_count=0)
+    pd.testing.assert_frame_equal(changed, expected)
+    pd.testing.assert_frame_equal(shown[0].data, t9)
+    assert shown[0].data[("here (single context)", "sentence_debias-race")].tolist() == \
+        t9[("here (single context)", "BERT-like (zoo)")].tolist()  # SentenceDebias changed nothing here
+    assert chapter.show_debias_table9(StubRun(groups, {None: base}), groups, min_count=0) is None
+
+
+def test_show_lab_runs_and_show_lab(monkeypatch):
+    groups = _groups(4)
+    planted = StubRun(groups, {None: _outcomes(groups, boost={"quiet": "AA_m"})})
+    control = StubRun(groups, {None: _outcomes(groups)})
+    monkeypatch.setattr(chapter, "rescore", lambda run, lab, **options: planted if lab == "biased" else control)
+    shown = _captured(monkeypatch)
+    tables = chapter.show_lab_runs(control, ["biased", "control"], groups, min_count=0, n_perm=200)
+    expected, summary = chapter.lab_runs(control, ["biased", "control"], groups, min_count=0, n_perm=200)
+    assert list(tables) == ["biased", "control"]
+    pd.testing.assert_frame_equal(tables["biased"], expected["biased"])
+    pd.testing.assert_frame_equal(shown[0].data, summary)
+    assert shown[0].data.set_index("model").at["biased", "top AA_m word"] == "quiet"
+    figures = _shown_figures(monkeypatch)
+    assert chapter.show_lab(tables) is None
+    assert [ax.get_title() for ax in figures[0].axes] == ["biased", "control"]
+
+
 # ------------------------------------------------------------------ the notebook
 
 def test_the_chapter_notebook_only_calls_the_package(logic_lines):
     lines = logic_lines(NOTEBOOK)
-    assert len(lines) <= 60, f"{len(lines)} logic lines: move logic into stereoprobe.sodapop.chapter"
+    assert len(lines) <= 40, f"{len(lines)} logic lines: move logic into stereoprobe.sodapop.chapter"
     assert not [line for line in lines if re.match(r"\s*(def|class|for|while|if) ", line)]

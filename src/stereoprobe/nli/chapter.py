@@ -5,21 +5,24 @@ notebook only calls and shows.
 The chapter's order:
 
 * the pair sets — :func:`run_summary`, :func:`count_view`, :func:`first_pairs`;
-* contextual models (Tables 1–6) — :func:`contextual_probabilities`, :func:`measures_beside_paper`,
-  :func:`plot_measures`, :func:`show_top_templates`, :func:`least_neutral_pairs`, :func:`show_least_neutral`;
+* contextual models (Tables 1–6) — :func:`contextual_probabilities`, :func:`contextual_measures`,
+  :func:`measures_beside_paper`, :func:`plot_measures` / :func:`show_measures`, :func:`show_top_templates`,
+  :func:`least_neutral_pairs`, :func:`show_least_neutral`;
 * the static model on GloVe (Tables 7–10) — :func:`table7_beside_paper`, :func:`training_corpus`,
-  :func:`static_directions`, :func:`train_static_variants`, :func:`static_probabilities`,
-  :func:`static_table`, :func:`accuracy_table`, :func:`word_pair_means`;
+  :func:`static_directions`, :func:`train_static_variants`, :func:`train_static_models`,
+  :func:`static_probabilities`, :func:`static_runs`, :func:`static_table`, :func:`accuracy_table`,
+  :func:`word_pair_means`;
 * the planted-bias lab — :func:`lab_effect`;
 * word-piece projection (Table 15) and the layers question (Tables 11–13) — :func:`ensure_zoo_models`,
-  :func:`table15_probabilities`, :func:`table15`, :func:`zoo_accuracy`, :func:`layer_diagnostics`,
-  :func:`layers_table`;
+  :func:`table15_probabilities`, :func:`table15_runs`, :func:`table15`, :func:`zoo_accuracy`,
+  :func:`layer_diagnostics`, :func:`layers_table`;
 * the numbers the prose quotes — the ``*_numbers`` functions, each a {glue key: text} mapping for
   :func:`stereoprobe.display.glue_all`.
 
 Functions named ``*_view`` return a pandas Styler (shown as the cell's result), ``show_*`` display their
 tables themselves (:func:`stereoprobe.display.show`), ``plot_*`` draw on a new matplotlib figure and return
-it. Styling needs jinja2 (the ``book`` extra).
+it, and ``show_measures`` draws :func:`plot_measures` and shows it (:func:`matplotlib.pyplot.show`). Styling
+needs jinja2 (the ``book`` extra).
 
 >>> static_kind(["orig", "-gen", "rand0", "rand11"])
 ['orig', '-gen', 'rand', 'rand']
@@ -38,13 +41,14 @@ from .score import load_probabilities
 from .templates import TemplateSpec, iter_pairs
 
 __all__ = [
-    "DIFF_COLUMNS", "FMT3", "PAPER_KIND", "accuracy_table", "contextual_numbers", "contextual_probabilities",
-    "count_view", "describe_pairs", "diff_view", "ensure_zoo_models", "first_pairs", "lab_effect", "layer_diagnostics",
-    "layers_table", "least_neutral_pairs", "measures_beside_paper", "nn_by_variant", "plot_measures",
-    "random_spread", "run_summary", "show_least_neutral", "show_top_templates", "static_directions",
-    "static_kind", "static_numbers", "static_probabilities", "static_table", "table15", "table15_numbers",
-    "table15_probabilities", "table7_beside_paper", "train_static_variants", "training_corpus",
-    "word_pair_means", "zoo_accuracy",
+    "DIFF_COLUMNS", "FMT3", "PAPER_KIND", "accuracy_table", "contextual_measures", "contextual_numbers",
+    "contextual_probabilities", "count_view", "describe_pairs", "diff_view", "ensure_zoo_models", "first_pairs",
+    "lab_effect", "layer_diagnostics", "layers_table", "least_neutral_pairs", "measures_beside_paper",
+    "nn_by_variant", "plot_measures", "random_spread", "run_summary", "show_least_neutral", "show_measures",
+    "show_top_templates", "static_directions", "static_kind", "static_numbers", "static_probabilities",
+    "static_runs", "static_table", "table15", "table15_numbers", "table15_probabilities", "table15_runs",
+    "table7_beside_paper", "train_static_models", "train_static_variants", "training_corpus", "word_pair_means",
+    "zoo_accuracy",
 ]
 
 #: Three decimals, as every measure is printed.
@@ -93,6 +97,14 @@ def contextual_probabilities(models: Sequence[str], specs: Mapping[str, Template
     return {(m, p): load_probabilities(m, s, **options) for m in models for p, s in specs.items()}
 
 
+def contextual_measures(models: Sequence[str], specs: Mapping[str, TemplateSpec], *, n_boot: int = 1000,
+                        seed: int = 0, **options) -> tuple[dict[tuple[str, str], pd.DataFrame], pd.DataFrame]:
+    """(:func:`contextual_probabilities`, their measures per model and probe with bootstrap intervals —
+    :func:`report.measures_table`); ``options`` go to :func:`load_probabilities`."""
+    probs = contextual_probabilities(models, specs, **options)
+    return probs, report.measures_table(probs, ("model", "probe"), n_boot=n_boot, seed=seed)
+
+
 def measures_beside_paper(contextual: pd.DataFrame):
     """The measures of :func:`report.measures_table` (model × probe) beside the paper's unprojected rows
     of Tables 1, 3 and 5 (a Styler)."""
@@ -120,6 +132,14 @@ def plot_measures(contextual: pd.DataFrame, probes: Sequence[str]):
     axes[-1].legend(fontsize=8, loc="lower right")
     plt.tight_layout()
     return fig
+
+
+def show_measures(contextual: pd.DataFrame, probes: Sequence[str]) -> None:
+    """Draw :func:`plot_measures` and show it."""
+    import matplotlib.pyplot as plt
+
+    plot_measures(contextual, probes)
+    plt.show()
 
 
 def contextual_numbers(contextual: pd.DataFrame) -> dict[str, str]:
@@ -207,11 +227,29 @@ def train_static_variants(vectors, train: Sequence, held: Sequence, directions: 
             for name, d in directions.items()}
 
 
+def train_static_models(vectors, snli_train=None, snli_dev=None, n_random: int = 2, *, smoke: bool = False
+                        ) -> tuple[list, dict]:
+    """The static section's training: the corpus (:func:`training_corpus`), the directions of every variant
+    (:func:`static_directions`, ``n_random`` random ones) and one model per variant
+    (:func:`train_static_variants`). Returns (the training pairs, {variant: model})."""
+    train, held = training_corpus(snli_train, snli_dev, smoke=smoke)
+    directions = static_directions(vectors, n_random)  # orig, -gen, -nat, -rel, rand0, rand1, …
+    return train, train_static_variants(vectors, train, held, directions, smoke=smoke)
+
+
 def static_probabilities(models: Mapping[str, object], specs: Mapping[str, TemplateSpec]
                          ) -> dict[tuple[str, str], pd.DataFrame]:
     """{(variant, probe): per-pair probabilities} of every static model on every probe."""
     return {(name, p): report.static_probabilities(m, s, progress=False) for name, m in models.items()
             for p, s in specs.items()}
+
+
+def static_runs(models: Mapping[str, object], specs: Mapping[str, TemplateSpec], *, n_boot: int = 1000,
+                seed: int = 0) -> pd.DataFrame:
+    """The measures of every static variant on every probe (:func:`static_probabilities`,
+    :func:`report.measures_table`), with their relative change against ``orig`` (``diff_*``)."""
+    return report.measures_table(static_probabilities(models, specs), ("variant", "probe"),
+                                 baseline={"variant": "orig"}, n_boot=n_boot, seed=seed)
 
 
 def static_kind(variants) -> list[str]:
@@ -323,6 +361,18 @@ def table15_probabilities(model: str, spec: TemplateSpec, *, proj_finetuned: str
     for i, name in enumerate(rand_finetuned or []):
         variants[("rand@train/test", i)] = load_probabilities(name, spec, **options)
     return variants
+
+
+def table15_runs(model: str, spec: TemplateSpec, *, proj_finetuned: str | None, rand_finetuned: Sequence[str] | None,
+                 random_controls: int, n_boot: int = 1000, seed: int = 0, **options
+                 ) -> tuple[dict[tuple[str, int], pd.DataFrame], pd.DataFrame]:
+    """(:func:`table15_probabilities`, their measures per variant and repeat with the relative change
+    against ``orig`` — :func:`report.measures_table`); ``options`` go to :func:`load_probabilities`."""
+    variants = table15_probabilities(model, spec, proj_finetuned=proj_finetuned, rand_finetuned=rand_finetuned,
+                                     random_controls=random_controls, **options)
+    runs = report.measures_table(variants, ("variant", "repeat"), baseline={"variant": "orig"}, n_boot=n_boot,
+                                 seed=seed)
+    return variants, runs
 
 
 def table15(runs: pd.DataFrame) -> pd.DataFrame:

@@ -3,23 +3,31 @@ Rudinger, EACL 2023), computed from the package's runs so that the notebook only
 
 The chapter's order:
 
-* the data — :func:`context_table`, :func:`substitution_example`, :func:`name_groups_table`;
-* names in embeddings (Table 1) — :func:`name_embeddings`, :func:`table1_view`, :func:`plot_name_tsne`;
+* set-up — :func:`name_sets`, :func:`run_summary`;
+* the data — :func:`context_table`, :func:`show_contexts`, :func:`substitution_example`, :func:`name_groups_table`;
+* names in embeddings (Table 1) — :func:`name_embeddings`, :func:`show_table1`, :func:`table1_view`,
+  :func:`plot_name_tsne` / :func:`show_name_tsne`;
 * distractors and their cost (Algorithm 1) — :func:`scale_table`, :func:`decoding_quirk`,
-  :func:`fit_debias_variants`, :func:`run_probes`, :func:`cost_table`, :func:`units_view`;
-* accuracy and success rates — :func:`accuracy_table`, :func:`vocabulary_table`;
-* separability (Tables 2 and 9) — :func:`separability`, :func:`separability_view`, :func:`plot_sr_tsne`;
+  :func:`fit_debias_variants`, :func:`run_probes`, :func:`run_debiased_probes`, :func:`cost_table`,
+  :func:`units_view`;
+* accuracy and success rates — :func:`accuracy_table`, :func:`runs_accuracy_view`, :func:`success_rates`,
+  :func:`vocabulary_table`, :func:`show_success_rates`;
+* separability (Tables 2 and 9) — :func:`separability`, :func:`separability_view`,
+  :func:`plot_sr_tsne` / :func:`show_sr_tsne`;
 * words (Tables 3, 4, 10–21) — :func:`rd_for`, :func:`side_by_side`, :func:`show_top_words`,
-  :func:`rd_tables`, :func:`flagged_table`;
-* debiased models (Table 9) — :func:`debias_fit_table`, :func:`debias_tables`;
+  :func:`rd_tables`, :func:`flagged_table`, :func:`show_word_tests`;
+* debiased models (Table 9) — :func:`debias_fit_table`, :func:`debias_tables`, :func:`show_debias_table9`;
 * the ABC model of stereotypes (Table 5) — :func:`associated_words`, :func:`show_abc`;
-* the planted-bias lab — :func:`lab_runs`, :func:`lab_view`, :func:`plot_lab`;
+* the planted-bias lab — :func:`lab_runs`, :func:`lab_view`, :func:`show_lab_runs`, :func:`plot_lab` /
+  :func:`show_lab`;
 * the numbers the prose quotes — the ``*_numbers`` functions, each a {glue key: text} mapping for
   :func:`stereoprobe.display.glue_all`.
 
 Functions named ``*_view`` return a pandas Styler (shown as the cell's result), ``show_*`` display
 their tables themselves (with :func:`stereoprobe.display.show`), ``plot_*`` draw on a new matplotlib
-figure and return it. Styling needs jinja2 (the ``book`` extra).
+figure and return it; the ``show_*`` function of a figure draws it with its ``plot_*`` and shows it
+(:func:`matplotlib.pyplot.show`). A few ``show_*`` functions also return what they computed, for the
+chapter's later cells. Styling needs jinja2 (the ``book`` extra).
 
 >>> perm = permutation_options(8, 8, n_perm=100_000)
 >>> perm["method"], perm["seed"]
@@ -44,11 +52,13 @@ __all__ = [
     "accuracy_view", "analysed_groups", "associated_words", "context_table", "cost_table", "cost_view",
     "debias_fit_table", "debias_numbers", "debias_tables", "decoding_quirk", "fit_debias_variants",
     "flagged_numbers", "flagged_table", "flagged_view", "grid_numbers", "grid_words", "lab_numbers", "lab_runs",
-    "lab_view", "length_summary", "name_embeddings", "name_groups_table", "paper_words", "permutation_options",
-    "plot_lab", "plot_name_tsne", "plot_sr_tsne", "rd_for", "rd_tables", "run_probes", "run_summary", "scale_table",
-    "separability", "separability_view", "show_abc", "show_debias_fits", "show_table9", "show_top_words",
-    "side_by_side", "substitution_example", "table1_numbers", "table1_view", "units_view", "versions",
-    "vocabulary_table",
+    "lab_view", "length_summary", "name_embeddings", "name_groups_table", "name_sets", "paper_words",
+    "permutation_options", "plot_lab", "plot_name_tsne", "plot_sr_tsne", "rd_for", "rd_tables", "run_debiased_probes",
+    "run_probes", "run_summary", "runs_accuracy_view", "scale_table", "separability", "separability_view", "show_abc",
+    "show_contexts", "show_debias_fits", "show_debias_table9", "show_lab", "show_lab_runs", "show_name_tsne",
+    "show_sr_tsne", "show_success_rates", "show_table1", "show_table9", "show_top_words", "show_word_tests",
+    "side_by_side", "substitution_example", "success_rates", "table1_numbers", "table1_view", "units_view",
+    "versions", "vocabulary_table",
 ]
 
 #: Percentages as the chapter prints them.
@@ -76,6 +86,17 @@ def analysed_groups(names_per_group: int | None) -> dict[str, list[str]]:
     """
     n = names.ANALYSIS_SIZE if names_per_group is None else min(names_per_group, names.ANALYSIS_SIZE)
     return names.analysis_groups(n)
+
+
+def name_sets(names_per_group: int | None) -> tuple[dict[str, list[str]], dict[str, list[str]]]:
+    """The chapter's two name sets: every seed name by group (the 220 of the eight lists,
+    :func:`names.load_groups`) and the names every analysis compares (:func:`analysed_groups`).
+
+    >>> all_groups, groups = name_sets(2)
+    >>> sum(map(len, all_groups.values())), groups["EA_f"] == all_groups["EA_f"][:2]
+    (220, True)
+    """
+    return names.load_groups(), analysed_groups(names_per_group)
 
 
 def run_summary(profile: str, all_groups: Mapping[str, Sequence[str]], groups: Mapping[str, Sequence[str]],
@@ -117,6 +138,13 @@ def length_summary(table: pd.DataFrame | None = None) -> str:
             + ", ".join(f"{L}: {n}" for L, n in sorted(pd.Series(table["L"].to_numpy()).value_counts().items())))
 
 
+def show_contexts() -> None:
+    """Print :func:`length_summary` and show :func:`context_table` (without its index)."""
+    table = context_table()
+    print(length_summary(table))
+    show(table.style.hide(axis="index"))
+
+
 def substitution_example(name: str = "Jamel", index: int = contexts.SINGLE_CONTEXT) -> pd.DataFrame:
     """One item as shipped ("Bethany") and with ``name`` put in, field by field."""
     ctx = contexts.probe_contexts(indices=[index])[0]
@@ -143,6 +171,19 @@ def name_embeddings(encoder: str, all_groups: Mapping[str, Sequence[str]], *, n_
     loaded = models.load(encoder, "base", device=device)
     return embed(loaded.model, loaded.tokenizer, [n for v in all_groups.values() for n in v], n_contexts=n_contexts,
                  seed=seed, device=device, fingerprint=loaded.fingerprint)
+
+
+def show_table1(encoder: str, all_groups: Mapping[str, Sequence[str]], *, n_contexts: int, seed: int = 0,
+                device: str = "auto") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Embed every seed name (:func:`name_embeddings`), fit Table 1 on them
+    (:func:`stereoprobe.sodapop.embeddings.table1`, split seeded by ``seed``), show it beside the paper
+    (:func:`table1_view`) and return (the embeddings, Table 1)."""
+    from .embeddings import table1
+
+    emb = name_embeddings(encoder, all_groups, n_contexts=n_contexts, seed=seed, device=device)
+    t1 = table1(emb, all_groups, seed=seed)
+    show(table1_view(t1))
+    return emb, t1
 
 
 def table1_view(t1: pd.DataFrame):
@@ -176,6 +217,19 @@ def plot_name_tsne(emb: pd.DataFrame, all_groups: Mapping[str, Sequence[str]], *
     ax.set_title(f"t-SNE of name embeddings ({encoder}, {n_contexts} contexts each)")
     ax.legend(fontsize=8, bbox_to_anchor=(1.02, 1), loc="upper left")
     return plt.gcf()
+
+
+def _show_figure() -> None:
+    import matplotlib.pyplot as plt
+
+    plt.show()
+
+
+def show_name_tsne(emb: pd.DataFrame, all_groups: Mapping[str, Sequence[str]], *, encoder: str, n_contexts: int,
+                   seed: int = 10) -> None:
+    """Draw :func:`plot_name_tsne` and show it."""
+    plot_name_tsne(emb, all_groups, encoder=encoder, n_contexts=n_contexts, seed=seed)
+    _show_figure()
 
 
 # -- distractors and scoring ----------------------------------------------------------------------------------------
@@ -242,6 +296,23 @@ def run_probes(mcq_model: str, mlm: str, *, names_per_group: int | None, decodin
     return single, multi
 
 
+def run_debiased_probes(mcq_model: str, mlm: str, *, names_per_group: int | None, decoding: str, single_depth: int,
+                        single_cap: int | None, multi_contexts: Sequence[int] | None, multi_depth: int,
+                        multi_cap: int | None, debias: bool, inlp_iterations: int, debias_sentences: int, seed: int = 0,
+                        **options) -> tuple[ProbeRun, ProbeRun, dict]:
+    """With ``debias``, fit the INLP and SentenceDebias variants (:func:`fit_debias_variants`, on
+    ``options``' device and smoke setting); then run both probes, the single context scored with the
+    variants too (:func:`run_probes`). Returns (single, multi, {variant: fit}; empty without ``debias``)."""
+    fits = {}
+    if debias:
+        fits = fit_debias_variants(mcq_model, n_iterations=inlp_iterations, max_sentences=debias_sentences,
+                                   seed=seed, device=options.get("device", "auto"), smoke=options.get("smoke", False))
+    single, multi = run_probes(mcq_model, mlm, names_per_group=names_per_group, decoding=decoding,
+                               single_depth=single_depth, single_cap=single_cap, multi_contexts=multi_contexts,
+                               multi_depth=multi_depth, multi_cap=multi_cap, fits=fits, **options)
+    return single, multi, fits
+
+
 def _cost_row(label: str, run: ProbeRun) -> dict:
     saved = run.saving()
     units = run.units_table()
@@ -293,6 +364,30 @@ def accuracy_view(table: pd.DataFrame):
     return table.style.format(PCT, subset=[c for c in table.columns if c != "answer"])
 
 
+def runs_accuracy_view(single: ProbeRun, multi: ProbeRun, order: Sequence[str]):
+    """:func:`accuracy_table` of the model's outcomes in both runs (the groups of ``single``), in percent."""
+    _, single_acc = single.outcomes()
+    _, multi_acc = multi.outcomes()
+    return accuracy_view(accuracy_table(single_acc, multi_acc, single.groups, order=order))
+
+
+def success_rates(single: ProbeRun, multi: ProbeRun, min_count_single: int, min_count_multi: int
+                  ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The SR matrices (:func:`~stereoprobe.sodapop.success.sr_matrix`) of the model's outcomes in both runs,
+    each with its own ``min_count``."""
+    return (sr_matrix(single.outcomes()[0], min_count=min_count_single),
+            sr_matrix(multi.outcomes()[0], min_count=min_count_multi))
+
+
+def show_success_rates(single: ProbeRun, multi: ProbeRun, min_count_single: int, min_count_multi: int
+                       ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`success_rates`, with their :func:`vocabulary_table` shown; returns (single-context SR,
+    multi-context SR)."""
+    sr_single, sr_multi = success_rates(single, multi, min_count_single, min_count_multi)
+    show(vocabulary_table(sr_single, sr_multi, min_count_single, min_count_multi))
+    return sr_single, sr_multi
+
+
 def vocabulary_table(sr_single: pd.DataFrame, sr_multi: pd.DataFrame, min_count_single: int, min_count_multi: int):
     """Per analysis (single context, multi-context): candidate words (of the first name), min_count,
     vocabulary size and mean SR (a Styler)."""
@@ -336,6 +431,13 @@ def plot_sr_tsne(srs: Mapping[str, pd.DataFrame], groups: Mapping[str, Sequence[
         ax.legend(fontsize=8)
     plt.tight_layout()
     return fig
+
+
+def show_sr_tsne(srs: Mapping[str, pd.DataFrame], groups: Mapping[str, Sequence[str]],
+                 races: tuple[str, str] = ("EA", "AA")) -> None:
+    """Draw :func:`plot_sr_tsne` and show it."""
+    plot_sr_tsne(srs, groups, races)
+    _show_figure()
 
 
 # -- words: relative difference and permutation tests ---------------------------------------------------------------
@@ -420,6 +522,16 @@ def flagged_table(rd_all: Mapping[tuple[str, str, str], pd.DataFrame]) -> pd.Dat
                          for (label, g1, g2), t in rd_all.items()])
 
 
+def show_word_tests(srs: Mapping[str, pd.DataFrame], groups: Mapping[str, Sequence[str]],
+                    pairs: Sequence[tuple[str, str]] = analysis.RD_PAIRS_FIXED, *, n_perm: int, p_method: str = "auto"
+                    ) -> dict[tuple[str, str, str], pd.DataFrame]:
+    """:func:`rd_tables` of every pair on every SR matrix, with the words they flag shown
+    (:func:`flagged_table`, :func:`flagged_view`); returns the RD tables."""
+    rd_all = rd_tables(srs, groups, pairs, n_perm=n_perm, p_method=p_method)
+    show(flagged_view(flagged_table(rd_all)))
+    return rd_all
+
+
 def flagged_view(flagged: pd.DataFrame) -> pd.DataFrame:
     """:func:`flagged_table` with the analyses side by side, one row per pair."""
     return flagged.pivot(index="pair", columns="analysis", values=["words tested", "p < 0.05", "q < 0.05"])
@@ -489,6 +601,17 @@ def show_table9(run: ProbeRun, outcomes: pd.DataFrame, accuracy: pd.DataFrame, s
     show(t9.style.format("{:.2f}").background_gradient(cmap="Reds", vmin=0.5, vmax=1.0))
     show(changed.style.format({"accuracy": PCT, "distractors whose 'picked' flag changed": PCT}).hide(axis="index"))
     return changed
+
+
+def show_debias_table9(run: ProbeRun, groups: Mapping[str, Sequence[str]], *, min_count: int
+                       ) -> pd.DataFrame | None:
+    """:func:`show_table9` of ``run`` (the single-context run), from its own outcomes: the model's success
+    rates (``min_count``) and their KMeans separability, the same numbers as the "single context" column of
+    :func:`separability`. Returns the table of changed outcomes (None without debiased variants)."""
+    outcomes, accuracy = run.outcomes()
+    sep = analysis.separability_table(sr_matrix(outcomes, min_count=min_count), groups)
+    sep = sep.rename(columns={"accuracy": "single context"})
+    return show_table9(run, outcomes, accuracy, sep, groups, min_count=min_count)
 
 
 def debias_numbers(changed: pd.DataFrame | None) -> dict[str, str]:
@@ -564,6 +687,15 @@ def lab_runs(run: ProbeRun, lab_models: Sequence[str], groups: Mapping[str, Sequ
     return tables, pd.DataFrame(rows)
 
 
+def show_lab_runs(run: ProbeRun, lab_models: Sequence[str], groups: Mapping[str, Sequence[str]], *,
+                  min_count: int, n_perm: int, p_method: str = "auto", **options) -> dict[str, pd.DataFrame]:
+    """:func:`lab_runs` with its summary shown (:func:`lab_view`); returns {lab model: RD table}."""
+    tables, summary = lab_runs(run, lab_models, groups, min_count=min_count, n_perm=n_perm, p_method=p_method,
+                               **options)
+    show(lab_view(summary))
+    return tables
+
+
 def lab_view(summary: pd.DataFrame, planted_word: str = "quiet"):
     """:func:`lab_runs`' summary formatted ("–" where the planted word has no RD)."""
     w = planted_word
@@ -589,6 +721,12 @@ def plot_lab(tables: Mapping[str, pd.DataFrame], planted_word: str = "quiet", pl
     axes[0][0].set_ylabel("−log10 q")
     plt.tight_layout()
     return fig
+
+
+def show_lab(tables: Mapping[str, pd.DataFrame], planted_word: str = "quiet", planted_group: str = "AA_m") -> None:
+    """Draw :func:`plot_lab` and show it."""
+    plot_lab(tables, planted_word, planted_group)
+    _show_figure()
 
 
 def lab_numbers(table: pd.DataFrame, planted_word: str = "quiet") -> dict[str, str]:
