@@ -84,16 +84,24 @@ def measures_table(probs: Mapping[tuple, pd.DataFrame], names: Sequence[str] = (
     """NN, FN, T:0.5, T:0.7 (with CIs) per key of ``probs`` (tuples named by ``names``).
 
     ``baseline={"variant": "orig"}`` adds ``diff_<measure>``: the relative change (%) against the row
-    that has the same other keys and that value of the named key — the "diff" of Tables 8, 9 and 15.
+    that has the same other keys and that value of the named key — the "diff" of Tables 8, 9 and 15. A key
+    the baseline rows hold one value of is not matched: Table 15's one ``orig`` run (repeat 0) is the
+    baseline of every repeat of the random directions.
+
+    >>> p = {k: pd.DataFrame({"entail": [0.1], "neutral": [n], "contradiction": [0.9 - n]})
+    ...      for k, n in {("orig", 0): 0.5, ("rand", 0): 0.25, ("rand", 1): 0.75}.items()}
+    >>> measures_table(p, ("variant", "repeat"), baseline={"variant": "orig"}, n_boot=10)["diff_FN"].tolist()
+    [0.0, -100.0, 0.0]
     """
     rows = [dict(zip(names, key)) | neutrality_row(p, n_boot=n_boot, seed=seed) for key, p in probs.items()]
     table = pd.DataFrame(rows)
     if baseline:
         (col, base), = baseline.items()
-        others = [n for n in names if n != col]
-        ref = table[table[col] == base].set_index(others)[list(MEASURES)]
-        if ref.empty:
+        base_rows = table[table[col] == base]
+        if base_rows.empty:
             raise StereoprobeError(f"No row has {col} = {base!r}; the baseline must be one of the keys.")
+        others = [n for n in names if n != col and base_rows[n].nunique() > 1]
+        ref = base_rows.set_index(others)[list(MEASURES)] if others else base_rows[list(MEASURES)]
         joined = table.join(ref.add_suffix("_base"), on=others) if others else table.assign(
             **{f"{m}_base": ref[m].iloc[0] for m in MEASURES})
         for m in MEASURES:
