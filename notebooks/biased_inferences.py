@@ -61,7 +61,7 @@ n_boot = 1000
 smoke_models = False
 profile = "cpu"
 
-# %%
+# %% tags=["hide-input"]
 from stereoprobe.assets import load_embeddings
 from stereoprobe.display import glue_all
 from stereoprobe.nli import chapter, report
@@ -69,6 +69,8 @@ from stereoprobe.nli import chapter, report
 specs = report.probe_specs(sample=sample, seed=seed)
 options = dict(batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models, progress=False,
                engine=engine, workers=workers)
+
+# %%
 print(chapter.run_summary(profile, nli_models, specs))
 
 # %% [markdown]

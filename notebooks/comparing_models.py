@@ -44,19 +44,18 @@ n_boot = 1000
 smoke_models = False
 profile = "cpu"
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
-import pandas as pd
-from myst_nb import glue
 
-from stereoprobe import plots
-from stereoprobe.models import parameter_count
-from stereoprobe.unqover import report
+from stereoprobe.display import glue_all
+from stereoprobe.unqover import chapter, report
 
-grid = report.intensity_grid(models, lm_models, sample=sample, mode=mode, seed=seed, n_boot=n_boot,
-                             batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models,
-                             engine=engine, workers=workers)
-sizes = {m: parameter_count(m, smoke=smoke_models) for m in dict.fromkeys(models + lm_models)}
+options = chapter.score_options(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
+                                smoke=smoke_models, engine=engine, workers=workers)
+
+# %%
+grid = report.intensity_grid(models, lm_models, sample=sample, seed=seed, n_boot=n_boot, **options)
+sizes = chapter.model_sizes(models, lm_models, smoke=smoke_models)
 print(f"profile {profile}: {len(models)} QA model(s), {len(lm_models)} masked LM(s), 4 bias classes")
 
 # %% [markdown]
@@ -68,14 +67,11 @@ print(f"profile {profile}: {len(models)} QA model(s), {len(lm_models)} masked LM
 # chapter), so it can lie below the point estimate when noise dominates.
 
 # %%
-paper = report.paper_fig3_fig6()
-plots.intensity_panels(grid, paper[paper["metric"] == "mu"], metric="mu", datasets=report.BIAS_CLASSES,
-                       ylabel="μ")
+chapter.plot_intensity(grid, "mu")
 plt.show()
 
 # %%
-(grid[["dataset", "setting", "model", "mu", "mu_lo", "mu_hi", "subjects"]].style
- .format({"mu": "{:.3f}", "mu_lo": "{:.3f}", "mu_hi": "{:.3f}"}).hide(axis="index"))
+chapter.grid_view(grid, "mu")
 
 # %% [markdown]
 # ## Count-based η (Fig. 6)
@@ -86,13 +82,11 @@ plt.show()
 # $C$ exactly 0; sign(0) = 0 lowers η.
 
 # %%
-plots.intensity_panels(grid, paper[paper["metric"] == "eta"], metric="eta", datasets=report.BIAS_CLASSES,
-                       ylabel="η")
+chapter.plot_intensity(grid, "eta")
 plt.show()
 
 # %%
-(grid[["dataset", "setting", "model", "eta", "eta_lo", "eta_hi"]].style
- .format({"eta": "{:.3f}", "eta_lo": "{:.3f}", "eta_hi": "{:.3f}"}).hide(axis="index"))
+chapter.grid_view(grid, "eta")
 
 # %% [markdown]
 # ## The paper's three claims
@@ -101,14 +95,10 @@ plt.show()
 
 # %%
 paper_claims = report.paper_claims()
-paper_claims.style.hide(axis="index")
+chapter.claims_view(paper_claims)
 
 # %% tags=["remove-cell"]
-held = paper_claims.set_index("claim")
-for key, claim in (("larger", "larger QA models are more biased"),
-                   ("newsqa", "NewsQA models are less biased than SQuAD models")):
-    glue(f"paper_{key}_holds", int(held.loc[claim, "holds"]), display=False)
-    glue(f"paper_{key}_of", int(held.loc[claim, "of"]), display=False)
+glue_all(chapter.paper_claim_numbers(paper_claims))
 
 # %% [markdown]
 # Then on the models run here. A comparison *holds* when the two 95% intervals of μ are disjoint in
@@ -116,15 +106,14 @@ for key, claim in (("larger", "larger QA models are more biased"),
 # counted from the weight files:
 
 # %%
-pd.Series(sizes, name="parameters").map("{:,}".format).to_frame()
+chapter.sizes_table(sizes)
 
 # %%
 claims = report.our_claims(grid, sizes)
-claims.style.hide(axis="index")
+chapter.claims_view(claims)
 
 # %% tags=["remove-cell"]
-testable = int((claims["comparisons"] > 0).sum())
-glue("testable_claims", testable, display=False)
+glue_all(chapter.claim_numbers(claims))
 
 # %% [markdown]
 # With the models of this run, {glue:text}`testable_claims` of the three claims can be tested. The

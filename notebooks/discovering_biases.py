@@ -68,13 +68,15 @@ seed = 0
 smoke_models = False
 profile = "cpu"
 
-# %%
+# %% tags=["hide-input"]
 from stereoprobe.display import glue_all
 from stereoprobe.sodapop import chapter
 
 options = dict(batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models, progress=False,
                engine=engine, workers=workers)
 perm = dict(n_perm=n_perm, p_method=p_method)  # analysis.permutation_method: exact or sampled test
+
+# %%
 all_groups, groups = chapter.name_sets(names_per_group)  # the 220 seed names; those analysed (paper: 25 per group)
 print(chapter.run_summary(profile, all_groups, groups, mlm, mcq_model))
 

@@ -41,7 +41,7 @@ n_boot = 1000
 smoke_models = False
 profile = "cpu"
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 
 from stereoprobe.display import glue_all
@@ -49,6 +49,8 @@ from stereoprobe.unqover import chapter, report
 
 options = chapter.score_options(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
                                 smoke=smoke_models, engine=engine, workers=workers)
+
+# %%
 results = chapter.gather_datasets(("ethnicity", "religion"), models, lm_models, sample=sample, seed=seed,
                                   n_boot=n_boot, **options)
 

@@ -44,7 +44,7 @@ n_boot = 1000  # bootstrap resamples for the CIs
 smoke_models = False
 profile = "cpu"
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 
 from stereoprobe import plots
@@ -57,6 +57,8 @@ n = count(spec)
 glue_all({"n_examples": f"{n.paper_examples:,}"})
 options = chapter.score_options(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
                                 smoke=smoke_models, engine=engine, workers=workers)
+
+# %%
 frames = report.gather(models, spec, **options)
 gammas = chapter.gender_gammas(frames, n_boot=n_boot, seed=seed)
 lab_frames = report.gather(lab_models, spec, **options)

@@ -50,26 +50,18 @@ n_boot = 1000
 smoke_models = False
 profile = "cpu"
 
-# %%
-import pandas as pd
-from myst_nb import glue
-
+# %% tags=["hide-input"]
+from stereoprobe.display import glue_all
 from stereoprobe.unqover import report
 from stereoprobe.unqover.generate import DatasetSpec
-from stereoprobe.zoo import recipes
+from stereoprobe.zoo import chapter, recipes
 
+# %%
 cards = recipes.cards()
-zoo = recipes.zoo_table(cards)
-zoo.set_index("model").T.style  # one column per model (a Styler: no truncated cells)
+chapter.zoo_view(cards)  # one column per model (a Styler: no truncated cells)
 
 # %% tags=["remove-cell"]
-for name, card in cards.items():
-    key = name.split(":")[1].replace("-", "_")
-    for metric, value in card["metrics"].items():
-        if isinstance(value, float):
-            glue(f"{key}_{metric}", f"{value:.1%}", display=False)
-glue("zoo_mb", f"{sum(c['part']['bytes'] for c in cards.values()) / 1e6:.1f}", display=False)
-glue("zoo_minutes", f"{sum(c['training']['wall_s']['total'] for c in cards.values()) / 60:.0f}", display=False)
+glue_all(chapter.card_numbers(cards))
 
 # %% [markdown]
 # Each recipe freezes the encoder and trains low-rank adapters (LoRA) on every attention and
@@ -90,7 +82,7 @@ glue("zoo_minutes", f"{sum(c['training']['wall_s']['total'] for c in cards.value
 # {glue:text}`minilm_mlm_top10`. Plain probes show what it has learned, and where it stops:
 
 # %%
-recipes.fills_table(cards).style.hide(axis="index")
+chapter.fills_view(cards)
 
 # %% [markdown]
 # *QA.* Trained on synthetic paragraphs with several people, places and facts (census first names,
@@ -112,7 +104,7 @@ recipes.fills_table(cards).style.hide(axis="index")
 # ## What the papers used instead
 
 # %%
-recipes.paper_models_table().style.hide(axis="index")
+chapter.paper_models_view()
 
 # %% [markdown]
 # ## One UnQover result, three kinds of model
@@ -125,15 +117,11 @@ recipes.paper_models_table().style.hide(axis="index")
 spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
 frames = report.gather(side_by_side, spec, mode=mode, batch_tokens=batch_tokens, device=device,
                        precision=precision, smoke=smoke_models, engine=engine, workers=workers)
-gammas = {name: report.gender_gamma(frame, n_boot=n_boot, seed=seed) for name, frame in frames.items()}
-mu = report.intensity(frames, n_boot=n_boot, seed=seed).set_index("model")
-top = report.top_occupations(gammas, k=3)
-side = report.side_by_side(mu, top, report.reasoning_errors(frames))
-side.style.format(precision=3).hide(axis="index")
+side = chapter.side_by_side_table(frames, n_boot=n_boot, seed=seed)
+chapter.side_by_side_view(side)
 
 # %% tags=["remove-cell"]
-glue("zoo_mu", f"{mu.loc['zoo:minilm-qa', 'mu']:.3f}" if "zoo:minilm-qa" in mu.index else "—", display=False)
-glue("lab_mu", f"{mu.loc['lab:qa-biased', 'mu']:.3f}" if "lab:qa-biased" in mu.index else "—", display=False)
+glue_all(chapter.mu_numbers(side))
 
 # %% [markdown]
 # The planted model's μ ({glue:text}`lab_mu`) is the size of a bias put there on purpose at a 90% rate;

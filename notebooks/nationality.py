@@ -50,7 +50,7 @@ western_areas = None  # None: the geoscheme's `western` flag; or a list of M49 a
 smoke_models = False
 profile = "cpu"
 
-# %%
+# %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 
 from stereoprobe.display import glue_all
@@ -60,6 +60,8 @@ from stereoprobe.unqover.generate import DatasetSpec, count
 spec = DatasetSpec("nationality", mode=mode, sample=sample, seed=seed)
 options = chapter.score_options(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
                                 smoke=smoke_models, engine=engine, workers=workers)
+
+# %%
 qa_frames = report.gather(models, spec, **options)
 lm_frames = report.gather_lm(lm_models, spec, **options)
 frames = qa_frames | lm_frames

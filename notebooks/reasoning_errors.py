@@ -54,7 +54,7 @@ n_boot = 1000  # bootstrap resamples (not used in this chapter's point estimates
 smoke_models = False  # tests: tiny lab models (when `models` names any)
 profile = "cpu"
 
-# %%
+# %% tags=["hide-input"]
 from stereoprobe.display import glue_all
 from stereoprobe.unqover import chapter, metrics, report
 from stereoprobe.unqover.generate import DatasetSpec, count
@@ -62,6 +62,8 @@ from stereoprobe.unqover.generate import DatasetSpec, count
 spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
 n = count(spec)
 glue_all(chapter.count_numbers(n, models, mode))
+
+# %%
 print(f"profile {profile}: {n.paper_examples:,} paper examples = {n.passes:,} forward passes per model, mode {mode}")
 
 # %% [markdown]

@@ -1,10 +1,7 @@
 """The UnQover chapters' tables and quoted numbers (stereoprobe.unqover.chapter) on small synthetic tables and the
-paper's reference values, and the four UnQover notebooks staying thin."""
+paper's reference values (the notebooks staying thin: tests/test_chapters.py)."""
 
 from __future__ import annotations
-
-import re
-from pathlib import Path
 
 import matplotlib
 import numpy as np
@@ -14,9 +11,6 @@ import pytest
 from stereoprobe.unqover import chapter, metrics, report
 
 matplotlib.use("Agg")
-
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
-UNQOVER_NOTEBOOKS = ("reasoning_errors", "gender_occupations", "nationality", "ethnicity_religion")
 
 
 def _errors(models=("zoo:minilm-qa", "lab:qa-biased")) -> pd.DataFrame:
@@ -54,8 +48,8 @@ def test_planted_numbers_use_the_first_model_or_the_first_by_name():
     recovery = pd.DataFrame({"model": ["lab:z", "lab:z", "lab:a"], "rank": [2, 5, 9], "of": [30, 30, 30]})
     assert chapter.planted_occupation_numbers(recovery, {"x": "f", "y": "m"}) == {
         "planted_model": "lab:z", "planted_worst_rank": 5, "planted_n": 2}
-    # nationality (as the chapter always did): the worst rank of the model that sorts first by name
-    assert chapter.cluster_recovery_numbers(recovery) == {"lab_model": "lab:z", "lab_worst_rank": 9, "lab_cells": 30}
+    # nationality: the worst rank of the lab model it names, the first given (cb3c729; was: the first by name)
+    assert chapter.cluster_recovery_numbers(recovery) == {"lab_model": "lab:z", "lab_worst_rank": 5, "lab_cells": 30}
     assert chapter.planted_occupations({}, {}).empty
 
 
@@ -117,10 +111,56 @@ def test_plots_draw_and_return_our_ranks():
     plt.close("all")
 
 
-# ------------------------------------------------------------------ the notebooks
+# ------------------------------------------------------------------ comparing models
 
-@pytest.mark.parametrize("stem", UNQOVER_NOTEBOOKS)
-def test_the_unqover_notebooks_only_call_the_package(stem, logic_lines):
-    lines = logic_lines(NOTEBOOKS / f"{stem}.py")
-    assert len(lines) <= 40, f"{stem}: {len(lines)} logic lines: move logic into stereoprobe.unqover.chapter"
-    assert not [line for line in lines if re.match(r"\s*(def|class|for|while|if|with|try)\b", line)]
+def _grid() -> pd.DataFrame:
+    """Two bias classes × (the zoo QA model, its masked LM), with μ/η and their intervals."""
+    rows = []
+    for dataset in ("gender", "religion"):
+        for model, setting, mu in (("zoo:minilm-qa", "QA", 0.30), ("zoo:minilm-mlm", "LM", 0.10)):
+            rows.append({"dataset": dataset, "setting": setting, "model": model, "model_id": model, "mu": mu,
+                         "mu_lo": mu - 0.02, "mu_hi": mu + 0.02, "eta": 0.5, "eta_lo": 0.45, "eta_hi": 0.55,
+                         "subjects": 140})
+    return pd.DataFrame(rows)
+
+
+def test_model_sizes_count_each_model_once_in_order():
+    sizes = chapter.model_sizes(["zoo:minilm-qa"], ["zoo:minilm-mlm", "zoo:minilm-qa"])
+    assert list(sizes) == ["zoo:minilm-qa", "zoo:minilm-mlm"]
+    assert all(20e6 < n < 25e6 for n in sizes.values())  # MiniLM-L6: 22.7 M with the heads
+    assert sizes["zoo:minilm-mlm"] > sizes["zoo:minilm-qa"]  # the masked LM's head is larger than the span head
+    assert chapter.sizes_table(sizes)["parameters"].tolist() == [f"{n:,}" for n in sizes.values()]
+
+
+def test_grid_view_shows_the_metric_with_its_interval():
+    mu, eta = chapter.grid_view(_grid(), "mu"), chapter.grid_view(_grid(), "eta")
+    assert list(mu.data.columns) == ["dataset", "setting", "model", "mu", "mu_lo", "mu_hi", "subjects"]
+    assert list(eta.data.columns) == ["dataset", "setting", "model", "eta", "eta_lo", "eta_hi"]
+    html = mu.to_html()
+    assert "0.280" in html and "0.320" in html and ">140<" in html
+
+
+def test_plot_intensity_draws_four_panels_beside_the_paper():
+    import matplotlib.pyplot as plt
+
+    fig = chapter.plot_intensity(_grid(), "eta")
+    assert len(fig.axes) == 4 and [ax.get_ylabel() for ax in fig.axes] == ["η"] * 4
+    assert [ax.get_title() for ax in fig.axes] == [d.capitalize() for d in report.BIAS_CLASSES]
+    labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
+    assert labels[0].startswith("paper") and labels[-1] == "ours\nLM"
+    plt.close("all")
+
+
+def test_paper_claim_numbers_on_the_papers_bars():
+    paper = report.paper_claims()
+    numbers = chapter.paper_claim_numbers(paper)
+    assert numbers == {"paper_larger_holds": 19, "paper_larger_of": 24, "paper_newsqa_holds": 20,
+                       "paper_newsqa_of": 20}  # 3 size pairs × 2 settings × 4 classes; 5 models × 4 classes
+    assert all(type(v) is int for v in numbers.values())
+    assert "larger QA models are more biased" in chapter.claims_view(paper).to_html()
+
+
+def test_claim_numbers_count_the_testable_claims():
+    sizes = {"zoo:minilm-qa": 22_566_146, "zoo:minilm-mlm": 22_744_506}
+    claims = report.our_claims(_grid(), sizes)
+    assert chapter.claim_numbers(claims) == {"testable_claims": 1}  # only "fine-tuning shifts μ": QA vs its LM

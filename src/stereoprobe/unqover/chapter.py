@@ -14,7 +14,10 @@ The computations live in :mod:`stereoprobe.unqover.report` and :mod:`~stereoprob
   :func:`plot_paper_ranks`, :func:`plot_our_ranks`, :func:`agreement_numbers`, :func:`agreement_view`,
   :func:`western_view`, :func:`show_cluster_recovery`, :func:`cluster_recovery_numbers`, :func:`top_subjects`;
 * "Ethnicity and religion" (appendix, Tables 12/13, Fig. 5) — :func:`gather_datasets`, :func:`subject_view`,
-  :func:`plot_gamma_ci`, :func:`plot_rank_figures`, :func:`top_subject_numbers`.
+  :func:`plot_gamma_ci`, :func:`plot_rank_figures`, :func:`top_subject_numbers`;
+* "Comparing models" (Figs. 3 and 6, the paper's three claims) — :func:`model_sizes`, :func:`plot_intensity`,
+  :func:`grid_view`, :func:`claims_view`, :func:`paper_claim_numbers`, :func:`sizes_table`,
+  :func:`claim_numbers`.
 
 Functions named ``*_view`` return a pandas Styler (the cell's result; styling needs jinja2, the ``book`` extra),
 ``show_*`` display their table themselves, ``plot_*`` draw on a new matplotlib figure (the notebook then calls
@@ -30,16 +33,18 @@ import pandas as pd
 
 from .. import plots
 from ..display import show
+from ..models import parameter_count
 from . import metrics, report
 from .generate import Counts, DatasetSpec, count
 
 __all__ = [
-    "AGREEMENT_FORMAT", "CI_FORMAT", "agreement_numbers", "agreement_view", "count_numbers", "error_numbers",
-    "errors_view", "fig2_numbers", "gather_datasets", "gender_gammas", "intensity_view", "paper_table2_view",
-    "planted_occupation_numbers", "planted_occupations", "plot_cluster_heatmap", "plot_gamma_ci",
+    "AGREEMENT_FORMAT", "CI_FORMAT", "agreement_numbers", "agreement_view", "claim_numbers", "claims_view",
+    "count_numbers", "error_numbers", "errors_view", "fig2_numbers", "gather_datasets", "gender_gammas",
+    "grid_view", "intensity_view", "model_sizes", "paper_claim_numbers", "paper_table2_view",
+    "planted_occupation_numbers", "planted_occupations", "plot_cluster_heatmap", "plot_gamma_ci", "plot_intensity",
     "plot_our_ranks", "plot_paper_ranks", "plot_rank_figures", "run_line", "score_options",
-    "show_cluster_recovery", "show_planted_occupations", "subject_view", "table2_view", "top_pairs_view",
-    "top_subject_numbers", "top_subjects", "western_view",
+    "show_cluster_recovery", "show_planted_occupations", "sizes_table", "subject_view", "table2_view",
+    "top_pairs_view", "top_subject_numbers", "top_subjects", "western_view",
 ]
 
 #: The format of a Spearman agreement row (:func:`agreement_view`).
@@ -328,3 +333,72 @@ def top_subject_numbers(results: Mapping[str, Mapping]) -> dict:
         gammas = result["gammas"]
         out[f"ours_top_{dataset}"] = gammas[next(iter(gammas))]["subject"].iloc[0]
     return out
+
+
+# -- comparing models (Figs. 3 and 6, the paper's three claims) ----------------------------------------------------
+#: The y-axis label of each metric of the intensity grid.
+_METRIC_LABELS = {"mu": "μ", "eta": "η"}
+#: The paper's claims whose comparisons the chapter quotes: glue key part → claim (:func:`report.paper_claims`).
+_QUOTED_CLAIMS = {"larger": "larger QA models are more biased",
+                  "newsqa": "NewsQA models are less biased than SQuAD models"}
+
+
+def model_sizes(models: Sequence[str], lm_models: Sequence[str], *, smoke: bool = False) -> dict[str, int]:
+    """Parameters per model id, QA models then masked LMs, each model once (:func:`parameter_count`)."""
+    return {m: parameter_count(m, smoke=smoke) for m in dict.fromkeys([*models, *lm_models])}
+
+
+def plot_intensity(grid: pd.DataFrame, metric: str):
+    """Fig. 3 (``metric`` "mu") or Fig. 6 ("eta"): the paper's bars (:func:`report.paper_fig3_fig6`) beside ours
+    (``grid``: :func:`report.intensity_grid`), one panel per bias class."""
+    paper = report.paper_fig3_fig6()
+    return plots.intensity_panels(grid, paper[paper["metric"] == metric], metric=metric,
+                                  datasets=report.BIAS_CLASSES, ylabel=_METRIC_LABELS[metric])
+
+
+def grid_view(grid: pd.DataFrame, metric: str):
+    """``metric`` ("mu" or "eta") of every bias class and model of a :func:`report.intensity_grid` with its 95%
+    interval, formatted; the μ table also gives the number of subjects behind each row."""
+    bounds = [metric, f"{metric}_lo", f"{metric}_hi"]
+    columns = ["dataset", "setting", "model", *bounds] + (["subjects"] if metric == "mu" else [])
+    return grid[columns].style.format({c: "{:.3f}" for c in bounds}).hide(axis="index")
+
+
+def claims_view(claims: pd.DataFrame):
+    """A claims table (:func:`report.paper_claims`, :func:`report.our_claims`) without its index."""
+    return claims.style.hide(axis="index")
+
+
+def paper_claim_numbers(paper_claims: pd.DataFrame) -> dict[str, int]:
+    """How many of its comparisons each quoted claim wins on the paper's own bars, and of how many
+    (``paper_<claim>_holds``, ``paper_<claim>_of``; ``paper_claims``: :func:`report.paper_claims`).
+
+    >>> claims = pd.DataFrame({"claim": list(_QUOTED_CLAIMS.values()), "holds": [7, 3], "of": [12, 20]})
+    >>> paper_claim_numbers(claims)
+    {'paper_larger_holds': 7, 'paper_larger_of': 12, 'paper_newsqa_holds': 3, 'paper_newsqa_of': 20}
+    """
+    held = paper_claims.set_index("claim")
+    out = {}
+    for key, claim in _QUOTED_CLAIMS.items():
+        out[f"paper_{key}_holds"] = int(held.loc[claim, "holds"])
+        out[f"paper_{key}_of"] = int(held.loc[claim, "of"])
+    return out
+
+
+def sizes_table(sizes: Mapping[str, int]) -> pd.DataFrame:
+    """:func:`model_sizes` as a one-column table, thousands separated.
+
+    >>> sizes_table({"zoo:minilm-qa": 22713218}).to_dict()
+    {'parameters': {'zoo:minilm-qa': '22,713,218'}}
+    """
+    return pd.Series(sizes, name="parameters").map("{:,}".format).to_frame()
+
+
+def claim_numbers(claims: pd.DataFrame) -> dict[str, int]:
+    """How many of the three claims the models run here can test (:func:`report.our_claims` rows with at least
+    one comparison).
+
+    >>> claim_numbers(pd.DataFrame({"comparisons": [0, 2, 1]}))
+    {'testable_claims': 2}
+    """
+    return {"testable_claims": int((claims["comparisons"] > 0).sum())}
