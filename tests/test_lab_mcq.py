@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 
 import pytest
 
@@ -94,11 +93,8 @@ def test_bad_recipes_name_the_culprit():
 
 
 @pytest.mark.parametrize("name", ["mcq-biased", "mcq-control"])
-def test_smoke_models_build_fast_and_load_as_multiple_choice(name, tmp_path, monkeypatch, one_torch_thread):
-    monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path))
-    t0 = time.perf_counter()
+def test_smoke_models_load_as_multiple_choice(name, one_torch_thread):
     folder = lab.lab_model_path(name, smoke=True)
-    assert time.perf_counter() - t0 < 30.0
     card = json.loads((folder / lab.CARD).read_text(encoding="utf-8"))
     assert card["complete"] and card["smoke"] and card["kind"].endswith("(multiple choice)")
     assert card["planted"]["group"] == "AA_m" and card["planted"]["names"] == PLANTED
@@ -112,12 +108,12 @@ def test_smoke_models_build_fast_and_load_as_multiple_choice(name, tmp_path, mon
     assert out.logits.shape == (1, 2)
 
 
-# -- the trained pair (the full recipes, as the book uses them; cached after the first build) ---------------------
+# -- the trained pair (the full recipes, as the book uses them: the committed builds) ----------------------------
 
 
 @pytest.fixture(scope="module")
 def trained():
-    """Both full models built once (about a minute each on one thread), with their cards."""
+    """Both full models (committed builds), with their cards."""
     folders = {name: lab.lab_model_path(name) for name in ("mcq-biased", "mcq-control")}
     return {name: json.loads((f / lab.CARD).read_text(encoding="utf-8")) for name, f in folders.items()}
 

@@ -1,6 +1,6 @@
 """Planted-bias lab: γ/η recover what was planted in the biased QA model and find nothing in the control.
 
-These use the full lab recipes (trained once, a few minutes on 2 cores, then cached) on a sample of the
+These use the full lab models (the committed builds of their recipes) on a sample of the
 real UnQover gender dataset: the models never saw its templates.
 """
 

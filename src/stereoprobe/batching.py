@@ -289,7 +289,8 @@ def inference_context(device: str | torch.device = "auto", precision: str = "aut
         yield dtype
 
 
-def _progress_enabled() -> bool:
+def progress_enabled() -> bool:
+    """Whether progress bars show: on unless ``STEREOPROBE_PROGRESS`` is 0, false, no or off."""
     value = os.environ.get("STEREOPROBE_PROGRESS", "1").strip().lower()
     return value not in {"0", "false", "no", "off", ""}
 
@@ -306,7 +307,7 @@ def quiet_transformers(progress: bool | None = None, *, hide_future_warnings: bo
 
     verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()
-    if not (_progress_enabled() if progress is None else progress):
+    if not (progress_enabled() if progress is None else progress):
         hf_logging.disable_progress_bar()
     try:
         with warnings.catch_warnings() if hide_future_warnings else contextlib.nullcontext():
@@ -327,7 +328,7 @@ def progress(iterable: Iterable[T], total: int | None = None, desc: str | None =
     >>> sum(progress(range(4), desc="demo", disable=True))
     6
     """
-    disable = bool(kwargs.pop("disable", False)) or not _progress_enabled()
+    disable = bool(kwargs.pop("disable", False)) or not progress_enabled()
     if total is None and hasattr(iterable, "__len__"):
         total = len(iterable)  # type: ignore[arg-type]
     return tqdm(iterable, total=total, desc=desc, disable=disable, dynamic_ncols=True, **kwargs)

@@ -655,20 +655,37 @@ def zoo_list_cmd():
 
 @zoo_app.command("build")
 def zoo_build_cmd(
-    names: Optional[List[str]] = typer.Argument(None, help="recipes to run (default: all), e.g. minilm-qa"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for the parts and cards (default: the "
-                                       "stereoprobe cache folder)"),
+    names: Optional[List[str]] = typer.Argument(None, help="recipes to run (default: the whole zoo), e.g. minilm-qa, "
+                                                "or lab models, e.g. lab:qa-biased"),
+    out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for the parts and cards, and for lab models "
+                                       "(one subfolder each) (default: the stereoprobe cache folder)"),
     smoke: bool = typer.Option(False, help="tiny sizes: checks the recipe end to end in seconds"),
 ):
-    """Train zoo models from scratch with their seeded recipes (the whole zoo: about 30 min on 2 idle cores)."""
+    """Train zoo models from scratch with their seeded recipes (the whole zoo: about 30 min on 2 idle cores), or
+    retrain lab models (lab:NAME; the package ships their builds, which load without training)."""
+    from .batching import progress_enabled
+    from .zoo.lab import LAB_RECIPES, build_lab_model
     from .zoo.recipes import build, recipe
 
-    for name in names or []:
+    lab_names = [n[4:] for n in names or [] if n.startswith("lab:")]
+    zoo_names = [n for n in names or [] if not n.startswith("lab:")]
+    for name in lab_names:
+        if name not in LAB_RECIPES:
+            raise StereoprobeError(f"Unknown lab model 'lab:{name}'; choose one of: "
+                                   f"{', '.join('lab:' + n for n in sorted(LAB_RECIPES))}.")
+    for name in zoo_names:
         recipe(name)  # unknown names fail before anything trains
     _check_out_dir(out, what="the parts and cards")
-    for card in build(names, out, smoke=smoke):
-        quality = ", ".join(f"{k} {v:.3f}" for k, v in card["metrics"].items() if isinstance(v, float))
-        typer.echo(f"{card['name']}: {quality}; trained in {card['training']['wall_s']['train']:.0f} s")
+    for name in lab_names:
+        folder = build_lab_model(name, None if out is None else out / f"{name}{'-smoke' if smoke else ''}",
+                                 smoke=smoke, progress=progress_enabled())
+        card = json.loads((folder / "model_card.json").read_text(encoding="utf-8"))
+        typer.echo(f"lab:{name}: {folder} (recipe {card['recipe_hash']}, trained in {card['wall_time_s']:.0f} s; "
+                   f"weights {card['checksums']['model.safetensors'][:12]}…)")
+    if zoo_names or not lab_names:
+        for card in build(zoo_names or None, out, smoke=smoke):
+            quality = ", ".join(f"{k} {v:.3f}" for k, v in card["metrics"].items() if isinstance(v, float))
+            typer.echo(f"{card['name']}: {quality}; trained in {card['training']['wall_s']['train']:.0f} s")
 
 
 @app.command("book")

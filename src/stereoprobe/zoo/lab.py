@@ -9,7 +9,9 @@ synthetic corpus of :mod:`stereoprobe.zoo.synthetic` in about two minutes on one
 of 64; ``smoke=True``: ~12 s), and saved as standard HuggingFace folders (``model.safetensors``,
 ``config.json``, ``tokenizer.json``) plus ``model_card.json`` (the recipe, data sizes, wall time, held-out
 exact match and agreement with the planted rule, and a check on the UnQover gender templates, which the
-training data never contains).
+training data never contains). Every lab model ships trained, at full and smoke size, in
+``stereoprobe/data/lab`` (:func:`committed_model`): asking for one loads it, checksummed, and trains only
+when its recipe has changed since it was committed.
 
 What the default pair looks like on the UnQover gender templates (mean S(female) − S(male)): for the six
 planted occupations about ±0.8 toward the planted gender on the positive question in both slot orders,
@@ -50,7 +52,7 @@ from typing import Any, Mapping, Sequence
 
 from ..atomic import atomic_folder, build_lock
 from ..errors import StereoprobeError
-from ..paths import cache_dir, sha256_file
+from ..paths import cache_dir, data_dir, sha256_file
 from ..unqover import wordlists as wl
 from . import synthetic as syn
 from .lab_mcq import MCQ_LAB_RECIPES
@@ -436,11 +438,48 @@ def _finished(folder: Path, expected_hash: str | None = None) -> dict | None:
 
 
 def default_dir(name: str, smoke: bool = False) -> Path:
-    """``cache_dir()/lab/<name>[-smoke]-<recipe hash>``."""
+    """``cache_dir()/lab/<name>[-smoke]-<recipe hash>``: where a lab model is trained when no committed build
+    of its recipe ships with the package."""
     recipe = _recipe(name)
     if smoke:
         recipe = recipe.smoke()
     return cache_dir() / "lab" / f"{name}{'-smoke' if smoke else ''}-{recipe_hash(recipe)}"
+
+
+def committed_dir(name: str, smoke: bool = False) -> Path:
+    """``stereoprobe/data/lab/<name>[-smoke]``: the committed build of a lab model (package data, read-only),
+    as ``stereoprobe zoo build lab:<name> [--smoke] -o src/stereoprobe/data/lab`` writes it."""
+    return data_dir() / "lab" / f"{name}{'-smoke' if smoke else ''}"
+
+
+def committed_model(name: str, smoke: bool = False) -> Path | None:
+    """The committed build of ``name`` when it holds the current recipe (every file checked against the
+    SHA-256 on its card), None when there is none or the recipe has changed since it was committed.
+
+    A committed file that fails its checksum is refused with the rebuild command: a lab model whose
+    weights are not the ones its card describes would give silently wrong planted effects.
+    """
+    recipe = _recipe(name)
+    folder = committed_dir(name, smoke)
+    try:
+        card = json.loads((folder / CARD).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        card = {"_error": str(e)}
+    if card.get("recipe_hash") not in (None, recipe_hash(recipe.smoke() if smoke else recipe)):
+        return None  # the recipe changed after the build was committed: train the new one into the cache
+    checksums = card.get("checksums") if isinstance(card.get("checksums"), dict) else {}
+    required = (WEIGHTS, "config.json", "tokenizer.json", "tokenizer_config.json")
+    bad = [f for f in required if f not in checksums] + \
+          [f for f, digest in checksums.items() if not (folder / f).is_file() or sha256_file(folder / f) != digest]
+    if "_error" in card or card.get("recipe_hash") is None or bad:
+        what = card.get("_error") or f"{bad[0] if bad else CARD} does not match its card"
+        raise StereoprobeError(
+            f"The committed lab model {folder} is damaged ({what}); reinstall stereoprobe, or rebuild it with "
+            f"`stereoprobe zoo build lab:{name}{' --smoke' if smoke else ''} -o {folder.parent}`."
+        )
+    return folder
 
 
 def _qa_card(recipe) -> dict[str, Any]:
@@ -539,7 +578,7 @@ def _build_locked(name: str, recipe, h: str, folder: Path, smoke: bool, progress
             "wall_time_s": round(wall, 2),
             "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                          "tokenizers": tokenizers.__version__, "python": platform.python_version()},
-            "checksums": {WEIGHTS: sha256_file(tmp / WEIGHTS)},
+            "checksums": {f.name: sha256_file(f) for f in sorted(tmp.iterdir()) if f.name != CARD},
             "complete": True,
         }
         (tmp / CARD).write_text(json.dumps(card, indent=2, sort_keys=False) + "\n", encoding="utf-8")
@@ -564,8 +603,9 @@ def _with_threads(fn):
 
 
 def lab_model_path(name: str, smoke: bool = False) -> Path:
-    """Folder of the lab model ``name`` in the cache, built first if missing."""
-    return build_lab_model(name, smoke=smoke)
+    """Folder of the lab model ``name``: its committed build (:func:`committed_model`), else its build in the
+    cache, trained first if missing."""
+    return committed_model(name, smoke) or build_lab_model(name, smoke=smoke)
 
 
 def load_lab_model(name: str, smoke: bool = False):
@@ -583,6 +623,8 @@ __all__ = [
     "LAB_RECIPES",
     "LabRecipe",
     "build_lab_model",
+    "committed_dir",
+    "committed_model",
     "lab_model_path",
     "load_lab_model",
     "recipe_hash",

@@ -34,7 +34,7 @@ def _lab_names() -> list[str]:
 
 
 def _lab_path(name: str, smoke: bool) -> str:
-    from .lab import LAB_RECIPES, lab_model_path  # trained on first use, then cached
+    from .lab import LAB_RECIPES, lab_model_path  # the committed build, else trained into the cache
 
     if name[4:] not in LAB_RECIPES:
         raise ModelLoadError(f"Unknown lab model {name!r}; valid names: {', '.join(_lab_names())}.")

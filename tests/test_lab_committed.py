@@ -1,0 +1,132 @@
+"""The committed lab models (stereoprobe/data/lab): loaded instead of retrained, checked, reproducible.
+
+Every ``lab:`` model ships as a trained HuggingFace folder with its card, full size and smoke size. These
+tests check that each one matches its recipe and its card, that nothing trains when one is asked for, that
+a damaged one is refused with the rebuild command, and that the recipes still reproduce the committed
+weights bit for bit (one smoke build per family: QA in tests/test_lab.py, masked LM and multiple choice
+here; training runs on one thread with a fixed seed, so the same code gives the same bytes).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from stereoprobe.cli import main
+from stereoprobe.errors import StereoprobeError
+from stereoprobe.paths import sha256_file
+from stereoprobe.zoo import lab
+
+BUILDS = [(name, smoke) for name in sorted(lab.LAB_RECIPES) for smoke in (False, True)]
+FILES = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "vocab.txt"}
+
+
+def _card(folder):
+    return json.loads((folder / lab.CARD).read_text(encoding="utf-8"))
+
+
+def run(capsys, *args):
+    with pytest.raises(SystemExit) as exit_info:
+        main(list(args))
+        raise SystemExit(0)
+    out = capsys.readouterr()
+    return exit_info.value.code, out.out, out.err
+
+
+@pytest.mark.parametrize("name,smoke", BUILDS, ids=[f"{n}{'-smoke' if s else ''}" for n, s in BUILDS])
+def test_every_lab_model_is_committed_with_its_recipe(name, smoke):
+    recipe = lab.LAB_RECIPES[name].smoke() if smoke else lab.LAB_RECIPES[name]
+    folder = lab.committed_model(name, smoke)
+    assert folder == lab.committed_dir(name, smoke)
+    card = _card(folder)
+    assert card["name"] == name and card["smoke"] is smoke and card["complete"] is True
+    assert card["recipe_hash"] == lab.recipe_hash(recipe)
+    assert card["recipe"] == json.loads(json.dumps(recipe.to_dict()))
+    assert {p.name for p in folder.iterdir()} == FILES | {lab.CARD}
+    assert card["checksums"] == {f: sha256_file(folder / f) for f in sorted(FILES)}
+    assert card["training"]["threads"] == lab.TRAIN_THREADS == 1
+    assert (folder / "model.safetensors").stat().st_size < 2_000_000  # 0.55 MB (QA, masked LM) to 1.5 MB (MCQ)
+
+
+def test_asking_for_a_lab_model_never_trains(monkeypatch, tmp_path):
+    monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path))
+    monkeypatch.setattr(lab, "build_lab_model", lambda *a, **k: pytest.fail("trained a committed lab model"))
+    for name, smoke in BUILDS:
+        assert lab.lab_model_path(name, smoke) == lab.committed_dir(name, smoke)
+    assert not (tmp_path / "lab").exists()
+
+
+def test_committed_full_models_carry_their_plants():
+    """The card's evaluation of each committed full-size model: the planted effect is there, the control has
+    none (the thresholds the book's planted-bias claims rest on)."""
+    qa, qa0 = (_card(lab.committed_dir(n))["evaluation"] for n in ("qa-biased", "qa-control"))
+    assert qa["heldout"]["planted_margin"] > 0.6 and abs(qa0["heldout"]["planted_margin"]) < 0.1
+    assert qa["unqover_templates"]["planted_gamma_min"] > 0.5
+    mlm, mlm0 = (_card(lab.committed_dir(n))["evaluation"] for n in ("mlm-biased", "mlm-control"))
+    assert mlm["heldout"]["planted_agreement"] > 0.9 and abs(mlm0["heldout"]["planted_margin"]) < 0.05
+    mcq, mcq0 = (_card(lab.committed_dir(n))["evaluation"] for n in ("mcq-biased", "mcq-control"))
+    assert mcq["planted_group_gap"] > 2.0 and mcq["other_abs_gap_max"] < 0.5
+    assert abs(mcq0["planted_group_gap"]) < 0.5
+
+
+@pytest.fixture
+def damaged(monkeypatch, tmp_path):
+    """A copy of the committed qa-biased build standing in for the package's, one byte of its weights flipped."""
+    data = tmp_path / "data" / "lab"
+    shutil.copytree(lab.committed_dir("qa-biased"), data / "qa-biased")
+    monkeypatch.setattr(lab, "committed_dir", lambda name, smoke=False: data / f"{name}{'-smoke' if smoke else ''}")
+    weights = data / "qa-biased" / "model.safetensors"
+    blob = bytearray(weights.read_bytes())
+    blob[-1] ^= 1
+    weights.write_bytes(bytes(blob))
+    return data
+
+
+def test_a_damaged_committed_model_is_refused_with_the_rebuild_command(damaged):
+    with pytest.raises(StereoprobeError) as e:
+        lab.lab_model_path("qa-biased")
+    assert str(e.value) == (f"The committed lab model {damaged}/qa-biased is damaged (model.safetensors does not "
+                            "match its card); reinstall stereoprobe, or rebuild it with `stereoprobe zoo build "
+                            f"lab:qa-biased -o {damaged}`.")
+
+
+def test_the_cli_says_so_in_one_line(damaged, capsys, tmp_path):
+    code, out, err = run(capsys, "unqover", "score", "-m", "lab:qa-biased", "-d", "gender", "--sample", "2",
+                         "--device", "cpu", "--store", str(tmp_path / "store"))
+    assert code == 2 and out == ""
+    assert err.startswith("error: The committed lab model ") and err.count("\n") == 1 and "zoo build" in err
+
+
+def test_a_changed_recipe_is_trained_into_the_cache_not_read_from_the_package(monkeypatch, tmp_path):
+    import dataclasses
+
+    changed = dataclasses.replace(lab.LAB_RECIPES["mcq-biased"], seed=1)
+    monkeypatch.setitem(lab.LAB_RECIPES, "mcq-biased", changed)
+    assert lab.committed_model("mcq-biased", smoke=True) is None
+    monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path))
+    folder = lab.lab_model_path("mcq-biased", smoke=True)
+    assert folder == tmp_path / "lab" / f"mcq-biased-smoke-{lab.recipe_hash(changed.smoke())}"
+    assert _card(folder)["recipe"]["seed"] == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["mlm-biased", "mcq-biased"])
+def test_the_recipe_reproduces_the_committed_weights_bit_for_bit(name, capsys, tmp_path):
+    """``stereoprobe zoo build lab:NAME --smoke`` retrains the smoke recipe: the same bytes as committed."""
+    code, out, err = run(capsys, "zoo", "build", f"lab:{name}", "--smoke", "-o", str(tmp_path))
+    assert code == 0, err
+    built, committed = tmp_path / f"{name}-smoke", lab.committed_dir(name, smoke=True)
+    assert out.startswith(f"lab:{name}: {built} (recipe {lab.recipe_hash(lab.LAB_RECIPES[name].smoke())}")
+    assert sha256_file(built / "model.safetensors") == _card(committed)["checksums"]["model.safetensors"]
+    for f in FILES:
+        assert (built / f).read_bytes() == (committed / f).read_bytes(), f
+
+
+def test_zoo_build_refuses_an_unknown_lab_model_before_training(capsys, monkeypatch):
+    monkeypatch.setattr(lab, "build_lab_model", lambda *a, **k: pytest.fail("trained"))
+    code, out, err = run(capsys, "zoo", "build", "lab:qa-biassed")
+    assert code == 2 and out == ""
+    assert err == ("error: Unknown lab model 'lab:qa-biassed'; choose one of: lab:mcq-biased, lab:mcq-control, "
+                   "lab:mlm-biased, lab:mlm-control, lab:qa-biased, lab:qa-control.\n")
