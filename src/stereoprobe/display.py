@@ -10,10 +10,47 @@ a table
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["glue_all", "show"]
+import pandas as pd
+
+__all__ = ["MISSING", "glue_all", "no_nan", "show"]
+
+#: How the book's tables show a missing value: a paper that printed no number, an interval from fewer than two
+#: values (:func:`stereoprobe.stats.no_interval_from_one`).
+MISSING = "—"
+_NAN_CELL = re.compile(r"(<td[^>]*>)\s*[+-]?(?:nan|NaN|<NA>|None)%?\s*(</td>)")
+
+
+def no_nan(html: str) -> str:
+    """A table's HTML with every cell that reads nan/NaN/<NA>/None (formatted or not) shown as :data:`MISSING`.
+
+    >>> no_nan('<td class="data">+nan</td><td>0.5</td><td>NaN</td>')
+    '<td class="data">—</td><td>0.5</td><td>—</td>'
+    """
+    return _NAN_CELL.sub(rf"\g<1>{MISSING}\g<2>", html)
+
+
+def _register_table_html() -> None:
+    """In a notebook kernel: DataFrames and Stylers render through :func:`no_nan`, so no chapter table shows
+    "nan" (run when a chapter module imports this one)."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    from pandas.io.formats.style import Styler
+
+    html = shell.display_formatter.formatters["text/html"]
+    html.for_type(Styler, lambda styler: no_nan(styler.to_html()))
+    html.for_type(pd.DataFrame, lambda frame: no_nan(frame._repr_html_() or frame.to_html()))
+
+
+_register_table_html()
 
 
 def show(obj: Any) -> None:

@@ -40,6 +40,7 @@ __all__ = [
     "bootstrap_means",
     "interval",
     "bootstrap_mean_ci",
+    "no_interval_from_one",
     "bootstrap_statistic",
     "adjust_pvalues",
 ]
@@ -253,8 +254,19 @@ def bootstrap_mean_ci(values, groups=None, *, level: float = 0.95, n_boot: int =
         codes, labels = group_codes(groups)
     means, counts = grouped_mean(values, codes, len(labels))
     reps = bootstrap_means(values, codes, len(labels), n_boot=n_boot, seed=seed)
-    lo, hi = interval(reps, level, estimate=means, method=method)
+    lo, hi = no_interval_from_one(*interval(reps, level, estimate=means, method=method), counts)
     return pd.DataFrame({"group": labels, "mean": means, "lo": lo, "hi": hi, "n": counts})
+
+
+def no_interval_from_one(lo, hi, n):
+    """``(lo, hi)`` with NaN where a group has fewer than two values: resampling one value gives a zero-width
+    interval that says nothing about uncertainty (tables show "—").
+
+    >>> no_interval_from_one(np.array([0.1, 0.5]), np.array([0.3, 0.5]), np.array([40, 1]))
+    (array([0.1, nan]), array([0.3, nan]))
+    """
+    few = np.asarray(n) < 2
+    return np.where(few, np.nan, lo), np.where(few, np.nan, hi)
 
 
 def bootstrap_statistic(values, codes, statistic: Callable[[np.ndarray], np.ndarray], n_groups: int | None = None, *,

@@ -498,7 +498,9 @@ def subject_attribute_bias(paired: pd.DataFrame, group_by: str = "subject", *, c
     if ci is None:
         return cells.table()
     lo, hi = stats.interval(cells.replicates(n_boot, seed), ci, estimate=cells.gamma, method=method)
-    return cells.table(lo, hi)
+    table = cells.table(lo, hi)
+    table["gamma_lo"], table["gamma_hi"] = stats.no_interval_from_one(table["gamma_lo"], table["gamma_hi"], table["n"])
+    return table
 
 
 def subject_bias(paired: pd.DataFrame, group_by: str = "subject", *, ci: float | None = None, n_boot: int = 1000,
@@ -532,7 +534,7 @@ def subject_bias(paired: pd.DataFrame, group_by: str = "subject", *, ci: float |
             lo, hi = np.r_[lo, -hi], np.r_[hi, -lo]
     out = pd.DataFrame({"subject": names, "gamma": gamma, "eta": eta, "n": n})
     if ci is not None:
-        out["gamma_lo"], out["gamma_hi"] = lo, hi
+        out["gamma_lo"], out["gamma_hi"] = stats.no_interval_from_one(lo, hi, n)
     return out.sort_values("gamma", ascending=False, kind="stable").reset_index(drop=True)
 
 
