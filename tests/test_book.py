@@ -220,6 +220,45 @@ def test_sphinx_warning_fails_the_build(tmp_path: Path) -> None:
     assert not (tmp_path / "build" / "html").exists()
 
 
+@pytest.mark.slow
+def test_prose_edits_reuse_the_execution_and_code_edits_do_not(tmp_path: Path) -> None:
+    """The execution cache: a markdown edit refreshes the executed copy without running it (the outputs keep
+    their values, the prose is the new one, an added markdown cell included); a code edit, a parameter change
+    or --force executes again."""
+    root = tmp_path / "repo"
+    _fake_book(root)
+    good = root / "notebooks" / "good.py"
+    good.write_text('# %% [markdown]\n# # Good\n\n# %% tags=["parameters"]\nsample = 1\nprofile = ""\n\n'
+                    "# %%\nimport time\nprint(sample, time.time_ns())\n")
+    out = tmp_path / "executed"
+
+    def run(**kwargs):
+        run_notebooks("tiny", only=["good"], out_dir=out, root=root, progress=False, **kwargs)
+        nb = json.loads((out / "good.ipynb").read_text())
+        printed = nb["cells"][-1]["outputs"][0]["text"][0]
+        return nb, printed
+
+    first, stamp = run()
+    key = first["metadata"]["stereoprobe"]["execution_key"]
+    good.write_text(good.read_text().replace("# # Good", "# # Good, now retitled\n\n# %% [markdown]\n# New prose."))
+    second, again = run()
+    assert again == stamp  # not executed
+    assert second["metadata"]["stereoprobe"]["execution_key"] == key
+    prose = ["".join(c["source"]) for c in second["cells"] if c["cell_type"] == "markdown"]
+    assert prose == ["# Good, now retitled", "New prose."]
+    code = [c for c in second["cells"] if c["cell_type"] == "code"]
+    assert [c["metadata"].get("tags", []) for c in code] == [["parameters"], ["injected-parameters", "remove-cell"], []]
+    assert "".join(code[0]["source"]) == ("# Parameters of this page (profile tiny; the defaults are in "
+                                          "notebooks/good.py)\nsample = 3\nprofile = \"tiny\"")  # one block, as run
+    assert run(force=True)[1] != stamp  # --force executes
+    _, forced = run()
+    good.write_text(good.read_text().replace("print(sample,", "print(sample + 0,"))
+    assert run()[1] != forced  # a code edit executes
+    _, edited = run()
+    (root / "params" / "tiny.yaml").write_text("sample: 4\nseed: 1\n")
+    assert run()[1].split()[0] == "4"  # a parameter change executes
+
+
 def _read(path: Path):
     import jupytext
 

@@ -5,7 +5,11 @@ jupytext notebook (``notebooks/<stem>.py``, py:percent, with a cell tagged ``par
 read in memory with jupytext, parameterized from a profile (``params/<name>.yaml``) and
 executed with papermill on a kernel that is *this* interpreter (``sys.executable``), so
 nothing has to be installed at user level. Executed copies are written atomically to
-``_build/executed/<stem>.ipynb``. :func:`build_book` then stages the book sources into
+``_build/executed/<stem>.ipynb``, with the chapter's *execution key* (:func:`execution_key`: its code
+cells, its parameters, the package's files and version, the library versions, the local models it
+names); a later build reuses an executed copy whose key is unchanged and only puts the current prose
+(markdown cells) into it, so a prose edit never re-executes a chapter. :func:`build_book` then stages the
+book sources into
 ``_build/src`` and runs ``jupyter-book build -W -n --keep-going`` from the same environment;
 the HTML ends up in ``_build/html``. Sphinx never executes a notebook
 (``execute_notebooks: "off"`` in ``_config.yml``).
@@ -28,6 +32,8 @@ Command line (``stereoprobe book``, the same command and options; ``--help`` lis
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import json
 import os
 import re
@@ -527,11 +533,160 @@ def _resolve_dir(path: os.PathLike[str] | str, root: Path) -> Path:
     return path if path.is_absolute() else root / path
 
 
+#: Libraries whose version can change a chapter's numbers; they enter every execution key.
+KEYED_LIBRARIES = ("torch", "transformers", "tokenizers", "numpy", "pandas", "scipy", "scikit-learn", "statsmodels",
+                   "matplotlib", "seaborn", "nltk", "peft", "safetensors")
+
+
+@functools.lru_cache(maxsize=1)
+def package_digest() -> str:
+    """SHA-256 over every file of the installed ``stereoprobe`` package (code and data: word lists, the zoo's
+    parts, the committed lab models), so a chapter re-executes when anything it can read from the package
+    changes. About 30 MB, hashed once per process."""
+    import stereoprobe
+
+    top = Path(stereoprobe.__file__).parent
+    h = hashlib.sha256()
+    for f in sorted(top.rglob("*")):
+        if f.is_file() and "__pycache__" not in f.parts:
+            h.update(f"{f.relative_to(top).as_posix()}\0{paths.sha256_file(f)}\n".encode())
+    return h.hexdigest()
+
+
+def _library_versions() -> dict[str, str | None]:
+    from importlib import metadata
+
+    out: dict[str, str | None] = {}
+    for name in KEYED_LIBRARIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def _local_models(value: Any, base: Path) -> dict[str, list[Any]]:
+    """Name, size and modification time of the files of every parameter value that is a local file or folder
+    (a user's model folder): a retrained folder gets a new key. Hub ids and ``zoo:``/``lab:`` names are
+    covered by the library versions and :func:`package_digest`."""
+    found: dict[str, list[Any]] = {}
+    for item in value if isinstance(value, (list, tuple)) else [value]:
+        if not isinstance(item, str) or ":" in item.split("/")[0]:
+            continue
+        path = (base / item).expanduser() if not Path(item).expanduser().is_absolute() else Path(item).expanduser()
+        if path.exists():
+            files = sorted(path.rglob("*")) if path.is_dir() else [path]
+            found[item] = [[f.name, f.stat().st_size, f.stat().st_mtime_ns] for f in files if f.is_file()]
+    return found
+
+
+def execution_key(nb: Any, params: Mapping[str, Any], base: Path) -> str:
+    """The hash that decides whether a chapter's executed copy is still current.
+
+    It covers what can change the outputs: the code cells (source and tags, in order), the parameters papermill
+    injects, the package's version and files (:func:`package_digest`), the versions of :data:`KEYED_LIBRARIES`,
+    and the files of local model folders named in the parameters. Markdown cells are left out: prose edits keep
+    the key. What it cannot see (a hub model updated under the same name) needs ``--force``.
+
+    >>> import nbformat
+    >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Prose."), nbformat.v4.new_code_cell("1 + 1")])
+    >>> key = execution_key(nb, {"seed": 0}, Path("."))
+    >>> nb.cells[0].source = "Other prose."
+    >>> execution_key(nb, {"seed": 0}, Path(".")) == key, execution_key(nb, {"seed": 1}, Path(".")) == key
+    (True, False)
+    """
+    from stereoprobe import __version__
+
+    code = [[c.source, sorted(c.get("metadata", {}).get("tags", []))] for c in nb.cells if c.cell_type == "code"]
+    local = {k: _local_models(v, base) for k, v in params.items()}
+    blob = json.dumps({"code": code, "parameters": params, "version": __version__, "package": package_digest(),
+                       "libraries": _library_versions(), "local": {k: v for k, v in local.items() if v}},
+                      sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _is_injected(cell: Any) -> bool:
+    return "injected-parameters" in cell.get("metadata", {}).get("tags", [])
+
+
+def reuse_execution(nb: Any, key: str, out_path: Path) -> bool:
+    """Refresh the executed copy ``out_path`` from the source notebook ``nb`` if its execution key is ``key``:
+    its code cells and outputs are kept, its markdown cells become those of ``nb`` (added, removed or edited
+    prose included). False when there is no such copy (the chapter must be executed)."""
+    import nbformat
+
+    try:
+        executed = nbformat.read(out_path, as_version=4)
+    except Exception:  # noqa: BLE001 - missing or unreadable: execute
+        return False
+    if executed.metadata.get("stereoprobe", {}).get("execution_key") != key:
+        return False
+    code = iter([c for c in executed.cells if c.cell_type == "code" and not _is_injected(c)])
+    injected = [c for c in executed.cells if _is_injected(c)]
+    cells = []
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cells.append(next(code))
+            if "parameters" in cell.get("metadata", {}).get("tags", []):
+                cells.extend(injected)
+        else:
+            cells.append(cell)
+    if [c.source for c in cells] != [c.source for c in executed.cells]:
+        executed.cells = cells
+        with atomic_file(out_path) as fh:
+            nbformat.write(executed, fh)
+    return True
+
+
+def show_parameters_used(nb: Any, params: Mapping[str, Any], profile_name: str, source: str) -> None:
+    """Make the executed copy show one parameters block, with the values it ran with.
+
+    papermill adds an ``injected-parameters`` cell after the notebook's ``parameters`` cell, so a page would show
+    the defaults and then the profile's values. Here each injected value replaces its default in the
+    ``parameters`` cell (its comment kept; the cell keeps its tag, so the downloaded notebook reruns the page as
+    built) and the injected cell is tagged ``remove-cell``. When a value cannot be placed (a parameter on several
+    lines) both cells stay as papermill left them.
+
+    >>> import nbformat
+    >>> nb = nbformat.v4.new_notebook(cells=[
+    ...     nbformat.v4.new_code_cell("sample = 8000  # examples\\nseed = 0", metadata={"tags": ["parameters"]}),
+    ...     nbformat.v4.new_code_cell("# Parameters\\nsample = 200\\n", metadata={"tags": ["injected-parameters"]})])
+    >>> show_parameters_used(nb, {"sample": 200}, "smoke", "notebooks/x.py")
+    >>> print(nb.cells[0].source)
+    # Parameters of this page (profile smoke; the defaults are in notebooks/x.py)
+    sample = 200  # examples
+    seed = 0
+    >>> nb.cells[1].metadata["tags"]
+    ['injected-parameters', 'remove-cell']
+    """
+    from papermill.translators import papermill_translators
+
+    idx = _parameters_cell_index(nb)
+    injected = [c for c in nb.cells if _is_injected(c)]
+    if idx < 0 or not injected:
+        return
+    translator = papermill_translators.find_translator("python3", "python")
+    remaining = dict(params)
+    lines = []
+    for line in nb.cells[idx].source.splitlines():
+        m = re.match(r"^(\w+)(\s*=\s*)(.*?)(\s+#.*)?$", line)
+        if m and m.group(1) in remaining:
+            line = f"{m.group(1)}{m.group(2)}{translator.translate(remaining.pop(m.group(1)))}{m.group(4) or ''}"
+        lines.append(line)
+    if remaining:
+        return
+    nb.cells[idx].source = "\n".join([f"# Parameters of this page (profile {profile_name}; the defaults are in "
+                                      f"{source})", *lines])
+    for cell in injected:
+        cell.metadata["tags"] = [*cell.metadata.get("tags", []), "remove-cell"]
+
+
 def _execute_one(
     chapter: Chapter,
     nb: Any,
     params: dict[str, Any],
     profile_name: str,
+    key: str,
     out_path: Path,
     kernel_name: str,
     timeout: float | None,
@@ -586,7 +741,9 @@ def _execute_one(
     pm = executed.metadata.setdefault("papermill", {})
     pm["input_path"] = rel
     pm["output_path"] = _rel(out_path, root)
-    executed.metadata["stereoprobe"] = {"profile": profile_name, "parameters": params, "source": rel}
+    executed.metadata["stereoprobe"] = {"profile": profile_name, "parameters": params, "source": rel,
+                                        "execution_key": key}
+    show_parameters_used(executed, params, profile_name, rel)
 
     with atomic_file(out_path) as fh:
         nbformat.write(executed, fh)
@@ -603,6 +760,7 @@ def run_notebooks(
     progress: bool = True,
     start_timeout: float = 120,
     root: Path | None = None,
+    force: bool = False,
 ) -> list[Path]:
     """Execute the chapter notebooks of ``_toc.yml`` with a parameter profile.
 
@@ -620,6 +778,8 @@ def run_notebooks(
     keep_going : run the remaining notebooks after a failure (the error is still raised
         at the end, naming every failed notebook).
     progress : print one line per notebook and papermill's per-cell progress bar.
+    force : execute even the chapters whose executed copy has the current :func:`execution_key` (by default
+        those are only refreshed with the current prose, :func:`reuse_execution`).
 
     Returns the paths of the executed notebooks, in toc order.
 
@@ -645,11 +805,17 @@ def run_notebooks(
         for i, chapter in enumerate(selected, 1):
             params = resolved[chapter.stem]
             target = out / f"{chapter.stem}.ipynb"
+            key = execution_key(loaded[chapter.stem], params, chapter.source.parent)
+            if not force and reuse_execution(loaded[chapter.stem], key, target):
+                _say(f"[{i}/{len(selected)}] {_rel(chapter.source, root)}: code, parameters, package and libraries "
+                     f"unchanged, reusing {_rel(target, root)} with the current prose", progress)
+                written.append(target)
+                continue
             shown = ", ".join(f"{k}={v!r}" for k, v in params.items() if k != "profile")
             _say(f"[{i}/{len(selected)}] {_rel(chapter.source, root)} (profile {name}): {shown}", progress)
             start = time.perf_counter()
             try:
-                _execute_one(chapter, loaded[chapter.stem], params, name, target, kernel_name,
+                _execute_one(chapter, loaded[chapter.stem], params, name, key, target, kernel_name,
                              timeout, start_timeout, progress, root)
             except NotebookExecutionError as exc:
                 _say(f"[{i}/{len(selected)}] FAILED after {time.perf_counter() - start:.1f} s: {exc}", progress)
@@ -715,6 +881,10 @@ def _jupyter_book_command() -> list[str]:
 
 
 def _copy(src: Path, dst: Path) -> None:
+    """Copy ``src`` to ``dst`` unless ``dst`` already holds the same bytes: an unchanged staged page keeps its
+    modification time, so Sphinx does not rebuild it."""
+    if dst.is_file() and dst.stat().st_size == src.stat().st_size and dst.read_bytes() == src.read_bytes():
+        return
     dst.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(src, dst)
 
@@ -738,28 +908,38 @@ def _stage_mathjax(folder: Path) -> None:
 
 
 def _stage(root: Path, staging: Path, executed: Mapping[str, Path]) -> None:
-    """Copy config, toc, book/ and the executed notebooks into ``staging`` (same layout)."""
-    if staging.exists():
-        shutil.rmtree(staging)
-    staging.mkdir(parents=True)
+    """Bring ``staging`` to config, toc, book/ and the executed notebooks (same layout), copying only what
+    changed and removing what is gone, so that Sphinx's own cache (``staging/_build``) rebuilds only the
+    pages that changed."""
+    wanted: dict[Path, Path] = {}
     for name in ("_config.yml", "_toc.yml"):
-        _copy(root / name, staging / name)
+        wanted[staging / name] = root / name
     if (root / "book").is_dir():
-        shutil.copytree(root / "book", staging / "book",
-                        ignore=shutil.ignore_patterns("_build", ".ipynb_checkpoints", "__pycache__"))
+        for f in (root / "book").rglob("*"):
+            if f.is_file() and not {"_build", ".ipynb_checkpoints", "__pycache__"} & set(f.parts):
+                wanted[staging / f.relative_to(root)] = f
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8")) or {}
     bibs = config.get("bibtex_bibfiles") or []
     for bib in [bibs] if isinstance(bibs, str) else bibs:
-        if (root / bib).is_file() and not (staging / bib).exists():
-            _copy(root / bib, staging / bib)
-    _stage_mathjax(staging / "_static" / "mathjax")
+        if (root / bib).is_file():
+            wanted.setdefault(staging / bib, root / bib)
     for chapter in chapters(root):
         if chapter.kind == "notebook":
-            _copy(executed[chapter.stem], staging / Path(chapter.file).with_suffix(".ipynb"))
+            wanted[staging / Path(chapter.file).with_suffix(".ipynb")] = executed[chapter.stem]
         else:
-            rel = chapter.source.relative_to(root)
-            if not (staging / rel).exists():
-                _copy(chapter.source, staging / rel)
+            wanted.setdefault(staging / chapter.source.relative_to(root), chapter.source)
+    staging.mkdir(parents=True, exist_ok=True)
+    keep = {staging / "_build", staging / "_static" / "mathjax"}
+    for f in sorted(staging.rglob("*"), reverse=True):  # files first, then the folders they leave empty
+        if any(k == f or k in f.parents for k in keep) or f in wanted:
+            continue
+        if f.is_file() or f.is_symlink():
+            f.unlink()
+        elif f.is_dir() and not any(f.iterdir()) and not any(f in w.parents for w in wanted):
+            f.rmdir()
+    for dst, src in wanted.items():
+        _copy(src, dst)
+    _stage_mathjax(staging / "_static" / "mathjax")
 
 
 def build_book(
@@ -772,6 +952,7 @@ def build_book(
     execute: bool = True,
     progress: bool = True,
     root: Path | None = None,
+    force: bool = False,
 ) -> Path:
     """Execute the notebooks (:func:`run_notebooks`), stage the sources, build the HTML.
 
@@ -779,9 +960,10 @@ def build_book(
     ``executed/`` (executed notebooks), ``src/`` (staged book sources: _config.yml,
     _toc.yml, book/, notebooks/<stem>.ipynb), ``html/`` (the book), ``jupyter-book.log``.
 
-    ``only`` executes just those notebooks and reuses the executed copies of the others
-    (which must exist); ``execute=False`` reuses every executed copy (rebuild after editing
-    prose). The build runs ``jupyter-book build -W -n --keep-going``: any Sphinx warning
+    Chapters whose executed copy has the current :func:`execution_key` are not executed again, only given
+    the current prose (``force=True`` executes them anyway). ``only`` considers just those notebooks and
+    reuses the executed copies of the others (which must exist); ``execute=False`` reuses every executed
+    copy as it is. The staged sources keep Sphinx's cache, so only changed pages are rebuilt. The build runs ``jupyter-book build -W -n --keep-going``: any Sphinx warning
     fails it with a :class:`BookBuildError` quoting the first warnings (the full log is
     ``build_dir/jupyter-book.log``); a failed build leaves the previous ``html/`` in place.
 
@@ -800,7 +982,7 @@ def build_book(
                                f"build once without --only/--no-execute to execute every chapter.")
     if execute:
         run_notebooks(profile, only=only, out_dir=executed_dir, timeout=timeout, overrides=overrides,
-                      progress=progress, root=root)
+                      progress=progress, root=root, force=force)
     for stem, path in executed.items():
         with contextlib.suppress(Exception):
             made_with = json.loads(path.read_text(encoding="utf-8"))["metadata"]["stereoprobe"]["profile"]
@@ -840,7 +1022,7 @@ def build_book(
     html = build / "html"
     if html.exists():
         shutil.rmtree(html)
-    shutil.move(str(built), str(html))
+    shutil.copytree(built, html)  # the staged copy stays: Sphinx's cache of the next build
     _say(f"book built in {time.perf_counter() - start:.1f} s: {_rel(html / 'index.html', root)}", progress)
     return html
 

@@ -703,6 +703,9 @@ def book_cmd(
     timeout: Optional[float] = typer.Option(None, "--timeout", help="Per-cell timeout in seconds (default: none)."),
     execute_only: bool = typer.Option(False, "--execute-only", help="Execute the notebooks, do not build the HTML."),
     no_execute: bool = typer.Option(False, "--no-execute", help="Build the HTML from the notebooks executed before."),
+    force: bool = typer.Option(False, "--force", help="Execute every chosen chapter, even those whose executed copy "
+                               "is current (same code cells, parameters, package files and library versions; by "
+                               "default those only get the current prose)."),
     keep_going: bool = typer.Option(False, "--keep-going", help="With --execute-only: run every notebook even if one "
                                     "fails."),
     list_: bool = typer.Option(False, "--list", help="List the profiles and chapters, then exit."),
@@ -730,11 +733,12 @@ def book_cmd(
     try:
         if execute_only:
             for path in book.run_notebooks(profile, only=chosen, out_dir=build_dir / "executed", timeout=timeout,
-                                           overrides=overrides, keep_going=keep_going, progress=not quiet, root=folder):
+                                           overrides=overrides, keep_going=keep_going, progress=not quiet, root=folder,
+                                           force=force):
                 typer.echo(path)
         else:
             html = book.build_book(profile, only=chosen, build_dir=build_dir, timeout=timeout, overrides=overrides,
-                                   execute=not no_execute, progress=not quiet, root=folder)
+                                   execute=not no_execute, progress=not quiet, root=folder, force=force)
             typer.echo(html / "index.html")
     except (book.NotebookExecutionError, book.BookBuildError) as err:  # the run failed, not its input: status 1
         if getattr(err, "details", ""):
