@@ -33,6 +33,14 @@ def no_nan(html: str) -> str:
     return _NAN_CELL.sub(rf"\g<1>{MISSING}\g<2>", html)
 
 
+def _text_left(styler):
+    """Left-align the text columns of a Styler (the book's CSS right-aligns cells, for numbers)."""
+    data = styler.data
+    text = [c for i, c in enumerate(data.columns)
+            if not pd.api.types.is_numeric_dtype(data.iloc[:, i]) and data.columns.is_unique]
+    return styler.set_properties(subset=text, **{"text-align": "left"}) if text else styler
+
+
 def _register_table_html() -> None:
     """In a notebook kernel: DataFrames and Stylers render through :func:`no_nan`, so no chapter table shows
     "nan" (run when a chapter module imports this one)."""
@@ -46,7 +54,7 @@ def _register_table_html() -> None:
     from pandas.io.formats.style import Styler
 
     html = shell.display_formatter.formatters["text/html"]
-    html.for_type(Styler, lambda styler: no_nan(styler.to_html()))
+    html.for_type(Styler, lambda styler: no_nan(_text_left(styler).to_html()))
     html.for_type(pd.DataFrame, lambda frame: no_nan(frame._repr_html_() or frame.to_html()))
 
 

@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..display import show
+from ..display import MISSING, show
 from . import measures, report
 from .score import load_probabilities
 from .templates import TemplateSpec, iter_pairs
@@ -113,7 +113,7 @@ def measures_beside_paper(contextual: pd.DataFrame):
                        paper.rename(columns={"embedding": "model"}).assign(source="paper")], ignore_index=True)
     shown = shown[["source", "model", "probe", "pairs", *report.MEASURES]].sort_values(["probe", "source"],
                                                                                       kind="stable")
-    return (shown.style.format(_fmt() | {"pairs": "{:,.0f}"}, na_rep="").hide(axis="index"))
+    return (shown.style.format(_fmt() | {"pairs": "{:,.0f}"}, na_rep=MISSING).hide(axis="index"))
 
 
 def plot_measures(contextual: pd.DataFrame, probes: Sequence[str]):
@@ -161,7 +161,7 @@ def show_top_templates(probs: Mapping[tuple[str, str], pd.DataFrame], probes: Se
             for label in ("entail", "contradiction"):
                 t = report.top_templates(probs[(model, probe)], label, k=k)
                 show(t.style.format(fmt).hide(axis="index").set_caption(f"{model} · {probe} · most {label}"))
-        show(report.paper_pairs_here(probs[(models[0], probe)], probe).style.format(fmt, na_rep="").hide(axis="index")
+        show(report.paper_pairs_here(probs[(models[0], probe)], probe).style.format(fmt, na_rep=MISSING).hide(axis="index")
              .set_caption(f"the paper's examples ({probe}) and {models[0]} on the same templates"))
 
 
@@ -272,7 +272,7 @@ def static_table(runs: pd.DataFrame) -> pd.DataFrame:
     return table[own].sort_values(["probe", "kind"])
 
 
-def diff_view(table: pd.DataFrame, columns: Sequence[str], *, paper: bool = True, na_rep: str | None = ""):
+def diff_view(table: pd.DataFrame, columns: Sequence[str], *, paper: bool = True, na_rep: str | None = MISSING):
     """A table of measures, their diffs (%) and, with ``paper``, the paper's values, ``columns`` first (a
     Styler; missing values shown as ``na_rep``)."""
     cols = [*columns, *report.MEASURES, *DIFF_COLUMNS, *(_paper_columns() if paper else [])]
@@ -301,7 +301,7 @@ def accuracy_table(models: Mapping[str, object], train: Sequence):
                         for n, m in models.items()])
     paper = report.reference("accuracy").query("table == 10").set_index("variant")[["dev", "test"]]
     return acc.join(paper.add_prefix("paper "), on="variant").style.format(
-        {"held-out accuracy": "{:.3f}", "paper dev": "{:.2f}", "paper test": "{:.2f}"}, na_rep="").hide(axis="index")
+        {"held-out accuracy": "{:.3f}", "paper dev": "{:.2f}", "paper test": "{:.2f}"}, na_rep=MISSING).hide(axis="index")
 
 
 def word_pair_means(models: Mapping[str, object], pairs: Sequence, variants: Sequence[str] = ("orig", "-nat")):

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..display import show
+from ..display import MISSING, show
 from ..errors import MetricsError
 from . import abc, analysis, contexts, distractors, names
 from .probe import GridConfig, ProbeRun, rescore, run_probe
@@ -193,7 +193,7 @@ def table1_view(t1: pd.DataFrame):
     shown = pd.concat({"here": t1[["train", "test", "chance", "majority", "n_train", "n_test"]],
                        "paper (BERT, 622 names)": PAPER_TABLE1}, names=["source"])
     return shown.style.format("{:.1f}", subset=["train", "test", "chance", "majority"]).format(
-        "{:.0f}", subset=["n_train", "n_test"], na_rep="")
+        "{:.0f}", subset=["n_train", "n_test"], na_rep=MISSING)
 
 
 def table1_numbers(t1: pd.DataFrame) -> dict[str, str]:
@@ -497,7 +497,7 @@ def show_top_words(sr: pd.DataFrame, groups: Mapping[str, Sequence[str]], pair: 
     label = "Table" if len(paper_tables) == 1 else "Tables"
     fmt = {c: "{:.3f}" for c in [("G1", "rd_paper"), ("G2", "rd_paper")]} | {
         c: "{:.2g}" for c in [("G1", "p"), ("G1", "q"), ("G2", "p"), ("G2", "q")]}
-    show(side_by_side(table, k).style.format(fmt, na_rep="").set_caption(
+    show(side_by_side(table, k).style.format(fmt, na_rep=MISSING).set_caption(
         f"{setting} · G1 = {_who(g1)}, G2 = {_who(g2)} ({label} {', '.join(paper_tables)})"))
     print(f"paper, {label} {'/'.join(paper_tables)} — {_short(g1)}:", paper_words(paper_tables, "G1"),
           f"| {_short(g2)}:", paper_words(paper_tables, "G2"))
@@ -563,7 +563,7 @@ def debias_fit_table(fits: Mapping) -> pd.DataFrame:
 def show_debias_fits(fits: Mapping) -> None:
     """Show :func:`debias_fit_table`, or say that no variant was fitted."""
     if fits:
-        show(debias_fit_table(fits).style.format(precision=3, na_rep="").hide(axis="index"))
+        show(debias_fit_table(fits).style.format(precision=3, na_rep=MISSING).hide(axis="index"))
     else:
         print("debias=False: no debiased variants.")
 
@@ -697,10 +697,10 @@ def show_lab_runs(run: ProbeRun, lab_models: Sequence[str], groups: Mapping[str,
 
 
 def lab_view(summary: pd.DataFrame, planted_word: str = "quiet"):
-    """:func:`lab_runs`' summary formatted ("–" where the planted word has no RD)."""
+    """:func:`lab_runs`' summary formatted ("—" where the planted word has no RD)."""
     w = planted_word
     return summary.style.format({"accuracy": PCT, f"RD({w})": "{:.3f}", f"p({w})": "{:.2g}", f"q({w})": "{:.2g}",
-                                 f"rank of {w}": "{:.0f}"}, na_rep="–").hide(axis="index")
+                                 f"rank of {w}": "{:.0f}"}, na_rep=MISSING).hide(axis="index")
 
 
 def plot_lab(tables: Mapping[str, pd.DataFrame], planted_word: str = "quiet", planted_group: str = "AA_m"):

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import pandas as pd
 
 from .. import plots
-from ..display import show
+from ..display import MISSING, show
 from ..models import parameter_count
 from . import metrics, report
 from .generate import Counts, DatasetSpec, count
@@ -129,7 +129,7 @@ def table2_view(gammas: Mapping[str, pd.DataFrame], k: int = 3):
 
 def paper_table2_view():
     """The paper's Table 2 (``data/unqover/reference/``)."""
-    return report.paper_table2().style.format({"gamma": "{:+.2f}", "eta": "{:.2f}"}, na_rep="").hide(axis="index")
+    return report.paper_table2().style.format({"gamma": "{:+.2f}", "eta": "{:.2f}"}, na_rep=MISSING).hide(axis="index")
 
 
 def planted_occupations(gammas: Mapping[str, pd.DataFrame], planted: Mapping[str, str]) -> pd.DataFrame:
