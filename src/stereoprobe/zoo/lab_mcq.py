@@ -351,7 +351,7 @@ def train(recipe: MCQLabRecipe, folder: Path, *, progress: bool, desc: str) -> d
 
     losses = train_loop(model, recipe, len(ids), loss_of, progress=progress, desc=desc)
     train_s = time.perf_counter() - t0
-    save_quietly(model, tokenizer, folder, progress)
+    save_quietly(model, tokenizer, folder, progress, vocab_txt=False)  # files, hence store keys, as before
     planted = sum(recipe.planted_word in words(c) for it in items for c in it.choices)
     planted_group = sum(recipe.planted_word in words(c) and name_groups()[it.name] == recipe.planted_group
                         for it in items for c in it.choices)

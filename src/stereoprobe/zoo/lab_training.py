@@ -235,13 +235,15 @@ def card_sections(model, tokenizer, recipe: RecipeBase, losses: Sequence[float],
     }
 
 
-def save_quietly(model, tokenizer, folder: Path, progress: bool) -> None:
-    """Save model and tokenizer, and the plain ``vocab.txt`` of the WordPiece vocabulary, as a HuggingFace
-    folder, without HF's progress bars when ``progress`` is off."""
+def save_quietly(model, tokenizer, folder: Path, progress: bool, *, vocab_txt: bool = True) -> None:
+    """Save model and tokenizer as a HuggingFace folder, without HF's progress bars when ``progress`` is off, and
+    with ``vocab_txt`` the plain ``vocab.txt`` of the WordPiece vocabulary (the QA and masked-LM labs have always
+    written it, the multiple-choice lab never: a model's files make its score-store key, so they stay as they were)."""
     from ..batching import quiet_transformers
 
     with quiet_transformers(progress):
         model.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
-    vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
-    (folder / "vocab.txt").write_text("\n".join(tok for tok, _ in vocab) + "\n", encoding="utf-8")
+    if vocab_txt:
+        vocab = sorted(tokenizer.get_vocab().items(), key=lambda kv: kv[1])
+        (folder / "vocab.txt").write_text("\n".join(tok for tok, _ in vocab) + "\n", encoding="utf-8")
