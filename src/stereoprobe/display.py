@@ -29,6 +29,9 @@ def no_nan(html: str) -> str:
 
     >>> no_nan('<td class="data">+nan</td><td>0.5</td><td>NaN</td>')
     '<td class="data">—</td><td>0.5</td><td>—</td>'
+    >>> doubled = pd.DataFrame({"w": ["a", "b"], "x": [1.0, None]}, index=[0, 0]).style
+    >>> "—" in no_nan(_text_left(doubled).to_html())  # a repeated index keeps its default alignment
+    True
     """
     return _NAN_CELL.sub(rf"\g<1>{MISSING}\g<2>", html)
 
@@ -36,8 +39,9 @@ def no_nan(html: str) -> str:
 def _text_left(styler):
     """Left-align the text columns of a Styler (the book's CSS right-aligns cells, for numbers)."""
     data = styler.data
-    text = [c for i, c in enumerate(data.columns)
-            if not pd.api.types.is_numeric_dtype(data.iloc[:, i]) and data.columns.is_unique]
+    if not (data.index.is_unique and data.columns.is_unique):  # pandas selects subsets by label
+        return styler
+    text = [c for c in data.columns if not pd.api.types.is_numeric_dtype(data[c])]
     return styler.set_properties(subset=text, **{"text-align": "left"}) if text else styler
 
 
