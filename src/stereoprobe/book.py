@@ -53,6 +53,7 @@ from stereoprobe import paths
 from stereoprobe.atomic import atomic_file, build_lock
 from stereoprobe.choices import MODES, PRECISIONS, is_device
 from stereoprobe.errors import StereoprobeError
+from stereoprobe.publish import Repository, repository
 
 __all__ = [
     "BookBuildError",
@@ -907,13 +908,57 @@ def _stage_mathjax(folder: Path) -> None:
     _copy(script, folder / "tex-svg.js")
 
 
+#: The launch services of a book whose repository is known (sphinx-book-theme builds each page's links from them).
+LAUNCH_URLS = {"binderhub_url": "https://mybinder.org", "colab_url": "https://colab.research.google.com"}
+
+
+def _write_if_changed(data: bytes, dst: Path) -> None:
+    """:func:`_copy` for generated content: ``dst`` keeps its modification time when it holds ``data`` already."""
+    if dst.is_file() and dst.stat().st_size == len(data) and dst.read_bytes() == data:
+        return
+    with atomic_file(dst, "wb") as fh:  # creates the folders
+        fh.write(data)
+
+
+def _config_with_repository(root: Path, repo: Repository) -> bytes:
+    """``_config.yml`` with the repository's addresses (``repository.url``, ``html.baseurl``), its repository,
+    issue and download buttons on and Binder/Colab launch buttons. ``repository.branch`` and ``path_to_book`` come
+    from ``_config.yml`` (``gh-pages`` and ``_sources``: the published HTML carries each page's notebook at
+    ``_sources/<page>.ipynb``, where the theme's launch links point)."""
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8")) or {}
+    config["repository"] = {**(config.get("repository") or {}), "url": repo.url}
+    config["html"] = {**(config.get("html") or {}), "baseurl": repo.pages_url, "use_repository_button": True,
+                      "use_issues_button": True, "use_download_button": True}
+    config["launch_buttons"] = {**(config.get("launch_buttons") or {}), **LAUNCH_URLS}
+    text = yaml.safe_dump(config, sort_keys=False, allow_unicode=True, width=120)
+    return f"# _config.yml staged by stereoprobe.book for the GitHub repository {repo.slug}\n{text}".encode()
+
+
+def _notebook_with_install_cell(path: Path, repo: Repository) -> bytes:
+    """The executed notebook with a first code cell, tagged ``remove-cell`` (not on the page, never executed: the
+    notebook is executed before it is staged), that installs the package from ``repo`` where the notebook is launched
+    (Binder, Colab)."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {"tags": ["remove-cell"]}, "outputs": [],
+            "source": [repo.install_command]}
+    if (nb.get("nbformat", 4), nb.get("nbformat_minor", 0)) >= (4, 5):  # cell ids since nbformat 4.5
+        cell["id"] = "stereoprobe-install"
+    nb["cells"].insert(0, cell)
+    return (json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode()  # as nbformat writes
+
+
 def _stage(root: Path, staging: Path, executed: Mapping[str, Path]) -> None:
     """Bring ``staging`` to config, toc, book/ and the executed notebooks (same layout), copying only what
     changed and removing what is gone, so that Sphinx's own cache (``staging/_build``) rebuilds only the
-    pages that changed."""
-    wanted: dict[Path, Path] = {}
+    pages that changed. When the book's GitHub repository is known (:func:`stereoprobe.publish.repository`), the
+    staged config and notebooks carry it (:func:`_config_with_repository`, :func:`_notebook_with_install_cell`);
+    otherwise they are the sources as they are."""
+    repo = repository(root)
+    wanted: dict[Path, Path | bytes] = {}
     for name in ("_config.yml", "_toc.yml"):
         wanted[staging / name] = root / name
+    if repo is not None:
+        wanted[staging / "_config.yml"] = _config_with_repository(root, repo)
     if (root / "book").is_dir():
         for f in (root / "book").rglob("*"):
             if f.is_file() and not {"_build", ".ipynb_checkpoints", "__pycache__"} & set(f.parts):
@@ -925,7 +970,9 @@ def _stage(root: Path, staging: Path, executed: Mapping[str, Path]) -> None:
             wanted.setdefault(staging / bib, root / bib)
     for chapter in chapters(root):
         if chapter.kind == "notebook":
-            wanted[staging / Path(chapter.file).with_suffix(".ipynb")] = executed[chapter.stem]
+            notebook = executed[chapter.stem]
+            wanted[staging / Path(chapter.file).with_suffix(".ipynb")] = (
+                notebook if repo is None else _notebook_with_install_cell(notebook, repo))
         else:
             wanted.setdefault(staging / chapter.source.relative_to(root), chapter.source)
     staging.mkdir(parents=True, exist_ok=True)
@@ -938,7 +985,7 @@ def _stage(root: Path, staging: Path, executed: Mapping[str, Path]) -> None:
         elif f.is_dir() and not any(f.iterdir()) and not any(f in w.parents for w in wanted):
             f.rmdir()
     for dst, src in wanted.items():
-        _copy(src, dst)
+        (_copy if isinstance(src, Path) else _write_if_changed)(src, dst)
     _stage_mathjax(staging / "_static" / "mathjax")
 
 

@@ -747,6 +747,34 @@ def book_cmd(
         raise typer.Exit(1)
 
 
+@app.command("publish")
+def publish_cmd(
+    remote: str = typer.Option("origin", "--remote", help="The git remote to push to (make publish REMOTE=...)."),
+    branch: str = typer.Option("gh-pages", "--branch", help="The branch that receives the HTML (make publish "
+                               "BRANCH=...); the launch buttons open the notebooks on gh-pages."),
+    no_push: bool = typer.Option(False, "--no-push", help="Commit to the local branch only, push nothing."),
+    build_dir: Path = typer.Option(Path("_build"), "--build-dir", help="The folder `stereoprobe book` built into "
+                                   "(its html/ is published), relative to the repository root."),
+    root: Optional[Path] = typer.Option(None, "--root", metavar="DIR", help="The root of a clone of the stereoprobe "
+                                        "repository (default: the clone holding the current folder)."),
+):
+    """Push the built book (_build/html) to the gh-pages branch with ghp-import; it does not build (make book does).
+
+    The branch gets exactly the HTML and a .nojekyll file, one commit per publish.
+    Exit status: 0 done, 1 git could not commit or push, 2 bad input (nothing built, not a git checkout, no remote).
+    """
+    from . import book, publish
+
+    folder = book.book_root(root)
+    try:
+        commit = publish.publish(folder, build_dir=build_dir, remote=remote, branch=branch, push=not no_push)
+    except publish.PublishError as err:
+        typer.echo(f"error: {_one_line(str(err))}", err=True)
+        raise typer.Exit(1)
+    where = f"{remote}/{branch}" if not no_push else f"the local branch {branch} (push it: git push {remote} {branch})"
+    typer.echo(f"published {build_dir / 'html'} to {where}: commit {commit[:12]}")
+
+
 _book_app = typer.Typer(add_completion=False)  # ``python -m stereoprobe.book``: the same command on its own
 _book_app.command()(book_cmd)
 
