@@ -11,7 +11,9 @@
     stereoprobe sodapop report --mcq-model zoo:minilm-mcq --mlm zoo:minilm-mlm --pair AA_f:EA_f -o reports/
     stereoprobe zoo list                            # the zoo models, their cards' quality numbers
     stereoprobe zoo build minilm-qa                 # rerun a recipe from scratch (into the stereoprobe cache folder)
+    stereoprobe zoo build lab:qa-biased --smoke     # retrain a lab model (the package ships them trained)
     stereoprobe book --profile cpu                  # from the root of a clone of the repository
+    stereoprobe publish                             # push the built book (_build/html) to the gh-pages branch
     stereoprobe --install-completion                # tab completion in bash, zsh, fish or PowerShell
 
 An option with a fixed set of values lists them in ``--help`` and is checked before the command runs. Every
