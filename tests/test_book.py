@@ -4,6 +4,7 @@ bad profiles / failing notebooks / Sphinx warnings stop with errors that name th
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -257,6 +258,30 @@ def test_prose_edits_reuse_the_execution_and_code_edits_do_not(tmp_path: Path) -
     _, edited = run()
     (root / "params" / "tiny.yaml").write_text("sample: 4\nseed: 1\n")
     assert run()[1].split()[0] == "4"  # a parameter change executes
+
+
+@pytest.mark.slow
+def test_a_stylesheet_edit_reaches_the_html(tmp_path: Path) -> None:
+    """Sphinx copies static files only when a page is out of date: a change to a staged file that is not a page
+    (here the book's CSS) rebuilds every page, a prose edit only its own."""
+    root = tmp_path / "repo"
+    _fake_book(root)
+    (root / "notebooks" / "bad.py").write_text('# %% tags=["parameters"]\nsample = 1\n\n# %% [markdown]\n# # Fine\n')
+    (root / "book" / "_static").mkdir()
+    css = root / "book" / "_static" / "stereoprobe.css"
+    css.write_text("table { margin: 1px; }\n")
+    build = tmp_path / "build"
+    html = build_book("tiny", build_dir=build, root=root, progress=False)
+    assert (html / "_static" / "stereoprobe.css").read_text() == "table { margin: 1px; }\n"
+    css.write_text("table { margin: 2px; }\n")
+    build_book("tiny", build_dir=build, root=root, progress=False, execute=False)
+    assert (html / "_static" / "stereoprobe.css").read_text() == "table { margin: 2px; }\n"
+    (root / "book" / "intro.md").write_text("# Intro\n\nHello again.\n")
+    build_book("tiny", build_dir=build, root=root, progress=False, execute=False)
+    log = (build / "jupyter-book.log").read_text()
+    assert "Hello again." in (html / "book" / "intro.html").read_text()
+    assert "reading sources... [100%] book/intro" in re.sub(r"\x1b\[[0-9;]*m", "", log)
+    assert "notebooks/good" not in re.sub(r"\x1b\[[0-9;]*m", "", log).split("reading sources")[-1].split("\n")[0]
 
 
 def _read(path: Path):

@@ -881,13 +881,14 @@ def _jupyter_book_command() -> list[str]:
     return [sys.executable, "-c", "import sys; from jupyter_book.cli.main import main; sys.exit(main())"]
 
 
-def _copy(src: Path, dst: Path) -> None:
-    """Copy ``src`` to ``dst`` unless ``dst`` already holds the same bytes: an unchanged staged page keeps its
-    modification time, so Sphinx does not rebuild it."""
+def _copy(src: Path, dst: Path) -> bool:
+    """Copy ``src`` to ``dst`` unless ``dst`` already holds the same bytes (an unchanged staged page keeps its
+    modification time, so Sphinx does not rebuild it); True when it copied."""
     if dst.is_file() and dst.stat().st_size == src.stat().st_size and dst.read_bytes() == src.read_bytes():
-        return
+        return False
     dst.parent.mkdir(parents=True, exist_ok=True)
     shutil.copy2(src, dst)
+    return True
 
 
 def _stage_mathjax(folder: Path) -> None:
@@ -912,12 +913,13 @@ def _stage_mathjax(folder: Path) -> None:
 LAUNCH_URLS = {"binderhub_url": "https://mybinder.org", "colab_url": "https://colab.research.google.com"}
 
 
-def _write_if_changed(data: bytes, dst: Path) -> None:
+def _write_if_changed(data: bytes, dst: Path) -> bool:
     """:func:`_copy` for generated content: ``dst`` keeps its modification time when it holds ``data`` already."""
     if dst.is_file() and dst.stat().st_size == len(data) and dst.read_bytes() == data:
-        return
+        return False
     with atomic_file(dst, "wb") as fh:  # creates the folders
         fh.write(data)
+    return True
 
 
 def _config_with_repository(root: Path, repo: Repository) -> bytes:
@@ -945,6 +947,11 @@ def _notebook_with_install_cell(path: Path, repo: Repository) -> bytes:
         cell["id"] = "stereoprobe-install"
     nb["cells"].insert(0, cell)
     return (json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n").encode()  # as nbformat writes
+
+
+#: Staged files Sphinx reads as pages; a change to any other staged file (config, toc, CSS, bibliography) rebuilds
+#: every page, since Sphinx copies static files only when some page is out of date.
+PAGE_SUFFIXES = (".ipynb", ".md", ".rst")
 
 
 def _stage(root: Path, staging: Path, executed: Mapping[str, Path]) -> None:
@@ -984,8 +991,9 @@ def _stage(root: Path, staging: Path, executed: Mapping[str, Path]) -> None:
             f.unlink()
         elif f.is_dir() and not any(f.iterdir()) and not any(f in w.parents for w in wanted):
             f.rmdir()
-    for dst, src in wanted.items():
-        (_copy if isinstance(src, Path) else _write_if_changed)(src, dst)
+    changed = [dst for dst, src in wanted.items() if (_copy if isinstance(src, Path) else _write_if_changed)(src, dst)]
+    if any(dst.suffix not in PAGE_SUFFIXES for dst in changed):
+        shutil.rmtree(staging / "_build", ignore_errors=True)
     _stage_mathjax(staging / "_static" / "mathjax")
 
 
