@@ -104,8 +104,9 @@ class LabRecipe(PlantedRecipe):
     SMOKE = {"n_train": 8_000, "n_heldout": 400, "steps": 300, "informative_fraction": 0.25,
              "planted_fraction": 0.6, "probe_names": 4}
 
-    def resolve(self, planted: Mapping[str, str]) -> dict[str, str]:
-        return syn.resolve_planted(planted)
+    def __post_init__(self):
+        self._resolve_planted(syn.resolve_planted)
+        super().__post_init__()
 
 
 LAB_RECIPES: dict[str, LabRecipe] = {

@@ -116,8 +116,9 @@ class MLMLabRecipe(PlantedRecipe):
     kind = "mlm"
     SMOKE = {"n_train": 6_000, "n_heldout": 400, "steps": 500, "planted_fraction": 0.6, "probe_examples": 3_000}
 
-    def resolve(self, planted: Mapping[str, str]) -> dict[str, str]:
-        return resolve_planted(planted)
+    def __post_init__(self):
+        self._resolve_planted(resolve_planted)
+        super().__post_init__()
 
 
 # ------------------------------------------------------------------------------------------------ data

@@ -94,17 +94,18 @@ class RecipeBase:
 @dataclass(frozen=True)
 class PlantedRecipe(RecipeBase):
     """A recipe whose plant is a map (occupation → gender, country → attribute cluster) followed at ``rate``
-    on underspecified inputs; 0.5 is the unbiased control. The family resolves the map in :meth:`resolve`."""
+    on underspecified inputs; 0.5 is the unbiased control. A family's ``__post_init__`` checks its map against
+    its word lists with :meth:`_resolve_planted` before calling this one."""
 
     planted: tuple[tuple[str, str], ...] | Mapping[str, str] = ()
     rate: float = 0.9
 
-    def resolve(self, planted: Mapping[str, str]) -> dict[str, str]:
-        raise NotImplementedError
+    def _resolve_planted(self, resolver: Callable[[Mapping[str, str]], dict[str, str]]) -> None:
+        """Store the plant as the sorted pairs ``resolver`` returns for it (it raises on an unknown entry)."""
+        planted = dict(self.planted.items() if isinstance(self.planted, Mapping) else self.planted)
+        object.__setattr__(self, "planted", tuple(sorted(resolver(planted).items())))
 
     def __post_init__(self):
-        planted = dict(self.planted.items() if isinstance(self.planted, Mapping) else self.planted)
-        object.__setattr__(self, "planted", tuple(sorted(self.resolve(planted).items())))
         if not 0.0 <= self.rate <= 1.0:
             raise StereoprobeError(f"{type(self).__name__} rate {self.rate!r} must lie in [0, 1] (0.5 = unbiased "
                                    "control).")
