@@ -45,6 +45,7 @@ benchmark: $(STAMP)
 	$(PY) benchmarks/sodapop.py
 	$(PY) benchmarks/nli.py
 	$(PY) benchmarks/memory.py
+	$(PY) benchmarks/zoo_corpora.py
 
 clean:
 	rm -rf _build

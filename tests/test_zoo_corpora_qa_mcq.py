@@ -170,14 +170,6 @@ def test_qa_splits_are_disjoint():
     assert not answers_train & answers_heldout
 
 
-def test_qa_generation_speed():
-    import time
-
-    start = time.perf_counter()
-    qa_corpus.generate(10_000, seed=5)
-    assert time.perf_counter() - start < 4.0
-
-
 # ----------------------------------------------------------------------------------------------- MCQ corpus
 
 # The 50 probe contexts the authors' selection rule keeps (stereoprobe.sodapop.contexts), idx 153

@@ -63,6 +63,14 @@ packaged GloVe is found by itself). :func:`cached_train` keys a folder under
 ``cache_dir()/"nli_static"`` by a hash of everything that determines the weights and reuses it; folders
 are written to a temporary sibling and renamed into place, so a killed run leaves nothing half-written.
 
+**Committed models**: the models the book trains on the offline corpus (the cpu profile's variants orig,
+−gen, −nat, −rel, rand0, rand1 and the lab's two models) ship inside the package
+(``stereoprobe/data/nli_static/<name>-<key>``, 1.5 MB each), so neither the book nor the tests train them:
+:func:`cached_train` loads a committed folder whose key matches before it looks in the cache, after checking
+the weights against the SHA-256 on its card. Any other input (SNLI, other vectors or settings) trains into the
+cache as before. ``tests/test_nli_committed.py`` retrains the lab's smoke model and compares it with the
+committed one bit for bit, and checks that every committed folder is still the one the code asks for.
+
 >>> tokenize("A nurse ate a bagel.") == tokenize("A nurse ate a bagel .")
 True
 """
@@ -89,7 +97,7 @@ from ..assets import Embeddings
 from ..atomic import atomic_folder, build_lock
 from ..batching import padded_inputs, progress as _progress
 from ..errors import CorpusError, ModelLoadError, StereoprobeError
-from ..paths import cache_dir
+from ..paths import cache_dir, data_dir, sha256_file
 from .examples import NLIExample
 from .projection import orthonormalize
 
@@ -619,7 +627,8 @@ class StaticNLI:
             if self.table.basis is not None:
                 tensors["table.basis"] = torch.from_numpy(np.ascontiguousarray(self.table.basis))
             save_file(tensors, str(tmp / WEIGHTS))
-            (tmp / CARD).write_text(json.dumps({**self.card(), "complete": True}, indent=2) + "\n", encoding="utf-8")
+            card = {**self.card(), "weights_sha256": sha256_file(tmp / WEIGHTS), "complete": True}
+            (tmp / CARD).write_text(json.dumps(card, indent=2) + "\n", encoding="utf-8")
         self.path = folder
         return folder
 
@@ -856,13 +865,32 @@ def cache_key(train_examples: Sequence[Any], heldout_examples: Sequence[Any], em
     return hashlib.sha256(json.dumps(blob, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def committed_dir() -> Path:
+    """``stereoprobe/data/nli_static``: the static models that ship with the package (see the module docstring)."""
+    return data_dir() / "nli_static"
+
+
+def _committed(folder_name: str) -> Path | None:
+    """The committed model ``<name>-<key>`` after checking its weights against its card, else None."""
+    folder = committed_dir() / folder_name
+    if not folder.is_dir():
+        return None
+    card = _read_card(folder)
+    digest = (card or {}).get("weights_sha256")
+    if card is None or digest is None or sha256_file(folder / WEIGHTS) != digest:
+        raise ModelLoadError(f"The committed static NLI model {folder} is damaged ({WEIGHTS} does not match its "
+                             f"{CARD}); reinstall stereoprobe, or delete the folder to train the model into the cache.")
+    return folder
+
+
 def cached_train(train_examples: Sequence[Any], heldout_examples: Sequence[Any], embeddings: Embeddings, *,
                  directions=None, name: str = "model", root: str | os.PathLike | None = None,
                  progress: bool = True, threads: int | None = None, source_name: str | None = None,
                  **settings: Any) -> StaticNLI:
     """:func:`train_static` once per distinct input: the model is saved under
     ``root/<name>-<cache_key>`` (``root`` defaults to ``cache_dir()/"nli_static"``) and loaded from there on
-    later calls. ``settings`` are :func:`train_static`'s hyper-parameters (epochs, batch_size, lr, …).
+    later calls; a committed model of that name and key (:func:`committed_dir`) is loaded instead of trained.
+    ``settings`` are :func:`train_static`'s hyper-parameters (epochs, batch_size, lr, …).
     ``metadata["cache_hit"]`` says whether it was loaded.
     """
     train_examples = check_examples(train_examples, "the training corpus")
@@ -870,6 +898,11 @@ def cached_train(train_examples: Sequence[Any], heldout_examples: Sequence[Any],
     if not re.fullmatch(r"[A-Za-z0-9_.+-]+", name):
         raise StereoprobeError(f"name={name!r} must use letters, digits and _.+- only (it becomes a folder name).")
     key = cache_key(train_examples, heldout_examples, embeddings, directions=directions, **settings)
+    shipped = _committed(f"{name}-{key}") if root is None else None
+    if shipped is not None:
+        model = StaticNLI.load(shipped, embeddings)
+        model.metadata["cache_hit"] = True
+        return model
     folder = Path(root) if root is not None else cache_dir() / "nli_static"
     folder = folder / f"{name}-{key}"
     with build_lock(folder):  # another process training it: wait, then load its model
