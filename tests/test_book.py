@@ -1,16 +1,21 @@
-"""The book: every chapter notebook runs with the smoke profile, the book builds with -W, and
-bad profiles / failing notebooks / Sphinx warnings stop with errors that name the culprit."""
+"""The book: every chapter notebook runs with the smoke profile, the book builds with -W and is checked like a
+website (internal links and anchors, alt text, no raw output), and bad profiles / failing notebooks / Sphinx
+warnings / figures without alt text stop with errors that name the culprit."""
 
 from __future__ import annotations
 
+import functools
 import json
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import pytest
 import yaml
+from bs4 import BeautifulSoup, NavigableString
 
 from stereoprobe.book import (
     BookBuildError,
@@ -18,6 +23,7 @@ from stereoprobe.book import (
     available_profiles,
     build_book,
     chapters,
+    figures_without_alt,
     load_profile,
     notebook_parameters,
     resolve_parameters,
@@ -39,6 +45,13 @@ def smoke_executed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list
     return build, paths
 
 
+@pytest.fixture(scope="module")
+def smoke_html(smoke_executed: tuple[Path, list[Path]]) -> Path:
+    """The HTML book built once from those notebooks (shared by the build test and the website checks)."""
+    build, _ = smoke_executed
+    return build_book("smoke", build_dir=build, execute=False)  # reuse the executed notebooks
+
+
 # --------------------------------------------------------------------------- smoke execution
 
 
@@ -55,6 +68,11 @@ def test_smoke_profile_executes_every_chapter_notebook(smoke_executed: tuple[Pat
         assert any(c.get("outputs") for c in code), f"{path.name} has no outputs"
         unexecuted = [c for c in code if "".join(c["source"]).strip() and not c.get("execution_count")]
         assert not unexecuted, f"{path.name} has unexecuted code cells"
+        # the downloadable copy holds no progress bar either (the kernel runs with TQDM_DISABLE=1)
+        stderr = "".join("".join(o.get("text", "")) for c in code for o in c.get("outputs", [])
+                         if o.get("name") == "stderr")
+        bars = [what for what, pattern in RAW_OUTPUT.items() if pattern.search(stderr)]
+        assert not bars, f"{path.name}: its stderr outputs hold {bars}"
         assert any("injected-parameters" in c["metadata"].get("tags", []) for c in code)
         assert nb["metadata"]["stereoprobe"]["profile"] == "smoke"
         assert nb["metadata"]["kernelspec"]["name"] == "python3"
@@ -64,9 +82,9 @@ def test_smoke_profile_executes_every_chapter_notebook(smoke_executed: tuple[Pat
 
 
 @pytest.mark.slow
-def test_book_builds_with_warnings_as_errors(smoke_executed: tuple[Path, list[Path]]) -> None:
+def test_book_builds_with_warnings_as_errors(smoke_executed: tuple[Path, list[Path]], smoke_html: Path) -> None:
     build, _ = smoke_executed
-    html = build_book("smoke", build_dir=build, execute=False)  # reuse the executed notebooks
+    html = smoke_html
     assert html == build / "html"
     assert (html / "index.html").is_file()
     for chapter in chapters():
@@ -100,6 +118,158 @@ def test_book_builds_with_warnings_as_errors(smoke_executed: tuple[Path, list[Pa
     staged = build / "src"
     assert (staged / "book" / "references.bib").is_file()
     assert {p.name for p in (staged / "notebooks").iterdir()} == {f"{c.stem}.ipynb" for c in NOTEBOOKS}
+
+
+# --------------------------------------------------------------------------- checked like a website
+
+
+def _pages(html: Path) -> list[Path]:
+    """The pages of a built book (the theme's templates under _static are not pages)."""
+    return sorted(p for p in html.rglob("*.html") if "_static" not in p.relative_to(html).parts)
+
+
+def _soup(path: Path) -> BeautifulSoup:
+    """The parsed page, parsed once for all three checks (read only: the cache is keyed on the file's state)."""
+    stat = path.stat()
+    return _parse(path, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=64)
+def _parse(path: Path, mtime_ns: int, size: int) -> BeautifulSoup:
+    return BeautifulSoup(path.read_text(encoding="utf-8"), "html.parser")
+
+
+def broken_links(html: Path) -> tuple[list[str], int, int]:
+    """Every href/src of every page that points inside the site (no scheme, no host) must name an existing file
+    and its #fragment an id of the target page: (problems, links checked, anchors checked)."""
+    ids: dict[Path, set[str]] = {}
+    problems, links, anchors = [], 0, 0
+    for page in _pages(html):
+        for tag in _soup(page).find_all(lambda t: t.has_attr("href") or t.has_attr("src")):
+            for url in (tag.get("href"), tag.get("src")):
+                parts = urlsplit(url or "")
+                if not url or url == "#" or parts.scheme or parts.netloc:
+                    continue
+                links += 1
+                target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+                target = target / "index.html" if target.is_dir() else target
+                where = f"{page.relative_to(html)}: {url!r}"
+                if not target.is_file():
+                    problems.append(f"{where}: no such file")
+                elif parts.fragment and target.suffix == ".html":
+                    anchors += 1
+                    if target not in ids:
+                        ids[target] = {t["id"] for t in _soup(target).find_all(id=True)}
+                    if unquote(parts.fragment) not in ids[target]:
+                        problems.append(f"{where}: no id {unquote(parts.fragment)!r} in {target.name}")
+    return problems, links, anchors
+
+
+def images_without_alt(html: Path) -> tuple[list[str], int]:
+    """Every <img> needs a description as alt text: not empty, not its file name (myst-nb's default), at least
+    three words. Returns (problems, images checked)."""
+    problems, n = [], 0
+    for page in _pages(html):
+        for img in _soup(page).find_all("img"):
+            n += 1
+            alt, src = (img.get("alt") or "").strip(), img.get("src") or ""
+            name = Path(urlsplit(src).path).name
+            if len(alt.split()) < 3 or (name and name in alt) or re.search(r"\.(png|jpe?g|svg|gif)$", alt, re.I):
+                problems.append(f"{page.relative_to(html)}: <img src={src!r}> has alt {alt!r}")
+    return problems, n
+
+
+#: Output a page must never show; precise enough that prose about them (say, on progress bars) passes.
+RAW_OUTPUT = {
+    "a stack trace": re.compile(r"Traceback \(most recent call last\)"),
+    "a progress bar": re.compile(r"\d%\||\[\d+:\d\d<|\d(?:[A-Za-z]+/s|s/[A-Za-z]+)\]|[█▉▊▋▌▍▎▏]{2,}"),  # tqdm's
+    "a Python warning": re.compile(r"\b[A-Z]\w*Warning: |\.py:\d+: \w*Warning\b"),
+}
+
+
+def raw_output(html: Path) -> list[str]:
+    """Stack traces, tqdm bars and lines of Python's warnings module in the visible text of any page (the first
+    of each kind per page)."""
+    problems = []
+    for page in _pages(html):
+        text = " ".join(s for s in _soup(page).find_all(string=True)  # no comments, no script (other types)
+                        if type(s) is NavigableString and s.parent.name not in ("script", "style", "noscript"))
+        for what, pattern in RAW_OUTPUT.items():
+            if m := pattern.search(text):
+                problems.append(f"{page.relative_to(html)} shows {what}: {text[max(0, m.start() - 40):m.end() + 40]!r}")
+    return problems
+
+
+def _plant(path: Path, html: str) -> None:
+    """Put ``html`` at the start of the page's main content (or its body)."""
+    page = path.read_text(encoding="utf-8")
+    at = page.find('<article class="bd-article">')
+    at = page.index(">", at) + 1 if at >= 0 else page.index("<body>") + len("<body>")
+    path.write_text(page[:at] + html + page[at:], encoding="utf-8")
+
+
+@pytest.mark.slow
+def test_the_book_is_checked_like_a_website(smoke_html: Path, tmp_path: Path) -> None:
+    html = smoke_html
+    problems, links, anchors = broken_links(html)
+    assert not problems, "broken internal links: " + "; ".join(problems[:10])
+    assert len(_pages(html)) >= len(chapters()) and links > 500 and anchors > 100
+    problems, images = images_without_alt(html)
+    assert not problems, "images without alt text: " + "; ".join(problems)
+    assert images >= 10  # the chapters' figures
+    problems = raw_output(html)
+    assert not problems, "; ".join(problems[:5])
+
+    # the checks fail on a copy with a broken link, a broken anchor, an image without alt text and raw output
+    copy = tmp_path / "html"
+    shutil.copytree(html, copy)
+    _plant(copy / "book" / "intro.html",
+           '<a href="../notebooks/nationality.html#no-such-section">x</a> <a href="gone.html">y</a>'
+           '<img src="../_images/plot.png" alt="../_images/plot.png"/>'
+           '<div class="cell_output"><pre>Traceback (most recent call last):\n'
+           "scoring: 100%|██████████| 105/105 [00:00&lt;00:00, 3277.43it/s]\n"
+           "/x/site-packages/tqdm/auto.py:21: TqdmWarning: IProgress not found.</pre></div>")
+    problems, _, _ = broken_links(copy)
+    assert problems == ["book/intro.html: '../notebooks/nationality.html#no-such-section': no id 'no-such-section' "
+                        "in nationality.html", "book/intro.html: 'gone.html': no such file",
+                        "book/intro.html: '../_images/plot.png': no such file"]
+    assert [p.split(">")[0] for p in images_without_alt(copy)[0]] == ["book/intro.html: <img src='../_images/plot.png'"]
+    assert {p.split(":")[0] for p in raw_output(copy)} == {"book/intro.html shows a stack trace",
+                                                           "book/intro.html shows a progress bar",
+                                                           "book/intro.html shows a Python warning"}
+
+
+def test_site_checks_on_a_planted_site(tmp_path: Path) -> None:
+    """The checkers themselves, on a three-page site: what passes (prose about progress bars and warnings
+    included) and every kind of failure."""
+    (tmp_path / "a").mkdir()
+    (tmp_path / "_static").mkdir()
+    (tmp_path / "_static" / "theme.css").write_text("")
+    (tmp_path / "_static" / "macros.html").write_text("<a href=\"{{ pathto('x') }}\">template, not a page</a>")
+    (tmp_path / "fig.png").write_bytes(b"")
+    (tmp_path / "index.html").write_text(
+        '<html><head><link href="_static/theme.css?digest=1" rel="stylesheet"></head><body id="top">'
+        '<a href="a/page.html#results">results</a> <a href="#top">top</a> <a href="#">menu</a> '
+        '<a href="https://example.org/x#y">web</a> <a href="mailto:a@b.c">mail</a> '
+        '<img src="fig.png" alt="Bars of the bias of each subject, one per model."/>'
+        "<p>The scale page explains progress bars, a UserWarning and a Traceback.</p></body></html>")
+    (tmp_path / "a" / "page.html").write_text('<html><body><h2 id="results">R</h2><a href="../index.html#top">'
+                                              "back</a></body></html>")
+    assert broken_links(tmp_path) == ([], 5, 3)
+    assert images_without_alt(tmp_path) == ([], 1)
+    assert raw_output(tmp_path) == []
+
+    page = tmp_path / "a" / "page.html"
+    page.write_text(page.read_text().replace("</body>", '<a href="../index.html#bottom">x</a><a href="b.html">y</a>'
+                                             '<img src="../fig.png" alt="fig.png"/><img src="../fig.png"/>'
+                                             "<pre>Epoch 1: 40%|████      | 4/10 [00:01&lt;00:02, 2.0it/s]\n"
+                                             "run.py:3: FutureWarning: will change</pre></body>"))
+    problems, _, _ = broken_links(tmp_path)
+    assert problems == ["a/page.html: '../index.html#bottom': no id 'bottom' in index.html",
+                        "a/page.html: 'b.html': no such file"]
+    assert len(images_without_alt(tmp_path)[0]) == 2
+    assert [p.split(":")[0] for p in raw_output(tmp_path)] == ["a/page.html shows a progress bar",
+                                                               "a/page.html shows a Python warning"]
 
 
 # --------------------------------------------------------------------------- profiles
@@ -221,6 +391,36 @@ def test_sphinx_warning_fails_the_build(tmp_path: Path) -> None:
     assert not (tmp_path / "build" / "html").exists()
 
 
+def test_a_figure_without_alt_text_stops_the_build(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Before Sphinx runs: one error naming the notebook, the cell and its line, exit status 2 (the source lacks
+    something); executed copies are written by hand, so no kernel starts."""
+    import jupytext
+    import nbformat
+
+    from stereoprobe.cli import book_main
+
+    root = tmp_path / "repo"
+    _fake_book(root)
+    executed = tmp_path / "build" / "executed"
+    executed.mkdir(parents=True)
+    figure = nbformat.v4.new_output("display_data", {"image/png": "iVBORw0KGgo=", "text/plain": "<Figure>"})
+    for stem in ("bad", "good"):
+        nb = jupytext.read(root / "notebooks" / f"{stem}.py")
+        if stem == "good":  # its last cell (line 8 of good.py) drew a figure
+            nb.cells[-1].outputs = [figure]
+        nbformat.write(nb, executed / f"{stem}.ipynb")
+    with pytest.raises(StereoprobeError, match=r"^A figure has no alt text: notebooks/good.py cell 3 \(line 8\) "
+                                               r"`print\(sample, profile\)`\. .*mystnb=\{\"image\": \{\"alt\""):
+        build_book("tiny", build_dir=tmp_path / "build", root=root, execute=False, progress=False)
+    assert not (tmp_path / "build" / "src").exists()  # stopped before staging and Sphinx
+    assert book_main(["--profile", "tiny", "--root", str(root), "--build-dir", str(tmp_path / "build"),
+                      "--no-execute", "-q"]) == 2
+    assert "error: A figure has no alt text: notebooks/good.py cell 3 (line 8)" in capsys.readouterr().err
+    nb = nbformat.read(executed / "good.ipynb", as_version=4)
+    nb.cells[-1].metadata["mystnb"] = {"image": {"alt": "What the planted figure shows."}}
+    assert figures_without_alt(nb.cells) == []
+
+
 @pytest.mark.slow
 def test_prose_edits_reuse_the_execution_and_code_edits_do_not(tmp_path: Path) -> None:
     """The execution cache: a markdown edit refreshes the executed copy without running it (the outputs keep
@@ -251,6 +451,12 @@ def test_prose_edits_reuse_the_execution_and_code_edits_do_not(tmp_path: Path) -
     assert [c["metadata"].get("tags", []) for c in code] == [["parameters"], ["injected-parameters", "remove-cell"], []]
     assert "".join(code[0]["source"]) == ("# Parameters of this page (profile tiny; the defaults are in "
                                           "notebooks/good.py)\nsample = 3\nprofile = \"tiny\"")  # one block, as run
+    good.write_text(good.read_text().replace("# %%\nimport time", '# %% mystnb={"image": {"alt": "A clock."}}\n'
+                                                                   "import time"))
+    third, again = run()  # alt text is not part of the key: no execution, the copy takes the new metadata
+    assert again == stamp
+    last = third["cells"][-1]["metadata"]
+    assert last["mystnb"] == {"image": {"alt": "A clock."}} and last["papermill"]["status"] == "completed"
     assert run(force=True)[1] != stamp  # --force executes
     _, forced = run()
     good.write_text(good.read_text().replace("print(sample,", "print(sample + 0,"))

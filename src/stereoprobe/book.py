@@ -63,6 +63,7 @@ __all__ = [
     "book_root",
     "build_book",
     "chapters",
+    "figures_without_alt",
     "load_profile",
     "main",
     "notebook_parameters",
@@ -462,6 +463,10 @@ def _venv_kernel() -> Iterator[str]:
         spec = dict(get_kernel_dict())
         spec["argv"] = [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
         spec["display_name"] = f"Python 3 ({sys.prefix})"
+        # No progress bars in the executed copies (the pages drop stderr, but readers download the .ipynb):
+        # the package's own bars, every tqdm bar of the libraries (transformers' "Loading weights"), and the
+        # warning tqdm.auto gives at import in a kernel without ipywidgets.
+        spec["env"] = {"STEREOPROBE_PROGRESS": "0", "TQDM_DISABLE": "1", "PYTHONWARNINGS": "ignore:IProgress not found"}
         (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
         old = os.environ.get("JUPYTER_PATH")
         os.environ["JUPYTER_PATH"] = tmp if not old else tmp + os.pathsep + old
@@ -587,7 +592,8 @@ def execution_key(nb: Any, params: Mapping[str, Any], base: Path) -> str:
     It covers what can change the outputs: the code cells (source and tags, in order), the parameters papermill
     injects, the package's version and files (:func:`package_digest`), the versions of :data:`KEYED_LIBRARIES`,
     and the files of local model folders named in the parameters. Markdown cells are left out: prose edits keep
-    the key. What it cannot see (a hub model updated under the same name) needs ``--force``.
+    the key; so is the metadata of code cells other than tags (a figure's alt text), which :func:`reuse_execution`
+    takes from the source. What it cannot see (a hub model updated under the same name) needs ``--force``.
 
     >>> import nbformat
     >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("Prose."), nbformat.v4.new_code_cell("1 + 1")])
@@ -610,10 +616,20 @@ def _is_injected(cell: Any) -> bool:
     return "injected-parameters" in cell.get("metadata", {}).get("tags", [])
 
 
+#: Code-cell metadata an executed copy keeps when it is reused (:func:`reuse_execution`): papermill's timings and
+#: status, and the tags (part of the execution key, so the source's, but papermill writes ``[]`` for none).
+EXECUTION_METADATA = ("papermill", "execution", "tags")
+
+
+def _cell_state(cells: Sequence[Any]) -> list[str]:
+    return [json.dumps([c.source, c.get("metadata", {})], sort_keys=True, default=str) for c in cells]
+
+
 def reuse_execution(nb: Any, key: str, out_path: Path) -> bool:
     """Refresh the executed copy ``out_path`` from the source notebook ``nb`` if its execution key is ``key``:
-    its code cells and outputs are kept, its markdown cells become those of ``nb`` (added, removed or edited
-    prose included). False when there is no such copy (the chapter must be executed)."""
+    its code cells keep their outputs and take the metadata of ``nb``'s (e.g. a figure's alt text), plus what
+    :data:`EXECUTION_METADATA` the execution wrote; its markdown cells become those of ``nb`` (added, removed or
+    edited prose included). False when there is no such copy (the chapter must be executed)."""
     import nbformat
 
     try:
@@ -622,17 +638,21 @@ def reuse_execution(nb: Any, key: str, out_path: Path) -> bool:
         return False
     if executed.metadata.get("stereoprobe", {}).get("execution_key") != key:
         return False
+    before = _cell_state(executed.cells)
     code = iter([c for c in executed.cells if c.cell_type == "code" and not _is_injected(c)])
     injected = [c for c in executed.cells if _is_injected(c)]
     cells = []
     for cell in nb.cells:
         if cell.cell_type == "code":
-            cells.append(next(code))
+            done = next(code)
+            ran = {k: v for k, v in done.metadata.items() if k in EXECUTION_METADATA}
+            done.metadata = nbformat.from_dict({**cell.get("metadata", {}), **ran})
+            cells.append(done)
             if "parameters" in cell.get("metadata", {}).get("tags", []):
                 cells.extend(injected)
         else:
             cells.append(cell)
-    if [c.source for c in cells] != [c.source for c in executed.cells]:
+    if _cell_state(cells) != before:
         executed.cells = cells
         with atomic_file(out_path) as fh:
             nbformat.write(executed, fh)
@@ -909,6 +929,66 @@ def _stage_mathjax(folder: Path) -> None:
     _copy(script, folder / "tex-svg.js")
 
 
+#: Tags with which myst-nb leaves a cell's outputs off the page.
+HIDDEN_OUTPUT_TAGS = frozenset({"remove-cell", "remove_cell", "remove-output", "remove_output"})
+
+#: What a chapter writes on a figure cell's ``# %%`` line: myst-nb's cell-level image options.
+ALT_TEXT_HEADER = '# %% mystnb={"image": {"alt": "What is plotted, its axes, what to look for."}}'
+
+
+def figures_without_alt(cells: Sequence[Any]) -> list[int]:
+    """Indexes of the code ``cells`` (of an executed notebook) that put an image on the page without alt text.
+
+    myst-nb takes an image's alt text only from its cell's metadata, ``mystnb: {image: {alt: ...}}`` (a jupytext
+    chapter writes it on the cell's header line, :data:`ALT_TEXT_HEADER`; the same text serves every image of the
+    cell; output metadata sets only width and height); without it the HTML's alt is the image's file name.
+
+    >>> import nbformat
+    >>> figure = nbformat.v4.new_output("display_data", {"image/png": "iVBORw0KGgo="})
+    >>> alt = {"mystnb": {"image": {"alt": "Bars of the bias of each subject."}}}
+    >>> figures_without_alt([nbformat.v4.new_code_cell("plot()", outputs=[figure]),
+    ...                      nbformat.v4.new_code_cell("plot()", outputs=[figure], metadata=alt),
+    ...                      nbformat.v4.new_code_cell("plot()", outputs=[figure],
+    ...                                                metadata={"tags": ["remove-output"]}),
+    ...                      nbformat.v4.new_code_cell("1 + 1", outputs=[]),
+    ...                      nbformat.v4.new_code_cell("plot()", outputs=[figure],
+    ...                                                metadata={"mystnb": {"image": {"alt": "  "}}})])
+    [0, 4]
+    """
+    missing = []
+    for i, cell in enumerate(cells):
+        meta = cell.get("metadata", {})
+        if cell.get("cell_type") != "code" or HIDDEN_OUTPUT_TAGS & set(meta.get("tags", [])):
+            continue
+        if not any(k.startswith("image/") for out in cell.get("outputs", []) for k in out.get("data", {})):
+            continue
+        alt = ((meta.get("mystnb") or {}).get("image") or {}).get("alt")
+        if not (isinstance(alt, str) and alt.strip()):
+            missing.append(i)
+    return missing
+
+
+def _check_alt_text(notebooks: Sequence[Chapter], executed: Mapping[str, Path], root: Path) -> None:
+    """One :class:`StereoprobeError` naming every chapter cell whose figure has no alt text
+    (:func:`figures_without_alt`), before Sphinx writes pages whose images say only their file name."""
+    import nbformat
+
+    found = []
+    for chapter in notebooks:
+        cells = [c for c in nbformat.read(executed[chapter.stem], as_version=4).cells if not _is_injected(c)]
+        lines = _cell_lines(chapter.source, len(cells))  # the source's cells: the injected one left out
+        for i in figures_without_alt(cells):
+            first = next((ln.strip() for ln in cells[i].source.splitlines() if ln.strip()), "")
+            found.append(f"{_rel(chapter.source, root)} cell {i + 1}" + (f" (line {lines[i]})" if lines[i] else "")
+                         + f" `{first[:60]}`")
+    if found:
+        what = f"{len(found)} figures have" if len(found) > 1 else "A figure has"
+        raise StereoprobeError(f"{what} no alt text: {'; '.join(found)}. Describe each figure on its cell's header "
+                               f"line, `{ALT_TEXT_HEADER}` (myst-nb would write the image's file name "
+                               f"instead), and build without --no-execute: the executed copies take it without "
+                               f"executing again.")
+
+
 #: The launch services of a book whose repository is known (sphinx-book-theme builds each page's links from them).
 LAUNCH_URLS = {"binderhub_url": "https://mybinder.org", "colab_url": "https://colab.research.google.com"}
 
@@ -1018,8 +1098,10 @@ def build_book(
     Chapters whose executed copy has the current :func:`execution_key` are not executed again, only given
     the current prose (``force=True`` executes them anyway). ``only`` considers just those notebooks and
     reuses the executed copies of the others (which must exist); ``execute=False`` reuses every executed
-    copy as it is. The staged sources keep Sphinx's cache, so only changed pages are rebuilt. The build runs ``jupyter-book build -W -n --keep-going``: any Sphinx warning
-    fails it with a :class:`BookBuildError` quoting the first warnings (the full log is
+    copy as it is. A chapter figure without alt text stops the build before Sphinx runs, with one
+    :class:`StereoprobeError` naming its notebook and cell (:func:`figures_without_alt`). The staged sources keep
+    Sphinx's cache, so only changed pages are rebuilt. The build runs ``jupyter-book build -W -n --keep-going``:
+    any Sphinx warning fails it with a :class:`BookBuildError` quoting the first warnings (the full log is
     ``build_dir/jupyter-book.log``); a failed build leaves the previous ``html/`` in place.
 
     Returns the HTML folder (``build_dir/html``; open ``index.html``).
@@ -1043,6 +1125,8 @@ def build_book(
             made_with = json.loads(path.read_text(encoding="utf-8"))["metadata"]["stereoprobe"]["profile"]
             if made_with != name:
                 _say(f"note: {stem} was executed with profile {made_with!r}, not {name!r}", progress)
+
+    _check_alt_text(notebooks, executed, root)
 
     staging = build / "src"
     _stage(root, staging, executed)
