@@ -50,8 +50,11 @@ def test_static_table_keeps_each_probes_own_rows_beside_the_paper():
     assert list(table["probe"]) == sorted(table["probe"])  # sorted by probe, then kind
     assert chapter.static_numbers(table) == {"static_gen_diff": "+25.0%", "static_nat_diff": "+10.0%",
                                              "static_rel_diff": "+10.0%", "static_rand_diff": "+0.0%"}
-    html = chapter.diff_view(table, ["probe", "kind", "repeats"]).to_html()
+    view = chapter.diff_view(table, ["probe", "kind", "repeats"])
+    html = view.to_html()
     assert "+25.0%" in html and "paper NN" in html
+    assert view.caption.startswith("Tables 1, 3, 5, 8 and 9 (GloVe)")  # the caption static_table gives
+    assert chapter.diff_view(table, ["probe"], caption="mine").caption == "mine"
     assert chapter.nn_by_variant(STATIC_RUNS).data.shape == (6, 3)
 
 
@@ -63,6 +66,7 @@ def test_table15_and_its_numbers():
     assert t15.at["rand@test", "repeats"] == 2 and t15.at["rand@test", "diff_NN"] == pytest.approx(0.0)
     paper = report.reference("measures").query("table == 15").set_index("variant")
     assert t15.at["proj@test", "paper NN"] == paper.at["proj@test", "NN"]
+    assert chapter.diff_view(t15.reset_index(), ["variant", "repeats"]).caption.startswith("Table 15 (gender)")
     assert chapter.table15_numbers(t15.reset_index()) == {"t15_ptest": "-20.0%", "t15_rtest": "+0.0%",
                                                           "t15_ptrain": "not run", "t15_rtrain": "not run"}
     assert chapter.random_spread(runs).data["variant"].tolist() == ["rand@test", "rand@test"]
@@ -94,7 +98,8 @@ def test_contextual_numbers_and_summary():
         "profile smoke: 1 NLI model(s); gender 10 pairs, nationality 10 pairs, religion 10 pairs"
     first = chapter.first_pairs(specs).data
     assert len(first) == 3 and first["pair_type"].iloc[0] == "occupations -> gendered_words"
-    assert "1,936,512" in chapter.count_view().to_html()
+    assert "1,936,512" in chapter.count_view().to_html() and ">1,968<" in chapter.count_view().to_html()
+    assert chapter.count_view().caption.startswith("The pair sets of every probe")
 
 
 def test_measures_beside_paper_shows_the_papers_rows():

@@ -109,9 +109,11 @@ def test_show_top_words_captions_and_the_papers_words(monkeypatch, capsys):
     groups = _groups()
     chapter.show_top_words(_sr(groups), groups, ("AA_f", "EA_f"), "single context", ["4"], n_perm=1000)
     chapter.show_top_words(_sr(groups), groups, ("AA_f", "EA_f"), "multi-context", ["3", "10"], n_perm=1000)
-    assert shown[0].caption == \
-        "single context · G1 = African-American female, G2 = European-American female (Table 4)"
-    assert shown[1].caption.endswith("(Tables 3, 10)")
+    assert shown[0].caption == ("Top 15 words by relative difference (RD) toward each group, with p and q — "
+                                "single context: G1 = African-American female, G2 = European-American female "
+                                "(paper Table 4)")
+    assert shown[1].caption.endswith("multi-context: G1 = African-American female, G2 = European-American female "
+                                     "(paper Tables 3, 10)")
     top = shown[0].data
     assert top[("G1", "word")].iloc[0] == "quiet" and top[("G2", "word")].iloc[0] == "kind"
     lines = capsys.readouterr().out.splitlines()
@@ -360,8 +362,9 @@ def test_show_word_tests_returns_the_rd_tables_and_shows_the_flags(monkeypatch):
     assert list(rd_all) == list(expected)
     for key in expected:
         pd.testing.assert_frame_equal(rd_all[key], expected[key])
-    pd.testing.assert_frame_equal(shown[0], chapter.flagged_view(chapter.flagged_table(expected)))
-    assert shown[0].at["AA_f vs EA_f", ("words tested", "single")] == 6
+    pd.testing.assert_frame_equal(shown[0].data, chapter.flagged_view(chapter.flagged_table(expected)))
+    assert shown[0].data.at["AA_f vs EA_f", ("words tested", "single")] == 6
+    assert shown[0].caption.startswith("Words tested per group pair")
 
 
 def test_show_debias_table9_uses_the_runs_own_separability(monkeypatch):
@@ -404,3 +407,19 @@ def test_the_chapter_notebook_only_calls_the_package(logic_lines):
     lines = logic_lines(NOTEBOOK)
     assert len(lines) <= 40, f"{len(lines)} logic lines: move logic into stereoprobe.sodapop.chapter"
     assert not [line for line in lines if re.match(r"\s*(def|class|for|while|if) ", line)]
+
+
+def test_show_debias_fits_formats_each_column(monkeypatch, capsys):
+    def fit(method, kind, **diagnostics):
+        return SimpleNamespace(method=method, kind=kind, diagnostics={"seconds_encode": 1.0, **diagnostics})
+
+    fits = {"inlp-race": fit("inlp", "race", rank_removed=3, test_accuracy_before=0.866667,
+                             test_accuracy_after=0.85, majority_test=0.5, seconds_fit=9.36),
+            "sentence_debias-race": fit("sentence_debias", "race", explained_variance_ratio=0.3234, seconds_fit=2.0)}
+    shown = _captured(monkeypatch)
+    chapter.show_debias_fits(fits)
+    html = shown[0].to_html()
+    assert ">3<" in html and "0.867" in html and "10.4" in html and "0.323" in html  # rank, accuracy, seconds
+    assert "0.866667" not in html and "nan" not in html and shown[0].caption.startswith("The debiased variants")
+    chapter.show_debias_fits({})
+    assert capsys.readouterr().out == "debias=False: no debiased variants.\n"

@@ -164,3 +164,32 @@ def test_claim_numbers_count_the_testable_claims():
     sizes = {"zoo:minilm-qa": 22_566_146, "zoo:minilm-mlm": 22_744_506}
     claims = report.our_claims(_grid(), sizes)
     assert chapter.claim_numbers(claims) == {"testable_claims": 1}  # only "fine-tuning shifts μ": QA vs its LM
+
+
+def test_every_table_says_what_it_is():
+    paired = metrics.pair_examples(metrics.example_scores())
+    scores = chapter.fig2_scores_view(metrics.example_scores())
+    assert list(scores.data.columns) == ["subj1", "subj2", "s1_pos", "s2_pos", "s1_neg", "s2_neg"]
+    assert scores.caption.startswith("Fig. 2 (paper)") and "0.73" in scores.to_html()
+    bias = chapter.fig2_bias_view(metrics.comparative_bias(paired))
+    assert "+0.1575" in bias.to_html() and "Eq. 6" in bias.caption
+    errors = chapter.errors_view(_errors())
+    assert "δ" in errors.caption and chapter.errors_view(_errors(), caption="masked LMs").caption == "masked LMs"
+    table5 = chapter.table5_view(_errors(), _errors(("zoo:minilm-mlm",)))
+    assert table5.caption.startswith("Table 5 (paper) and ours")
+    assert {"ours: QA", "ours: LM"} <= set(table5.data.index.get_level_values("source"))
+    claims = report.paper_claims()
+    assert chapter.claims_view(claims).caption.startswith("The paper's claims checked on its own bars")
+    assert chapter.claims_view(report.our_claims(_grid(), {"zoo:minilm-qa": 1, "zoo:minilm-mlm": 1})).caption \
+        .startswith("The paper's claims on the models run here")
+    assert chapter.grid_view(_grid(), "eta").caption.endswith("(our bars of Fig. 6)")
+    assert chapter.paper_table2_view().caption.startswith("Table 2 (paper)")
+    assert chapter.sizes_table({"m": 1}).attrs["caption"] == "Parameters per model"
+
+
+def test_shared_occupations_view_is_table3():
+    gammas = {m: pd.DataFrame({"subject": ["female", "female", "male"], "attr": ["nurse", "pilot", "pilot"],
+                               "gamma": [0.5, 0.1, 0.4]}) for m in ("a", "b")}
+    view = chapter.shared_occupations_view(gammas, k=1)
+    pd.testing.assert_frame_equal(view.data, report.shared_occupations(gammas, k=1))
+    assert view.caption == "Table 3 (ours): the occupations in every model's top 1 by γ, per gender"

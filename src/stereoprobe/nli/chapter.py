@@ -19,7 +19,8 @@ The chapter's order:
 * the numbers the prose quotes — the ``*_numbers`` functions, each a {glue key: text} mapping for
   :func:`stereoprobe.display.glue_all`.
 
-Functions named ``*_view`` return a pandas Styler (shown as the cell's result), ``show_*`` display their
+Functions named ``*_view`` return a pandas Styler with a caption (shown as the cell's result), ``show_*`` display
+their
 tables themselves (:func:`stereoprobe.display.show`), ``plot_*`` draw on a new matplotlib figure and return
 it, and ``show_measures`` draws :func:`plot_measures` and shows it (:func:`matplotlib.pyplot.show`). Styling
 needs jinja2 (the ``book`` extra).
@@ -35,7 +36,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..display import MISSING, show
+from ..display import MISSING, captioned, show
 from . import measures, report
 from .score import load_probabilities
 from .templates import TemplateSpec, iter_pairs
@@ -57,6 +58,10 @@ FMT3 = "{:.3f}"
 DIFF_COLUMNS = tuple(f"diff_{m}" for m in report.MEASURES)
 #: The projection a probe's own static variant removes (the paper's Tables 8 and 9 rows).
 PAPER_KIND = {"gender": "-gen", "nationality": "-nat", "religion": "-rel"}
+#: The paper's table of each probe's measures (Tables 1, 3, 5) and of its most entailed / contradicted templates
+#: (Tables 2, 4, 6).
+_MEASURES_TABLE = {"gender": 1, "nationality": 3, "religion": 5}
+_EXAMPLES_TABLE = {"gender": 2, "nationality": 4, "religion": 6}
 
 
 def _fmt(*, diffs: bool = False, paper: bool = False) -> dict[str, str]:
@@ -81,13 +86,17 @@ def run_summary(profile: str, models: Sequence[str], specs: Mapping[str, Templat
 
 def count_view():
     """:func:`report.count_table` formatted."""
-    return report.count_table().style.format({c: "{:,}" for c in ("pairs", "formula value")}).hide(axis="index")
+    counts = ("premise words", "hypothesis words", "templates", "pairs", "formula value")
+    return captioned(report.count_table().style.format({c: "{:,}" for c in counts}).hide(axis="index"),
+                     "The pair sets of every probe and list choice: words, templates and pairs, beside the paper's "
+                     "formula and the count it states")
 
 
 def first_pairs(specs: Mapping[str, TemplateSpec]):
     """The first pair of every probe, as the sentences are written (a Styler)."""
-    return pd.DataFrame([p._asdict() for p in (next(iter_pairs(s)) for s in specs.values())])[
-        ["pair_type", "premise", "hypothesis", "template_type"]].style.hide(axis="index")
+    return captioned(pd.DataFrame([p._asdict() for p in (next(iter_pairs(s)) for s in specs.values())])[
+        ["pair_type", "premise", "hypothesis", "template_type"]].style.hide(axis="index"),
+        "The first pair of every probe, premise and hypothesis as they are written (gold label: neutral)")
 
 
 # -- contextual models ----------------------------------------------------------------------------------------------
@@ -113,7 +122,9 @@ def measures_beside_paper(contextual: pd.DataFrame):
                        paper.rename(columns={"embedding": "model"}).assign(source="paper")], ignore_index=True)
     shown = shown[["source", "model", "probe", "pairs", *report.MEASURES]].sort_values(["probe", "source"],
                                                                                       kind="stable")
-    return (shown.style.format(_fmt() | {"pairs": "{:,.0f}"}, na_rep=MISSING).hide(axis="index"))
+    return captioned(shown.style.format(_fmt() | {"pairs": "{:,.0f}"}, na_rep=MISSING).hide(axis="index"),
+                     "Tables 1, 3 and 5: the neutrality measures NN, FN, T:0.5 and T:0.7 of every model and probe "
+                     "(1 = always neutral), beside the paper's unprojected rows")
 
 
 def plot_measures(contextual: pd.DataFrame, probes: Sequence[str]):
@@ -156,13 +167,19 @@ def show_top_templates(probs: Mapping[tuple[str, str], pd.DataFrame], probes: Se
     """Per probe: every model's k most entailed and most contradicted templates (Tables 2, 4, 6), then the
     paper's printed examples with the first model's probabilities for the same templates."""
     fmt = {c: FMT3 for c in measures.PROB_COLUMNS}
+    most = {"entail": "entailed", "contradiction": "contradicted"}
     for probe in probes:
+        table = f" (cf. paper Table {_EXAMPLES_TABLE[probe]})" if probe in _EXAMPLES_TABLE else ""
         for model in models:
             for label in ("entail", "contradiction"):
                 t = report.top_templates(probs[(model, probe)], label, k=k)
-                show(t.style.format(fmt).hide(axis="index").set_caption(f"{model} · {probe} · most {label}"))
-        show(report.paper_pairs_here(probs[(models[0], probe)], probe).style.format(fmt, na_rep=MISSING).hide(axis="index")
-             .set_caption(f"the paper's examples ({probe}) and {models[0]} on the same templates"))
+                show(t.style.format(fmt).hide(axis="index").set_caption(
+                    f"{model} · {probe}: the {k} most {most[label]} templates, mean probabilities{table}"))
+        paper = f"Table {_EXAMPLES_TABLE[probe]}" if probe in _EXAMPLES_TABLE else probe
+        show(report.paper_pairs_here(probs[(models[0], probe)], probe)
+             .style.format(fmt | {"prob_lo": "{:.2f}", "prob_hi": "{:.2f}"}, na_rep=MISSING).hide(axis="index")
+             .set_caption(f"The paper's examples ({paper}, {probe}; prob_lo–prob_hi: the probabilities it prints "
+                          f"for GloVe) and {models[0]} on the same templates (n: times scored here)"))
 
 
 def least_neutral_pairs(probs: pd.DataFrame, k: int = 10) -> pd.DataFrame:
@@ -179,7 +196,8 @@ def show_least_neutral(probs: Mapping[tuple[str, str], pd.DataFrame], probes: Se
     """:func:`least_neutral_pairs` of ``model`` for every probe."""
     for probe in probes:
         show(least_neutral_pairs(probs[(model, probe)], k).style.format({c: FMT3 for c in measures.PROB_COLUMNS})
-             .hide(axis="index").set_caption(f"{model} · {probe}: least neutral word pairs"))
+             .hide(axis="index").set_caption(f"{model} · {probe}: the {k} least neutral word pairs, mean "
+                                             "probabilities over their n scored templates"))
 
 
 # -- the static model on GloVe --------------------------------------------------------------------------------------
@@ -190,7 +208,9 @@ def table7_beside_paper(vectors):
     t7 = pd.concat([report.table7(vectors, method).assign(method=method) for method in projection.SUBSPACE_METHODS])
     paper = report.reference("table7").query("table == 7").set_index("set")
     t7 = t7.join(paper[["s2/s1", "s3/s1", "s4/s1", "cosine"]].add_prefix("paper "), on="set")
-    return t7.style.format(precision=2).hide(axis="index")
+    return captioned(t7.style.format(precision=2).hide(axis="index"),
+                     "Table 7: the principal-value ratios s2/s1, s3/s1, s4/s1 and the cosine of each word set's "
+                     "bias subspace, by both recipes (method), beside the paper")
 
 
 def training_corpus(snli_train=None, snli_dev=None, *, smoke: bool = False) -> tuple[list, list]:
@@ -269,14 +289,21 @@ def static_table(runs: pd.DataFrame) -> pd.DataFrame:
              .set_index(["kind", "probe"]))
     table = table.join(paper[list(report.MEASURES)].add_prefix("paper "), on=["kind", "probe"])
     own = table["kind"].isin(["orig", "rand"]) | (table["kind"].str[1:] == table["probe"].str[:3])
-    return table[own].sort_values(["probe", "kind"])
+    return captioned(table[own].sort_values(["probe", "kind"]),
+                     "Tables 1, 3, 5, 8 and 9 (GloVe): each probe's measures for the static model (orig), its own "
+                     "projection and the random control (mean over repeats), their change against orig, and the "
+                     "paper's rows")
 
 
-def diff_view(table: pd.DataFrame, columns: Sequence[str], *, paper: bool = True, na_rep: str | None = MISSING):
+def diff_view(table: pd.DataFrame, columns: Sequence[str], *, paper: bool = True, na_rep: str | None = MISSING,
+              caption: str | None = None):
     """A table of measures, their diffs (%) and, with ``paper``, the paper's values, ``columns`` first (a
-    Styler; missing values shown as ``na_rep``)."""
+    Styler; missing values shown as ``na_rep``), captioned with ``caption`` or the one ``table`` carries
+    (:func:`static_table`, :func:`table15`)."""
     cols = [*columns, *report.MEASURES, *DIFF_COLUMNS, *(_paper_columns() if paper else [])]
-    return table[cols].style.format(_fmt(diffs=True, paper=paper), na_rep=na_rep).hide(axis="index")
+    styler = table[cols].style.format(_fmt(diffs=True, paper=paper), na_rep=na_rep).hide(axis="index")
+    text = caption or table.attrs.get("caption")
+    return captioned(styler, text) if text else styler
 
 
 def static_numbers(table: pd.DataFrame) -> dict[str, str]:
@@ -290,7 +317,9 @@ def static_numbers(table: pd.DataFrame) -> dict[str, str]:
 
 def nn_by_variant(runs: pd.DataFrame):
     """NN of every variant on every probe (a Styler)."""
-    return runs.pivot_table(index="variant", columns="probe", values="NN", sort=False).style.format(FMT3)
+    return captioned(runs.pivot_table(index="variant", columns="probe", values="NN", sort=False).style.format(FMT3),
+                     "NN of every static variant (rows: orig, each projection, each random direction) on every "
+                     "probe (columns)")
 
 
 def accuracy_table(models: Mapping[str, object], train: Sequence):
@@ -300,8 +329,10 @@ def accuracy_table(models: Mapping[str, object], train: Sequence):
                          "best epoch": m.metadata.get("best_epoch"), "trained on": f"{len(train):,} pairs"}
                         for n, m in models.items()])
     paper = report.reference("accuracy").query("table == 10").set_index("variant")[["dev", "test"]]
-    return acc.join(paper.add_prefix("paper "), on="variant").style.format(
-        {"held-out accuracy": "{:.3f}", "paper dev": "{:.2f}", "paper test": "{:.2f}"}, na_rep=MISSING).hide(axis="index")
+    return captioned(acc.join(paper.add_prefix("paper "), on="variant").style.format(
+        {"held-out accuracy": "{:.3f}", "paper dev": "{:.2f}", "paper test": "{:.2f}"}, na_rep=MISSING).hide(
+        axis="index"), "Table 10: held-out accuracy and best epoch of every static variant, beside the paper's "
+                       "SNLI dev and test accuracy (%)")
 
 
 def word_pair_means(models: Mapping[str, object], pairs: Sequence, variants: Sequence[str] = ("orig", "-nat")):
@@ -309,7 +340,10 @@ def word_pair_means(models: Mapping[str, object], pairs: Sequence, variants: Seq
     one word pair (:func:`report.word_pair_pairs`; the paper's rude × Iraqi example; a Styler)."""
     sentences = [(p.premise, p.hypothesis) for p in pairs]
     means = {name: models[name].predict(sentences, progress=False, threads=1).mean(0) for name in variants}
-    return pd.DataFrame(means, index=["entail", "neutral", "contradiction"]).T.style.format(FMT3)
+    first = pairs[0]
+    words = f"{getattr(first, 'premise_filler', '?')} × {getattr(first, 'hypothesis_filler', '?')}"
+    return captioned(pd.DataFrame(means, index=["entail", "neutral", "contradiction"]).T.style.format(FMT3),
+                     f"{words}: each static variant's mean probabilities over the {len(pairs):,} templates")
 
 
 def describe_pairs(pairs: Sequence, label: str) -> str:
@@ -331,7 +365,10 @@ def lab_effect(vectors, *, n_boot: int = 1000, seed: int = 0, smoke: bool = Fals
     spec = report.TemplateSpec("gender", sample=sample, seed=seed)
     effect = lab.planted_effect({k: report.static_probabilities(m, spec, progress=False) for k, m in models.items()},
                                 n_boot=n_boot, seed=seed)
-    return effect.style.format(precision=3).hide(axis="index")
+    return captioned(effect.style.format(precision=3).format("{:,}", subset=["pairs"]).hide(axis="index"),
+                     f"The planted-bias lab on {sample:,} gender pairs: each static lab model's measures on the "
+                     "planted occupations' pairs and on the others, and its mean entailment (E) and contradiction "
+                     "(C) by the hypothesis word's gender")
 
 
 # -- word-piece projection (Table 15) and layers (Tables 11–13) ---------------------------------------------------
@@ -380,13 +417,17 @@ def table15(runs: pd.DataFrame) -> pd.DataFrame:
     :func:`table15_probabilities`), beside the paper's BERT rows."""
     table = report.averaged(runs, ["variant"])
     paper = report.reference("measures").query("table == 15").set_index("variant")
-    return table.join(paper[list(report.MEASURES)].add_prefix("paper "), on="variant")
+    return captioned(table.join(paper[list(report.MEASURES)].add_prefix("paper "), on="variant"),
+                     "Table 15 (gender): the contextual model with the he − she direction (proj) or random ones "
+                     "(rand) removed from its word pieces at test time or also in fine-tuning: measures, change "
+                     "against orig, the paper's BERT rows")
 
 
 def random_spread(runs: pd.DataFrame):
     """Every random-direction run of Table 15 on its own (a Styler)."""
     spread = runs[runs["variant"].str.startswith("rand")]
-    return spread[["variant", "repeat", *report.MEASURES]].style.format(_fmt()).hide(axis="index")
+    return captioned(spread[["variant", "repeat", *report.MEASURES]].style.format(_fmt()).hide(axis="index"),
+                     "Table 15's random directions one by one: the measures of every random-direction run")
 
 
 def zoo_accuracy(names: Sequence[str | None]):
@@ -394,7 +435,8 @@ def zoo_accuracy(names: Sequence[str | None]):
     from ..zoo.recipes import read_card
 
     accuracy = {name: read_card(name)["metrics"]["accuracy"] for name in names if name and name.startswith("zoo:")}
-    return pd.Series(accuracy, name="held-out accuracy").to_frame().style.format("{:.3f}")
+    return captioned(pd.Series(accuracy, name="held-out accuracy").to_frame().style.format("{:.3f}"),
+                     "Held-out accuracy of the zoo NLI models, from their model cards")
 
 
 def table15_numbers(table: pd.DataFrame) -> dict[str, str]:
@@ -415,7 +457,10 @@ def layer_diagnostics(model: str, *, device: str = "auto", smoke: bool = False):
     from .contextual import layer_diagnostics as diagnostics
 
     loaded = load(model, "nli", device=device, smoke=smoke)
-    return diagnostics(loaded.model, loaded.tokenizer).style.format(precision=3).hide(axis="index")
+    return captioned(diagnostics(loaded.model, loaded.tokenizer).style.format(precision=3).hide(axis="index"),
+                     "The he/she difference layer by layer: its size (absolute, relative), its direction's cosine "
+                     "with the previous layer's and the word pieces', σ2/σ1 (cf. Table 12), and the share removed by "
+                     "projecting the input word pieces or every layer")
 
 
 def layers_table(model: str, spec: TemplateSpec, variants: Mapping[tuple[str, int], pd.DataFrame], *,
@@ -427,4 +472,6 @@ def layers_table(model: str, spec: TemplateSpec, variants: Mapping[tuple[str, in
     probs[("proj all layers", 0)] = load_probabilities(model, spec, projection="layers:all", **options)
     layers = report.measures_table(probs, ("variant", "repeat"), baseline={"variant": "orig"}, n_boot=n_boot,
                                    seed=seed)
-    return diff_view(layers, ["variant"], paper=False, na_rep=None)
+    return diff_view(layers, ["variant"], paper=False, na_rep=None,
+                     caption="The gender direction removed from the input word pieces (proj@test) or from every "
+                             "layer: the measures and their change against the unprojected model (orig)")

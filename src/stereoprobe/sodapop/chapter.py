@@ -23,7 +23,7 @@ The chapter's order:
 * the numbers the prose quotes — the ``*_numbers`` functions, each a {glue key: text} mapping for
   :func:`stereoprobe.display.glue_all`.
 
-Functions named ``*_view`` return a pandas Styler (shown as the cell's result), ``show_*`` display
+Functions named ``*_view`` return a pandas Styler with a caption (shown as the cell's result), ``show_*`` display
 their tables themselves (with :func:`stereoprobe.display.show`), ``plot_*`` draw on a new matplotlib
 figure and return it; the ``show_*`` function of a figure draws it with its ``plot_*`` and shows it
 (:func:`matplotlib.pyplot.show`). A few ``show_*`` functions also return what they computed, for the
@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..display import MISSING, show
+from ..display import MISSING, captioned, show
 from ..errors import MetricsError
 from . import abc, analysis, contexts, distractors, names
 from .probe import GridConfig, ProbeRun, rescore, run_probe
@@ -142,14 +142,18 @@ def show_contexts() -> None:
     """Print :func:`length_summary` and show :func:`context_table` (without its index)."""
     table = context_table()
     print(length_summary(table))
-    show(table.style.hide(axis="index"))
+    show(captioned(table.style.hide(axis="index"),
+                   f"The {len(table)} probe contexts: the context, its correct answer, the answer's length L in word "
+                   "tokens, and whether the context refers to its person as she/her"))
 
 
 def substitution_example(name: str = "Jamel", index: int = contexts.SINGLE_CONTEXT) -> pd.DataFrame:
     """One item as shipped ("Bethany") and with ``name`` put in, field by field."""
     ctx = contexts.probe_contexts(indices=[index])[0]
-    return pd.DataFrame([contexts.substitute(ctx, contexts.PLACEHOLDER), contexts.substitute(ctx, name)],
-                        index=["as shipped", name]).T
+    return captioned(pd.DataFrame([contexts.substitute(ctx, contexts.PLACEHOLDER), contexts.substitute(ctx, name)],
+                                  index=["as shipped", name]).T,
+                     f"One probe item (context {index}) as shipped, with the name {contexts.PLACEHOLDER}, and with "
+                     f"{name} put in, field by field")
 
 
 def name_groups_table(all_groups: Mapping[str, Sequence[str]], groups: Mapping[str, Sequence[str]]):
@@ -158,7 +162,8 @@ def name_groups_table(all_groups: Mapping[str, Sequence[str]], groups: Mapping[s
                          "names": [len(v) for v in all_groups.values()],
                          "analysed": [len(groups[g]) for g in all_groups],
                          "first names": [", ".join(v[:6]) + ", …" for v in all_groups.values()]}
-                        ).style.hide(axis="index")
+                        ).style.hide(axis="index").set_caption(
+        "The eight name groups: who they are, the names in each list, the names analysed here, and the first six")
 
 
 # -- Table 1: names in embeddings -----------------------------------------------------------------------------------
@@ -193,7 +198,9 @@ def table1_view(t1: pd.DataFrame):
     shown = pd.concat({"here": t1[["train", "test", "chance", "majority", "n_train", "n_test"]],
                        "paper (BERT, 622 names)": PAPER_TABLE1}, names=["source"])
     return shown.style.format("{:.1f}", subset=["train", "test", "chance", "majority"]).format(
-        "{:.0f}", subset=["n_train", "n_test"], na_rep=MISSING)
+        "{:.0f}", subset=["n_train", "n_test"], na_rep=MISSING).set_caption(
+        "Table 1: accuracy (%) of a logistic-regression probe predicting a name's gender or race/ethnicity from "
+        "its embedding, here and in the paper")
 
 
 def table1_numbers(t1: pd.DataFrame) -> dict[str, str]:
@@ -237,7 +244,9 @@ def scale_table(lengths: Iterable[int] = (4, 6, 8), depths: Iterable[int] = (1, 
     """Masked inputs and candidates of the authors' recursion per answer length L and depth k (a Styler)."""
     depths = list(depths)
     return pd.DataFrame([{"L": L, "depth": k, **distractors.scale(L, k)} for L in lengths for k in depths]
-                        ).style.format("{:,}").hide(axis="index")
+                        ).style.format("{:,}").hide(axis="index").set_caption(
+        "The authors' distractor recursion (Algorithm 1) per answer length L and depth k: masked-LM passes, "
+        "candidates, and the MCQs they make before any cap")
 
 
 def decoding_quirk(mlm: str, name: str, *, index: int = contexts.SINGLE_CONTEXT, examples: int = 8, **options
@@ -257,9 +266,11 @@ def decoding_quirk(mlm: str, name: str, *, index: int = contexts.SINGLE_CONTEXT,
         found[mode] = units[0].candidates
     only_compat = sorted(set(found["compat"]) - set(found["clean"]))
     only_clean = sorted(set(found["clean"]) - set(found["compat"]))
-    return pd.DataFrame({"compat": [len(found["compat"]), "; ".join(only_compat[:examples])],
-                         "clean": [len(found["clean"]), "; ".join(only_clean[:examples])]},
-                        index=["distinct neighbours", "examples only in this mode"])
+    table = pd.DataFrame({"compat": [len(found["compat"]), "; ".join(only_compat[:examples])],
+                          "clean": [len(found["clean"]), "; ".join(only_clean[:examples])]},
+                         index=["distinct neighbours", "examples only in this mode"])
+    return captioned(table, f"The depth-1 neighbours of {name} in context {index}: how many each decoding writes "
+                            "(compat: the authors' joint decoding; clean: one fill per id), and some only it writes")
 
 
 def fit_debias_variants(mcq_model: str, *, n_iterations: int, max_sentences: int, seed: int = 0,
@@ -334,13 +345,18 @@ def cost_table(runs: Mapping[str, ProbeRun]) -> pd.DataFrame:
 def cost_view(costs: pd.DataFrame):
     """:func:`cost_table` formatted ("cached" where no MLM pass ran)."""
     return costs.style.format({c: "{:,.0f}" for c in costs.columns[5:10]} | {
-        "saving ×": "{:.2f}", "generation s": "{:.0f}", "scoring s": "{:.0f}"}, na_rep="cached").hide(axis="index")
+        "saving ×": "{:.2f}", "generation s": "{:.0f}", "scoring s": "{:.0f}"}, na_rep="cached").hide(
+        axis="index").set_caption(
+        "What each run cost: masked-LM passes (the authors' recursion, and those run here; cached: none ran), "
+        "MCQs, encodings of whole MCQs vs of distinct choices, and seconds")
 
 
 def units_view(run: ProbeRun, rows: int = 8):
     """The first units of a run: multiset sizes beside the scale formula's bounds (a Styler)."""
     counts = ["mlm_passes_compat", "bound_passes", "candidates", "bound_candidates", "unique", "mcqs"]
-    return run.units_table()[["name", "L", *counts]].head(rows).style.format("{:,}", subset=counts).hide(axis="index")
+    return run.units_table()[["name", "L", *counts]].head(rows).style.format("{:,}", subset=counts).hide(
+        axis="index").set_caption(f"The run's first {rows} units (a name in a context): the multiset sizes beside "
+                                  "the scale formula's bounds")
 
 
 # -- accuracy and success rates -------------------------------------------------------------------------------------
@@ -361,7 +377,9 @@ def accuracy_table(single_acc: pd.DataFrame, multi_acc: pd.DataFrame, groups: Ma
 
 def accuracy_view(table: pd.DataFrame):
     """:func:`accuracy_table` in percent."""
-    return table.style.format(PCT, subset=[c for c in table.columns if c != "answer"])
+    return table.style.format(PCT, subset=[c for c in table.columns if c != "answer"]).set_caption(
+        "Accuracy of the multiple-choice model per probe context (rows, with the correct answer) and name group "
+        "(columns); the last row is the single-context run")
 
 
 def runs_accuracy_view(single: ProbeRun, multi: ProbeRun, order: Sequence[str]):
@@ -396,7 +414,9 @@ def vocabulary_table(sr_single: pd.DataFrame, sr_multi: pd.DataFrame, min_count_
                          "min_count": [m for _, m in analyses.values()],
                          "vocabulary": [sr.shape[1] for sr, _ in analyses.values()],
                          "mean SR": [sr.to_numpy().mean() for sr, _ in analyses.values()]},
-                        index=list(analyses)).style.format({"mean SR": "{:.3f}"})
+                        index=list(analyses)).style.format({"mean SR": "{:.3f}"}).set_caption(
+        "The success-rate vocabularies per analysis: candidate words of the first name, min_count, the words "
+        "kept (vocabulary) and their mean success rate SR")
 
 
 # -- Tables 2 and 9: separability -----------------------------------------------------------------------------------
@@ -414,7 +434,9 @@ def separability_view(sep: pd.DataFrame):
     """:func:`separability` as a heat table (0.5 = chance, 1 = a perfect split)."""
     cols = ["multi-context", "single context", "paper (BERT)"]
     return sep[["pair", *cols]].style.format("{:.2f}", subset=cols).background_gradient(
-        cmap="Reds", vmin=0.5, vmax=1.0, subset=cols).hide(axis="index")
+        cmap="Reds", vmin=0.5, vmax=1.0, subset=cols).hide(axis="index").set_caption(
+        "Separability (Tables 2 and 9): KMeans accuracy of splitting each group pair by the names' success-rate "
+        "vectors (0.5 = chance, 1 = a perfect split), both runs here and the paper's BERT")
 
 
 def plot_sr_tsne(srs: Mapping[str, pd.DataFrame], groups: Mapping[str, Sequence[str]],
@@ -498,7 +520,8 @@ def show_top_words(sr: pd.DataFrame, groups: Mapping[str, Sequence[str]], pair: 
     fmt = {c: "{:.3f}" for c in [("G1", "rd_paper"), ("G2", "rd_paper")]} | {
         c: "{:.2g}" for c in [("G1", "p"), ("G1", "q"), ("G2", "p"), ("G2", "q")]}
     show(side_by_side(table, k).style.format(fmt, na_rep=MISSING).set_caption(
-        f"{setting} · G1 = {_who(g1)}, G2 = {_who(g2)} ({label} {', '.join(paper_tables)})"))
+        f"Top {k} words by relative difference (RD) toward each group, with p and q — {setting}: "
+        f"G1 = {_who(g1)}, G2 = {_who(g2)} (paper {label} {', '.join(paper_tables)})"))
     print(f"paper, {label} {'/'.join(paper_tables)} — {_short(g1)}:", paper_words(paper_tables, "G1"),
           f"| {_short(g2)}:", paper_words(paper_tables, "G2"))
 
@@ -528,7 +551,9 @@ def show_word_tests(srs: Mapping[str, pd.DataFrame], groups: Mapping[str, Sequen
     """:func:`rd_tables` of every pair on every SR matrix, with the words they flag shown
     (:func:`flagged_table`, :func:`flagged_view`); returns the RD tables."""
     rd_all = rd_tables(srs, groups, pairs, n_perm=n_perm, p_method=p_method)
-    show(flagged_view(flagged_table(rd_all)))
+    show(captioned(flagged_view(flagged_table(rd_all)).style,
+                   "Words tested per group pair (rows) and analysis, and how many have a permutation p < 0.05 and "
+                   "a Benjamini–Hochberg q < 0.05"))
     return rd_all
 
 
@@ -563,7 +588,11 @@ def debias_fit_table(fits: Mapping) -> pd.DataFrame:
 def show_debias_fits(fits: Mapping) -> None:
     """Show :func:`debias_fit_table`, or say that no variant was fitted."""
     if fits:
-        show(debias_fit_table(fits).style.format(precision=3, na_rep=MISSING).hide(axis="index"))
+        show(captioned(debias_fit_table(fits).style.format(precision=3, na_rep=MISSING)
+                       .format("{:.0f}", subset=["rank removed"], na_rep=MISSING)
+                       .format("{:.1f}", subset=["fit s"], na_rep=MISSING).hide(axis="index"),
+                       "The debiased variants as fitted: rank removed, attribute accuracy before and after (beside "
+                       "the majority class), variance explained by the bias subspace (SentenceDebias), seconds"))
     else:
         print("debias=False: no debiased variants.")
 
@@ -598,8 +627,13 @@ def show_table9(run: ProbeRun, outcomes: pd.DataFrame, accuracy: pd.DataFrame, s
     if not run.variants:
         return None
     t9, changed = debias_tables(run, outcomes, accuracy, sep, groups, min_count=min_count)
-    show(t9.style.format("{:.2f}").background_gradient(cmap="Reds", vmin=0.5, vmax=1.0))
-    show(changed.style.format({"accuracy": PCT, "distractors whose 'picked' flag changed": PCT}).hide(axis="index"))
+    show(captioned(t9.style.format("{:.2f}").background_gradient(cmap="Reds", vmin=0.5, vmax=1.0),
+                   "Table 9: separability of each group pair for the model and its debiased variants, here on the "
+                   "single context, beside the paper's 50 contexts (0.5 = chance)"))
+    show(captioned(changed.style.format({"accuracy": PCT, "distractors whose 'picked' flag changed": PCT})
+                   .hide(axis="index"),
+                   "What each debiased variant changed: mean accuracy, and the share of distractors whose 'picked' "
+                   "flag changed (none: the model itself)"))
     return changed
 
 
@@ -652,10 +686,14 @@ def show_abc(associated: Mapping[str, set[str]], pairs: Sequence[tuple[str, str]
     mapping = abc.map_words(words)
     mapped = mapping[mapping["pole"] != 0]
     print(f"{len(words)} associated words, {len(mapped)} mapped to a trait pole")
-    show(mapped[["word", "trait", "pole", "similarity", "margin", "source"]].sort_values(["trait", "pole"])
-         .style.format({"similarity": "{:.2f}", "margin": "{:.2f}"}).hide(axis="index"))
+    show(captioned(mapped[["word", "trait", "pole", "similarity", "margin", "source"]].sort_values(["trait", "pole"])
+                   .style.format({"similarity": "{:.2f}", "margin": "{:.2f}"}).hide(axis="index"),
+                   "The associated words mapped to an ABC trait pole (+1 high, −1 low), with their similarity and "
+                   "margin to the pole word and where the mapping comes from"))
     orderings = abc.abc_orderings({g: sorted(v) for g, v in associated.items()}, mapping, pairs)
-    show(abc.abc_table(orderings))
+    show(captioned(abc.abc_table(orderings),
+                   "Table 5 (ours): per ABC trait (rows) and group pair (columns), the groups ordered by the trait "
+                   "score of their associated words (A ≺ B: A scores lower; ‡: a strong difference)"))
 
 
 # -- the planted-bias lab -------------------------------------------------------------------------------------------
@@ -700,7 +738,9 @@ def lab_view(summary: pd.DataFrame, planted_word: str = "quiet"):
     """:func:`lab_runs`' summary formatted ("—" where the planted word has no RD)."""
     w = planted_word
     return summary.style.format({"accuracy": PCT, f"RD({w})": "{:.3f}", f"p({w})": "{:.2g}", f"q({w})": "{:.2g}",
-                                 f"rank of {w}": "{:.0f}"}, na_rep=MISSING).hide(axis="index")
+                                 f"rank of {w}": "{:.0f}"}, na_rep=MISSING).hide(axis="index").set_caption(
+        f"The planted-bias lab: each lab model's accuracy and vocabulary, and the planted word '{w}': its relative "
+        "difference, rank, p and q for the planted group")
 
 
 def plot_lab(tables: Mapping[str, pd.DataFrame], planted_word: str = "quiet", planted_group: str = "AA_m"):

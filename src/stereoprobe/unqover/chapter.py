@@ -5,11 +5,11 @@ The computations live in :mod:`stereoprobe.unqover.report` and :mod:`~stereoprob
 (book layer) arranges them the way each chapter shows them:
 
 * every chapter — :func:`score_options` (the scoring keywords of the parameters cell);
-* "Reasoning errors" (§3, Fig. 2, Table 5) — :func:`count_numbers`, :func:`fig2_numbers`, :func:`errors_view`,
-  :func:`error_numbers`;
-* "Gender and occupations" (§5, Table 2) — :func:`gender_gammas`, :func:`table2_view`, :func:`paper_table2_view`,
-  :func:`planted_occupations`, :func:`show_planted_occupations`, :func:`planted_occupation_numbers`,
-  :func:`intensity_view`;
+* "Reasoning errors" (§3, Fig. 2, Table 5) — :func:`count_numbers`, :func:`fig2_numbers`, :func:`fig2_scores_view`,
+  :func:`fig2_bias_view`, :func:`errors_view`, :func:`error_numbers`, :func:`table5_view`;
+* "Gender and occupations" (§5, Tables 2 and 3) — :func:`gender_gammas`, :func:`table2_view`,
+  :func:`paper_table2_view`, :func:`planted_occupations`, :func:`show_planted_occupations`,
+  :func:`planted_occupation_numbers`, :func:`shared_occupations_view`, :func:`intensity_view`;
 * "Nationality" (§6, Table 4, Fig. 4) — :func:`run_line`, :func:`top_pairs_view`, :func:`plot_cluster_heatmap`,
   :func:`plot_paper_ranks`, :func:`plot_our_ranks`, :func:`agreement_numbers`, :func:`agreement_view`,
   :func:`western_view`, :func:`show_cluster_recovery`, :func:`cluster_recovery_numbers`, :func:`top_subjects`;
@@ -19,7 +19,8 @@ The computations live in :mod:`stereoprobe.unqover.report` and :mod:`~stereoprob
   :func:`grid_view`, :func:`claims_view`, :func:`paper_claim_numbers`, :func:`sizes_table`,
   :func:`claim_numbers`.
 
-Functions named ``*_view`` return a pandas Styler (the cell's result; styling needs jinja2, the ``book`` extra),
+Functions named ``*_view`` return a pandas Styler with a caption (the cell's result; styling needs jinja2, the
+``book`` extra),
 ``show_*`` display their table themselves, ``plot_*`` draw on a new matplotlib figure (the notebook then calls
 ``plt.show()``), ``*_numbers`` return a {glue key: value} mapping for :func:`stereoprobe.display.glue_all`, in
 the order the chapter glues them.
@@ -32,19 +33,20 @@ from collections.abc import Iterable, Mapping, Sequence
 import pandas as pd
 
 from .. import plots
-from ..display import MISSING, show
+from ..display import MISSING, captioned, show
 from ..models import parameter_count
 from . import metrics, report
 from .generate import Counts, DatasetSpec, count
 
 __all__ = [
     "AGREEMENT_FORMAT", "CI_FORMAT", "agreement_numbers", "agreement_view", "claim_numbers", "claims_view",
-    "count_numbers", "error_numbers", "errors_view", "fig2_numbers", "gather_datasets", "gender_gammas",
-    "grid_view", "intensity_view", "model_sizes", "paper_claim_numbers", "paper_table2_view",
-    "planted_occupation_numbers", "planted_occupations", "plot_cluster_heatmap", "plot_gamma_ci", "plot_intensity",
-    "plot_our_ranks", "plot_paper_ranks", "plot_rank_figures", "run_line", "score_options",
-    "show_cluster_recovery", "show_planted_occupations", "sizes_table", "subject_view", "table2_view",
-    "top_pairs_view", "top_subject_numbers", "top_subjects", "western_view",
+    "count_numbers", "error_numbers", "errors_view", "fig2_bias_view", "fig2_numbers", "fig2_scores_view",
+    "gather_datasets", "gender_gammas", "grid_view", "intensity_view", "model_sizes", "paper_claim_numbers",
+    "paper_table2_view", "planted_occupation_numbers", "planted_occupations", "plot_cluster_heatmap",
+    "plot_gamma_ci", "plot_intensity", "plot_our_ranks", "plot_paper_ranks", "plot_rank_figures", "run_line",
+    "score_options", "shared_occupations_view", "show_cluster_recovery", "show_planted_occupations", "sizes_table",
+    "subject_view", "table2_view", "table5_view", "top_pairs_view", "top_subject_numbers", "top_subjects",
+    "western_view",
 ]
 
 #: The format of a Spearman agreement row (:func:`agreement_view`).
@@ -90,9 +92,33 @@ def fig2_numbers(paired: pd.DataFrame, bias: pd.DataFrame) -> dict:
             "fig2_eps": float(metrics.attribute_error(paired))}
 
 
-def errors_view(errors: pd.DataFrame):
-    """A :func:`report.reasoning_errors` table (δ, ε, mean S per model; Table 5), formatted."""
-    return errors.style.format(_ERRORS_FORMAT).hide(axis="index")
+def fig2_scores_view(scores: pd.DataFrame):
+    """The scores of the paper's worked example (:func:`metrics.example_scores`), as Fig. 2 prints them."""
+    shown = scores[["subj1", "subj2", "s1_pos", "s2_pos", "s1_neg", "s2_neg"]]
+    return captioned(shown.style.format(precision=2).hide(axis="index"),
+                     "Fig. 2 (paper): RoBERTa-B (SQuAD) scores S of the subject in slot 1 and in slot 2, for "
+                     "“Who was a hunter?” (pos) and its negation (neg), in both name orders")
+
+
+def fig2_bias_view(bias: pd.DataFrame):
+    """The subject biases B and the comparative bias C of the worked example (:func:`metrics.comparative_bias`)."""
+    return captioned(bias.style.format({"B_xa": "{:+.4f}", "B_xb": "{:+.4f}", "C": "{:+.4f}"}).hide(axis="index"),
+                     "Fig. 2 worked through: subject biases B(xa), B(xb) (Eq. 5) and comparative bias C(xa, xb) "
+                     "(Eq. 6) of the example")
+
+
+def errors_view(errors: pd.DataFrame, caption: str | None = None):
+    """A :func:`report.reasoning_errors` table (δ, ε, mean S per model; Table 5), formatted and captioned
+    (``caption`` replaces the default one)."""
+    return captioned(errors.style.format(_ERRORS_FORMAT).hide(axis="index"), caption or (
+        "Reasoning errors per model (Table 5's measures): positional error δ, attribute error ε, mean score S"))
+
+
+def table5_view(errors: pd.DataFrame, lm_errors: pd.DataFrame | None = None):
+    """:func:`report.table5_beside_paper`: our δ, ε and mean S (QA models, masked LMs) below the paper's rows."""
+    return captioned(report.table5_beside_paper(errors, lm_errors).style.format("{:.3f}", na_rep=MISSING),
+                     "Table 5 (paper) and ours: δ, ε and mean S of the paper's SQuAD, NewsQA and masked-LM models, "
+                     "then of the models run here")
 
 
 def error_numbers(errors: pd.DataFrame) -> dict:
@@ -124,12 +150,16 @@ def gender_gammas(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, see
 
 def table2_view(gammas: Mapping[str, pd.DataFrame], k: int = 3):
     """Our Table 2: the ``k`` most biased occupations per model and gender (:func:`report.top_occupations`)."""
-    return report.top_occupations(gammas, k=k).style.format(CI_FORMAT | {"eta": "{:+.2f}"}).hide(axis="index")
+    styler = report.top_occupations(gammas, k=k).style.format(CI_FORMAT | {"eta": "{:+.2f}"}).hide(axis="index")
+    return captioned(styler, f"Table 2 (ours): the {k} occupations of highest γ per model and gender, with 95% "
+                             "bootstrap intervals and η")
 
 
 def paper_table2_view():
     """The paper's Table 2 (``data/unqover/reference/``)."""
-    return report.paper_table2().style.format({"gamma": "{:+.2f}", "eta": "{:.2f}"}, na_rep=MISSING).hide(axis="index")
+    styler = report.paper_table2().style.format({"gamma": "{:+.2f}", "eta": "{:.2f}"}, na_rep=MISSING)
+    styler = styler.hide(axis="index")
+    return captioned(styler, "Table 2 (paper): the occupations of highest γ per model and gender, with η")
 
 
 def planted_occupations(gammas: Mapping[str, pd.DataFrame], planted: Mapping[str, str]) -> pd.DataFrame:
@@ -144,7 +174,9 @@ def planted_occupations(gammas: Mapping[str, pd.DataFrame], planted: Mapping[str
 def show_planted_occupations(recovery: pd.DataFrame, planted: Mapping[str, str]) -> None:
     """Show where the planted occupations land, or say that nothing was planted."""
     if planted:
-        show(recovery.style.format(CI_FORMAT | {"eta": "{:+.2f}"}).hide(axis="index"))
+        show(captioned(recovery.style.format(CI_FORMAT | {"eta": "{:+.2f}"}).hide(axis="index"),
+                       "The planted occupations in the lab models: γ toward the planted gender (95% interval), η, "
+                       "and its rank among the occupations (of: how many)"))
     else:
         print("No lab model in `lab_models`: nothing was planted.")
 
@@ -163,10 +195,18 @@ def planted_occupation_numbers(recovery: pd.DataFrame, planted: Mapping[str, str
     return {"planted_model": first, "planted_worst_rank": int(worst.loc[first]), "planted_n": len(planted)}
 
 
+def shared_occupations_view(gammas: Mapping[str, pd.DataFrame], k: int = 10):
+    """Table 3: the occupations in the top ``k`` (by γ) of every model, per gender
+    (:func:`report.shared_occupations`)."""
+    return captioned(report.shared_occupations(gammas, k=k).style.hide(axis="index"),
+                     f"Table 3 (ours): the occupations in every model's top {k} by γ, per gender")
+
+
 def intensity_view(mu: pd.DataFrame):
     """A :func:`report.intensity` table (μ with its 95% CI, η), formatted."""
-    return mu.style.format({"mu": "{:.3f}", "ci_low": "{:.3f}", "ci_high": "{:.3f}", "eta": "{:.3f}"}).hide(
-        axis="index")
+    return captioned(mu.style.format({"mu": "{:.3f}", "ci_low": "{:.3f}", "ci_high": "{:.3f}", "eta": "{:.3f}"})
+                     .hide(axis="index"), "Bias intensity μ of every model (Eq. 8) with its 95% bootstrap interval, "
+                     "and the count-based intensity η")
 
 
 # -- nationality (§6: Table 4, Fig. 4) -----------------------------------------------------------------------------
@@ -178,7 +218,9 @@ def run_line(profile: str, n: Counts, qa_frames: Mapping, lm_frames: Mapping) ->
 
 def top_pairs_view(gammas_xa: Mapping[str, pd.DataFrame], k: int = 3, geo: pd.DataFrame | None = None):
     """Table 4: the ``k`` most biased (country, attribute) pairs per model (:func:`report.top_pairs`)."""
-    return report.top_pairs(gammas_xa, k=k, geo=geo).style.format({"gamma": "{:+.3f}"}).hide(axis="index")
+    return captioned(report.top_pairs(gammas_xa, k=k, geo=geo).style.format({"gamma": "{:+.3f}"}).hide(axis="index"),
+                     f"Table 4 (ours): per model, the most biased (country, attribute) pair of each of the {k} "
+                     "countries ranked first, with γ, the values behind it (n) and its 95% interval")
 
 
 def plot_cluster_heatmap(frames: Mapping[str, pd.DataFrame], gammas: Mapping[str, pd.DataFrame], *, shown: int = 8,
@@ -223,7 +265,9 @@ def agreement_numbers(agreement: pd.Series) -> dict:
 
 def agreement_view(agreement: pd.Series, label: str):
     """A :func:`report.rank_agreement` series as one formatted row named ``label``."""
-    return agreement.to_frame(label).T.style.format(AGREEMENT_FORMAT)
+    return captioned(agreement.to_frame(label).T.style.format(AGREEMENT_FORMAT),
+                     "Agreement with the paper's ranking: Spearman's ρ between our mean ranks and the paper's, its "
+                     "p-value, over the subjects both rank")
 
 
 def western_table(matrix: pd.DataFrame, geo: pd.DataFrame | None = None,
@@ -238,16 +282,20 @@ def western_table(matrix: pd.DataFrame, geo: pd.DataFrame | None = None,
 
 def western_view(matrix: pd.DataFrame, geo: pd.DataFrame | None = None, western_areas: Sequence[str] | None = None):
     """:func:`western_table`, formatted."""
-    return western_table(matrix, geo, western_areas).style.format(
+    return captioned(western_table(matrix, geo, western_areas).style.format(
         {"γ W": "{:+.4f}", "γ non-W": "{:+.4f}", "Δγ": "{:+.4f}", "rank W": "{:.1f}", "middle": "{:.1f}",
-         "p": "{:.2g}"}).hide(axis="index")
+         "p": "{:.2g}"}).hide(axis="index"),
+        "Western (W) vs non-Western countries per model, ours and the paper's SQuAD models: countries, mean γ(x), "
+        "their difference Δγ, the Western mean rank beside the middle rank, Mann–Whitney p")
 
 
 def show_cluster_recovery(recovery: pd.DataFrame) -> None:
     """Show where the planted (country, cluster) cells land (:func:`report.planted_cluster_recovery`), or say
     that nothing was planted."""
     if len(recovery):
-        show(recovery.style.format(CI_FORMAT).hide(axis="index"))
+        show(captioned(recovery.style.format(CI_FORMAT).hide(axis="index"),
+                       "The planted (country, cluster) cells in the lab masked LMs: γ (95% interval) and its rank "
+                       "among the cells (of: how many)"))
     else:
         print("No lab masked LM in `lab_lm_models`: nothing was planted.")
 
@@ -276,8 +324,9 @@ def top_subjects(gammas: Mapping[str, pd.DataFrame], k: int = 5) -> pd.DataFrame
     >>> top_subjects({"m": pd.DataFrame({"subject": ["a", "b", "c"]})}, k=2)["m"].to_dict()
     {1: 'a', 2: 'b'}
     """
-    return pd.DataFrame({name: t["subject"].head(k).tolist() for name, t in gammas.items()},
-                        index=pd.RangeIndex(1, k + 1, name="rank by γ(x)"))
+    return captioned(pd.DataFrame({name: t["subject"].head(k).tolist() for name, t in gammas.items()},
+                                  index=pd.RangeIndex(1, k + 1, name="rank by γ(x)")),
+                     f"The {k} subjects of highest γ(x), one column per model")
 
 
 # -- ethnicity and religion (appendix: Tables 12/13, Fig. 5) ------------------------------------------------------
@@ -297,7 +346,10 @@ def gather_datasets(datasets: Iterable[str], models: Sequence[str], lm_models: S
 
 def subject_view(gammas: Mapping[str, pd.DataFrame], dataset: str):
     """Tables 12/13: :func:`report.subject_table`, formatted (a missing subject shows as —)."""
-    return report.subject_table(gammas, dataset).style.format("{:+.4f}", na_rep="—")
+    table = {"ethnicity": "Table 12", "religion": "Table 13"}.get(dataset, "Tables 12/13")
+    return captioned(report.subject_table(gammas, dataset).style.format("{:+.4f}", na_rep=MISSING),
+                     f"{table} ({dataset}), ours: γ(x) and η(x) per subject and model, beside the paper's "
+                     "RoBERTa-B (SQuAD) γ(x)")
 
 
 def plot_gamma_ci(gammas: Mapping[str, pd.DataFrame], title: str):
@@ -361,12 +413,20 @@ def grid_view(grid: pd.DataFrame, metric: str):
     interval, formatted; the μ table also gives the number of subjects behind each row."""
     bounds = [metric, f"{metric}_lo", f"{metric}_hi"]
     columns = ["dataset", "setting", "model", *bounds] + (["subjects"] if metric == "mu" else [])
-    return grid[columns].style.format({c: "{:.3f}" for c in bounds}).hide(axis="index")
+    what = ("Bias intensity μ per bias class and model with its 95% interval (our bars of Fig. 3), and the "
+            "subjects behind each row") if metric == "mu" else (
+            f"Count-based intensity {_METRIC_LABELS.get(metric, metric)} per bias class and model with its 95% "
+            "interval (our bars of Fig. 6)")
+    return captioned(grid[columns].style.format({c: "{:.3f}" for c in bounds}).hide(axis="index"), what)
 
 
-def claims_view(claims: pd.DataFrame):
-    """A claims table (:func:`report.paper_claims`, :func:`report.our_claims`) without its index."""
-    return claims.style.hide(axis="index")
+def claims_view(claims: pd.DataFrame, caption: str | None = None):
+    """A claims table (:func:`report.paper_claims`, :func:`report.our_claims`) without its index, captioned
+    by its kind (``caption`` replaces that)."""
+    default = ("The paper's claims checked on its own bars (Fig. 3): comparisons that hold, of how many, and the "
+               "exceptions") if "holds" in claims.columns else (
+               "The paper's claims on the models run here: the comparisons each allows, and the result")
+    return captioned(claims.style.hide(axis="index"), caption or default)
 
 
 def paper_claim_numbers(paper_claims: pd.DataFrame) -> dict[str, int]:
@@ -391,7 +451,7 @@ def sizes_table(sizes: Mapping[str, int]) -> pd.DataFrame:
     >>> sizes_table({"zoo:minilm-qa": 22713218}).to_dict()
     {'parameters': {'zoo:minilm-qa': '22,713,218'}}
     """
-    return pd.Series(sizes, name="parameters").map("{:,}".format).to_frame()
+    return captioned(pd.Series(sizes, name="parameters").map("{:,}".format).to_frame(), "Parameters per model")
 
 
 def claim_numbers(claims: pd.DataFrame) -> dict[str, int]:

@@ -23,6 +23,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..display import captioned
 from ..unqover import report
 from . import recipes
 
@@ -37,7 +38,8 @@ MU_MODELS = {"zoo_mu": "zoo:minilm-qa", "lab_mu": "lab:qa-biased"}
 def zoo_view(cards: Mapping[str, Mapping[str, Any]]):
     """:func:`recipes.zoo_table` of the model ``cards`` (:func:`recipes.cards`) with one column per model (a
     Styler: no truncated cells)."""
-    return recipes.zoo_table(cards).set_index("model").T.style
+    return captioned(recipes.zoo_table(cards).set_index("model").T.style,
+                     "The zoo's model cards: one column per model (task, training data, size, cost, held-out quality)")
 
 
 def card_numbers(cards: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
@@ -64,12 +66,14 @@ def card_numbers(cards: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
 # -- what each model can do, what the papers used instead ----------------------------------------------------------
 def fills_view(cards: Mapping[str, Mapping[str, Any]]):
     """The zoo masked LM's top-5 fills of the plain probes on its card (:func:`recipes.fills_table`)."""
-    return recipes.fills_table(cards).style.hide(axis="index")
+    return captioned(recipes.fills_table(cards).style.hide(axis="index"),
+                     "zoo:minilm-mlm's five most likely fills of each plain probe sentence (from its model card)")
 
 
 def paper_models_view():
     """What each paper probed and the model that stands in for it here (:func:`recipes.paper_models_table`)."""
-    return recipes.paper_models_table().style.hide(axis="index")
+    return captioned(recipes.paper_models_table().style.hide(axis="index"),
+                     "What each paper probed, and the model that stands in for it in this book")
 
 
 # -- one UnQover result, three kinds of model ----------------------------------------------------------------------
@@ -84,7 +88,9 @@ def side_by_side_table(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000
 
 def side_by_side_view(side: pd.DataFrame):
     """:func:`side_by_side_table`, formatted."""
-    return side.style.format(precision=3).hide(axis="index")
+    return captioned(side.style.format(precision=3).hide(axis="index"),
+                     "UnQover on the gender–occupation dataset, one row per model: bias intensity μ with its 95% "
+                     "bootstrap interval, positional error δ, and the three occupations of highest γ per gender")
 
 
 def mu_numbers(side: pd.DataFrame) -> dict[str, str]:
