@@ -37,7 +37,7 @@ publish: $(STAMP)
 	$(VENV)/bin/stereoprobe publish --remote $(REMOTE) --branch $(BRANCH)
 
 test: $(STAMP) $(ACTIONLINT)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/unqover_qa.py

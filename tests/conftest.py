@@ -9,6 +9,11 @@ from pathlib import Path
 import pytest
 
 os.environ.setdefault("STEREOPROBE_PROGRESS", "0")
+# pytest-xdist: share the cores among the workers (torch, and the kernels and commands the tests start, read
+# OMP_NUM_THREADS when they import it). Two workers with two threads each on two cores wait for each other.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
+    os.environ.setdefault("OMP_NUM_THREADS",
+                          str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
 
 _WORDS = """mary james john patricia gerald jennifer alice bob got off the flight to visit lives in same city with
 person over swing is sitting by side sent a letter who was an accountant can never be nurse hunter
