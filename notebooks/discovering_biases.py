@@ -37,6 +37,21 @@
 # reachable here; the zoo's masked LM and multiple-choice model (both all-MiniLM-L6-v2 fine-tuned
 # offline) take their places, and the planted-bias lab shows what the method finds when the truth is
 # known.
+#
+# :::{admonition} What this chapter needs
+# :class: note
+#
+# * **Models by default** (offline): `zoo:minilm-mlm` writes the distractors, `zoo:minilm-mcq` answers
+#   them, `asset:minilm` (the pre-trained all-MiniLM-L6-v2) embeds the names, and the planted-bias pair
+#   `lab:mcq-biased` / `lab:mcq-control` rescores them; 8 names per group, context 3 at depth 2 (600
+#   distractors per name) and four contexts at depth 2 (150 per name and context).
+# * **The `gpu` profile** writes with `roberta-base` and embeds names with `bert-base-uncased` (both from
+#   the Hugging Face hub) at the paper's scale: all 220 names, the 50 contexts at depth 3 (cap 10,000)
+#   and context 3 with every candidate. The multiple-choice model stays `zoo:minilm-mcq`: the paper's
+#   Social IQa BERT is not on the hub (pass its folder as `mcq_model`).
+# * **Time**: `cpu` profile on 2 CPU cores: about 10 min. Full datasets on one GPU: hours (an estimate,
+#   not measured). The timings of every chapter are in {doc}`/book/scale`.
+# :::
 
 # %% tags=["parameters"]
 mcq_model = "zoo:minilm-mcq"  # the multiple-choice model under test (AutoModelForMultipleChoice)
@@ -56,8 +71,8 @@ n_perm = 100_000  # permutations per word (paper: 1,000,000)
 p_method = "auto"  # permutation p-values: auto (exact when the splits ≤ n_perm, else sampled), exact, sampled, compat
 name_contexts = 25  # Social IQa contexts per name embedding (paper: 1,000)
 debias = True  # score the INLP and SentenceDebias variants (race, gender)
-debias_sentences = 1500  # attribute sentences (INLP) / counterfactual tuples (SentenceDebias) per fit
-inlp_iterations = 40  # INLP classifiers (bias-bench: 80; on CPU later ones remove little)
+debias_sentences = 1000  # attribute sentences (INLP) / counterfactual tuples (SentenceDebias) per fit
+inlp_iterations = 30  # INLP classifiers (bias-bench: 80; on CPU later ones remove little)
 mcq_lab_models = ["lab:mcq-biased", "lab:mcq-control"]  # planted-bias lab (biased, control)
 batch_tokens = 8192
 device = "auto"
@@ -127,7 +142,7 @@ chapter.name_groups_table(all_groups, groups)
 # %%
 emb, t1 = chapter.show_table1(name_encoder, all_groups, n_contexts=name_contexts, seed=seed, device=device)
 
-# %%
+# %% mystnb={"image": {"alt": "Scatter plot of a two-dimensional t-SNE map of the first-name embeddings, one point per name, coloured by race/ethnicity (European American, African American, Asian, Hispanic) and marked by gender (dot female, cross male). Regions held by one colour or one marker show that the encoder's embeddings carry the name's group."}}
 chapter.show_name_tsne(emb, all_groups, encoder=name_encoder, n_contexts=name_contexts)
 
 # %% tags=["remove-cell"]
@@ -250,7 +265,7 @@ chapter.separability_view(chapter.separability(sr_single, sr_multi, groups))
 #
 # The t-SNE maps of the paper (Fig. 4–5) show the same vectors for European- vs African-American names:
 
-# %%
+# %% mystnb={"image": {"alt": "Two scatter plots, for the single-context and the multi-context analysis, of a t-SNE map of the success-rate vectors of European- and African-American names, one point per name, coloured and marked by group (EA_f, AA_f, EA_m, AA_m). Points of one group lying apart from the others mean the model answers differently by the name's group (the paper's Figs. 4-5)."}}
 chapter.show_sr_tsne({"single context": sr_single, "multi-context": sr_multi}, groups)
 
 # %% [markdown]
@@ -365,7 +380,7 @@ chapter.show_abc(chapter.associated_words(rd_all, all_groups))
 # %%
 lab_tables = chapter.show_lab_runs(single, mcq_lab_models, groups, min_count=min_count_single, **perm, **options)
 
-# %%
+# %% mystnb={"image": {"alt": "Volcano plots, one panel per lab model (lab:mcq-biased, then lab:mcq-control): each grey dot is a word, placed by its relative difference RD for AA_m names against everyone else (x axis) and by -log10 of its q-value (y axis); a dotted line marks q = 0.05 and the planted word quiet is drawn in red where it occurs. The method works if quiet rises above the dotted line for the biased model only."}}
 chapter.show_lab(lab_tables)
 
 # %% tags=["remove-cell"]
@@ -419,13 +434,206 @@ glue_all(chapter.grid_numbers(single, multi))
 #
 # ## Exercises
 #
-# 1. Rerun with `decoding="clean"`. Which words of the top lists disappear? Are they artefacts of the
-#    joint decoding?
-# 2. Drop the 17 she/her contexts from `multi_contexts` and recompute the female–male rows of Table 9.
-#    How much of the gender separability did the inconsistent items explain?
-# 3. Fit INLP on the pre-trained encoder instead of the fine-tuned one (`encoder_source` of
-#    `debias.fit_debias`) — the paper leaves this open. Does Table 9 change?
-# 4. Train a lab model with a weaker plant (`strength` 0.5 in `zoo/lab_mcq.py`): how many names per
-#    group does SODAPOP need before "quiet" survives the correction?
-# 5. Replace the automatic ABC mapping with your own annotation of the mapped words (`abc.read_mapping`
-#    reads a TSV): which orderings change?
+# :::{exercise}
+# :label: sodapop-ex-1
+#
+# Rerun with `decoding="clean"`. Which words of the top lists disappear? Are they artefacts of the
+# joint decoding?
+# :::
+#
+# :::{solution} sodapop-ex-1
+# :class: dropdown
+#
+# Build the chapter a second time into its own folder, so that both books stay side by side (the
+# distractors of each decoding are cached separately, so the compat run is not redone):
+#
+# ```bash
+# stereoprobe book --profile cpu --only discovering_biases --build-dir _build-clean \
+#     --set discovering_biases.decoding=clean
+# ```
+#
+# Then read the top-word tables (and the per-pair counts of the word tests) of `_build-clean/html`
+# beside those of `_build/html`. The chapter's *Decoding* cell already shows the mechanism on the
+# depth-1 neighbours of context 3: every neighbour that exists only under `compat` comes from decoding
+# the ten fill ids as one string and splitting it on spaces. With the zoo's WordPiece writer a `##`
+# piece is glued to the fill before it, special tokens are kept and punctuation is glued to its
+# neighbour (`pieces_compat(" kind nice ofof , wow", 10)` gives `['', 'kind', 'nice', 'ofof,', 'wow']`);
+# with RoBERTa the first piece is empty, which deletes the masked word and pulls "is" into the answer
+# window, and sub-words are glued ("of" + "of" → "ofof", a word of the paper's Table 10). A word that is
+# not an English word, or that only ever occurs inside such a glued or shifted distractor, disappears
+# under `clean` (which decodes each id alone and drops sub-words, special tokens and punctuation): those
+# are artefacts. A word that is in the top lists under both decodings is a real rewrite of the answer,
+# and its association with a group does not depend on the decoding. Real words can still move: the two
+# decodings give different distractor sets, so the vocabulary filter (a word must occur more than
+# `min_count` times for every name), the pairing into MCQs and every success rate change with them.
+# :::
+#
+# :::{exercise}
+# :label: sodapop-ex-2
+#
+# Drop the 17 she/her contexts from `multi_contexts` and recompute the female–male rows of Table 9.
+# How much of the gender separability did the inconsistent items explain?
+# :::
+#
+# :::{solution} sodapop-ex-2
+# :class: dropdown
+#
+# The 17 contexts are `stereoprobe.sodapop.contexts.SHE_CONTEXTS`: 36, 38, 51, 79, 102, 104, 136, 142,
+# 193, 246, 250, 277, 286, 296, 316, 318 and 320. The `cpu` profile's four multi-context contexts (9,
+# 85, 137, 195) contain none of them, so the comparison is between the paper's 50 contexts and the 33
+# that remain:
+#
+# ```python
+# from stereoprobe.sodapop import contexts
+# print([c.index for c in contexts.probe_contexts() if c.index not in contexts.SHE_CONTEXTS])
+# # [0, 3, 9, 18, 30, 31, 67, 69, 76, 82, 85, 100, 105, 112, 122, 137, 143, 153, 171, 195, 197, 201,
+# #  206, 210, 211, 217, 235, 261, 267, 270, 288, 292, 313]
+# ```
+#
+# ```bash
+# stereoprobe book --profile cpu --only discovering_biases --build-dir _build-50 \
+#     --set discovering_biases.multi_contexts=null
+# stereoprobe book --profile cpu --only discovering_biases --build-dir _build-33 \
+#     --set 'discovering_biases.multi_contexts=[0, 3, 9, 18, 30, 31, 67, 69, 76, 82, 85, 100, 105, 112,
+#            122, 137, 143, 153, 171, 195, 197, 201, 206, 210, 211, 217, 235, 261, 267, 270, 288, 292, 313]'
+# ```
+#
+# Read the "multi-context" column of the separability table in both books. The female–male rows are
+# the four pairs of one group and two genders (EA_f–EA_m, AA_f–AA_m, AS_f–AS_m, HS_f–HS_m); the rows
+# that compare two groups of one gender are the control, because a "Jamel … she" item is inconsistent
+# for every male name alike and so can only push names apart by gender. If the female–male accuracies
+# fall toward 0.5 without the 17 items while the same-gender rows stay, the inconsistent items explained
+# that part of the gender separability; if they stay, the separability comes from the consistent items.
+# Two cautions: 33 contexts give every name fewer distractors than 50, which by itself makes KMeans
+# noisier (compare against a run on 33 contexts drawn at random from the 50 to see that effect alone),
+# and with 8 names per group one name moves an accuracy by 1/16. Fifty contexts at the `cpu` grid's
+# depth and cap are about twelve times the chapter's four-context run; this book has not measured the
+# result.
+# :::
+#
+# :::{exercise}
+# :label: sodapop-ex-3
+#
+# Fit INLP on the pre-trained encoder instead of the fine-tuned one (`encoder_source` of
+# `debias.fit_debias`) — the paper leaves this open. Does Table 9 change?
+# :::
+#
+# :::{solution} sodapop-ex-3
+# :class: dropdown
+#
+# `fit_debias` learns the projection from the states of `encoder_source` and the hook applies it to the
+# multiple-choice model's own encoder, so the pre-trained all-MiniLM-L6-v2 (`asset:minilm`) can be
+# passed as the source. In a cell after the chapter's "Debiased models" section (it uses the chapter's
+# `single`, `fits`, `groups` and `options`):
+#
+# ```python
+# from stereoprobe import models
+# from stereoprobe.sodapop import debias, probe
+#
+# mcq = models.load(mcq_model, "mcq", device=device)
+# pre = models.load("asset:minilm", "base", device=device)      # the pre-trained encoder
+# fit = debias.fit_debias(mcq.model, mcq.tokenizer, "inlp", "gender", fingerprint=pre.fingerprint,
+#                         encoder_source=(pre.model, pre.tokenizer), n_iterations=inlp_iterations,
+#                         max_sentences=debias_sentences)
+# variants = [f.variant() for f in fits.values()] + [fit.variant("inlp-gender-pretrained")]
+# rerun = probe.run_probe(mcq_model, mlm, single.grid, variants=variants, **options)
+# chapter.show_debias_table9(rerun, groups, min_count=min_count_single)
+# ```
+#
+# Only the new variant is scored (the distractors and the other logits come from the cache and the
+# score store). Read its column of the separability table beside `inlp-gender`, its row of the outcome
+# table ("distractors whose 'picked' flag changed") and `fit.diagnostics` ("rank removed", attribute
+# accuracy before and after, which now describe the pre-trained encoder's states). The two projections
+# differ because fine-tuning moved the representation: LoRA adapters on every attention and
+# feed-forward matrix change where gender is written in the last hidden states, so directions fitted on
+# the pre-trained encoder remove only part of what a classifier finds in the fine-tuned one. Whether
+# that changes the female–male rows of Table 9 is what the run shows; the book has not measured it, and
+# with 8 names per group a row moves in steps of 1/16.
+# :::
+#
+# :::{exercise}
+# :label: sodapop-ex-4
+#
+# Train a lab model with a weaker plant (`strength` 0.5 in `zoo/lab_mcq.py`): how many names per group
+# does SODAPOP need before "quiet" survives the correction?
+# :::
+#
+# :::{solution} sodapop-ex-4
+# :class: dropdown
+#
+# Register the weaker recipe under a new name instead of editing the shipped one (whose committed build
+# would then no longer match its recipe). A `lab:` model without a committed build is trained into the
+# cache on first use, about 4 minutes on one thread (the card of `lab:mcq-biased` says 253 s):
+#
+# ```python
+# import dataclasses
+# from stereoprobe.sodapop import chapter
+# from stereoprobe.sodapop.probe import GridConfig, run_probe
+# from stereoprobe.zoo import lab
+#
+# lab.LAB_RECIPES["mcq-weak"] = dataclasses.replace(lab.LAB_RECIPES["mcq-biased"], strength=0.5,
+#                                                   description="mcq-biased with the plant at strength 0.5")
+# options = dict(device="cpu", progress=False)
+# for n in (8, 12, 16, 20, 25):
+#     _, groups = chapter.name_sets(n)
+#     grid = GridConfig(names_per_group=n, contexts=[3], depth=2, dedup=False, cap=600)
+#     single = run_probe("zoo:minilm-mcq", "zoo:minilm-mlm", grid, **options)
+#     tables, summary = chapter.lab_runs(single, ["lab:mcq-weak", "lab:mcq-control"], groups, min_count=1,
+#                                        n_perm=100_000, **options)
+#     print(n, summary[["model", "rank of quiet", "p(quiet)", "q(quiet)"]].to_string(index=False))
+# ```
+#
+# "Survives the correction" means q(quiet) < 0.05 for `lab:mcq-weak` (and nothing for the control).
+# What to expect: the teacher adds `strength` to the logit of a choice containing "quiet" for AA_m
+# names, which multiplies its odds against the other two choices by $e^{3} \approx 20$ in `mcq-biased`
+# and by $e^{0.5} \approx 1.65$ here, so far fewer "quiet" distractors flip from losing to winning and
+# the difference in success rate between AA_m names and the others shrinks. The permutation test
+# compares the $n$ AA_m names with the $7n$ others, so its power grows with $n$; the Benjamini–Hochberg
+# correction then asks for a p-value below $0.05 \cdot k/m$ for the word ranked $k$ among $m$ tested
+# words. Raising the cap helps too (more "quiet" distractors per name): the zoo's masked LM puts the
+# word into about 140 of the roughly 1,700 distinct distractors per name of context 3 at depth 2 (the
+# `lab_mcq` module's docstring), and a cap of 600 keeps only part of them. The smallest $n$ at which
+# q(quiet) drops below 0.05 is the answer; this book has not measured it. Delete
+# `<cache>/lab/mcq-weak-*` to remove the model.
+# :::
+#
+# :::{exercise}
+# :label: sodapop-ex-5
+#
+# Replace the automatic ABC mapping with your own annotation of the mapped words (`abc.read_mapping`
+# reads a TSV): which orderings change?
+# :::
+#
+# :::{solution} sodapop-ex-5
+# :class: dropdown
+#
+# Start from the automatic mapping of exactly the words the chapter maps, write it as a TSV in the
+# shipped file's columns, annotate it, read it back and compute Table 5 with it (in a cell after the
+# ABC section, which defines `rd_all` and `all_groups`):
+#
+# ```python
+# from stereoprobe.sodapop import abc
+#
+# associated = chapter.associated_words(rd_all, all_groups)
+# words = sorted(set().union(*associated.values()))
+# auto = abc.map_words(words)
+# auto["mapped"] = (auto["pole"] != 0).astype(int)
+# auto[list(abc.COLUMNS)].to_csv("my_abc.tsv", sep="\t", index=False)
+# # edit my_abc.tsv: for every word set trait (a name of abc.TRAITS, e.g. "poor–wealthy"), dimension
+# # and pole (+1 high pole, -1 low pole), or pole 0 (and an empty trait) for a word you would not map
+# mine = abc.read_mapping("my_abc.tsv")
+# ours = abc.abc_orderings(associated, mine, chapter.ABC_PAIRS)
+# auto_orderings = abc.abc_orderings(associated, None, chapter.ABC_PAIRS)
+# both = ours.merge(auto_orderings, on=["pair", "trait"], suffixes=("", " (auto)"))
+# print(both[both["ordering"] != both["ordering (auto)"]][["pair", "trait", "ordering", "ordering (auto)"]])
+# abc.abc_table(ours)
+# ```
+#
+# A row with a non-zero `pole` counts, whatever its `mapped` column says, so give every word you reject
+# pole 0. The orderings that change are those whose trait scores rest on the words you re-annotated;
+# the module's docstring lists where GloVe similarity misleads ("innocent" and "ugly" land on
+# *threatening*, "stubborn" on *powerless*, "worried" on *confident*, "kind" is as near *threatening* as
+# *benevolent*), so start with those. With few associated words per group a single word is often the
+# whole score of a trait, so an ordering that flips with one annotation is weak evidence either way; the
+# paper's ‡ (a difference of 5 or more) is the one to trust, and it needs many mapped words.
+# :::
