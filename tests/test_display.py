@@ -134,3 +134,10 @@ def test_a_hyphenated_word_stays_on_one_line():
     nowrap = '<span style="white-space: nowrap;">{}</span>'
     assert nowrap.format("zoo:minilm-qa") in html and nowrap.format("fine-tuned") in html
     assert _cells(html, "-0.25") == [f"<td {RIGHT}>"]  # a number is no word
+
+
+def test_a_caption_is_text_not_markup():
+    styler = display.captioned(pd.DataFrame({"q < 0.05": [1]}).style, "words with q < 0.05")
+    html = display.table_html(styler)
+    assert "words with q &lt; 0.05</caption>" in html
+    assert styler.caption == "words with q < 0.05"  # the caller's Styler is left as it was

@@ -126,6 +126,8 @@ def _styler_html(styler) -> str:
     styler.set_table_styles(styles, overwrite=False)
     if styler.caption is None and data.attrs.get("caption"):
         styler.set_caption(data.attrs["caption"])
+    if isinstance(styler.caption, str):  # plain text ("q < 0.05"): pandas writes a caption unescaped
+        styler.set_caption(_html.escape(styler.caption))
     return _keep_hyphenated(no_nan(styler.to_html()))
 
 
