@@ -37,7 +37,7 @@
 #   before it stored, so after them this chapter reads them back instead of scoring.
 # * **The `gpu` profile** runs the paper's ten QA models (`tli8hf/unqover-*`) and five masked LMs
 #   (`distilbert-base-uncased` … `roberta-large`) from the Hugging Face hub, on the full datasets.
-# * **Time**: `cpu` profile on 2 CPU cores: about 0.5 min (after the chapters before it). Full datasets
+# * **Time**: `cpu` profile on 2 CPU cores: under 0.5 min (after the chapters before it). Full datasets
 #   on one GPU: hours (an estimate, not measured). The timings of every chapter are in {doc}`/book/scale`.
 # :::
 

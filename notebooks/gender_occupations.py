@@ -37,7 +37,7 @@
 # * **The `gpu` profile** runs the paper's ten QA models from the Hugging Face hub (`tli8hf/unqover-*`,
 #   five architectures fine-tuned on SQuAD and on NewsQA) in place of the zoo model, keeps the lab pair,
 #   and uses all 1,372,000 paper examples.
-# * **Time**: `cpu` profile on 2 CPU cores: about 1 min. Full datasets on one GPU: hours (an estimate,
+# * **Time**: `cpu` profile on 2 CPU cores: under 1 min. Full datasets on one GPU: hours (an estimate,
 #   not measured). The timings of every chapter are in {doc}`/book/scale`.
 # :::
 
