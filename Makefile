@@ -46,6 +46,7 @@ benchmark: $(STAMP)
 	$(PY) benchmarks/nli.py
 	$(PY) benchmarks/memory.py
 	$(PY) benchmarks/zoo_corpora.py
+	$(PY) benchmarks/batch_budget.py
 
 clean:
 	rm -rf _build
