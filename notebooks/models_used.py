@@ -43,7 +43,7 @@
 #   zoo's `zoo:minilm-qa`, on 4,000 paper examples of the gender dataset.
 # * **The `gpu` profile** adds one model of the paper from the Hugging Face hub,
 #   `tli8hf/unqover-bert-base-uncased-squad`, and uses all 1,372,000 paper examples.
-# * **Time**: `cpu` profile on 2 CPU cores: about 2 min. Full datasets on one GPU: hours (an estimate,
+# * **Time**: `cpu` profile on 2 CPU cores: about 1 min. Full datasets on one GPU: hours (an estimate,
 #   not measured). The timings of every chapter are in {doc}`/book/scale`.
 # :::
 

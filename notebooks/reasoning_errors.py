@@ -49,7 +49,7 @@
 #   its five masked LMs (`distilbert-base-uncased`, `bert-base-uncased`,
 #   `bert-large-uncased-whole-word-masking`, `roberta-base`, `roberta-large`), all from the Hugging Face
 #   hub, on all 1,372,000 paper examples.
-# * **Time**: `cpu` profile on 2 CPU cores: about 2 min. Full datasets on one GPU: hours (an estimate,
+# * **Time**: `cpu` profile on 2 CPU cores: about 1 min. Full datasets on one GPU: hours (an estimate,
 #   not measured). The timings of every chapter are in {doc}`/book/scale`.
 # :::
 

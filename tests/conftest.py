@@ -128,3 +128,18 @@ def _logic_lines(path: Path) -> list[str]:
 def logic_lines():
     """``logic_lines(path)``: the logic lines of a chapter notebook, for the tests that keep chapters thin."""
     return _logic_lines
+
+
+@pytest.fixture
+def cli(capsys):
+    """``cli(*args)``: run the ``stereoprobe`` command line in this process; (exit code, stdout, stderr)."""
+    from stereoprobe.cli import main
+
+    def run(*args):
+        with pytest.raises(SystemExit) as exit_info:
+            main(list(args))
+            raise SystemExit(0)
+        out = capsys.readouterr()
+        return exit_info.value.code, out.out, out.err
+
+    return run

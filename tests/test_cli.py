@@ -10,31 +10,21 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from stereoprobe.cli import main
 
-
-def run(capsys, *args):
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(args))
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return exit_info.value.code, out.out, out.err
-
-
-def test_count_prints_table1(capsys):
-    code, out, _ = run(capsys, "unqover", "count")
+def test_count_prints_table1(cli):
+    code, out, _ = cli("unqover", "count")
     assert code == 0
     assert "1,372,000" in out and "5,488,000" in out and "1,154,232" in out and "73,500" in out and "38,500" in out
     assert "10,552,928" in out  # passes per model, all four datasets
 
 
-def test_generate_jsonl_and_parquet(capsys, tmp_path):
-    code, out, _ = run(capsys, "unqover", "generate", "-d", "religion", "--sample", "5", "-o", str(tmp_path / "r.jsonl"))
+def test_generate_jsonl_and_parquet(cli, tmp_path):
+    code, out, _ = cli("unqover", "generate", "-d", "religion", "--sample", "5", "-o", str(tmp_path / "r.jsonl"))
     assert code == 0 and "10 ordered examples" in out
     records = [json.loads(line) for line in (tmp_path / "r.jsonl").read_text().splitlines()]
     assert len(records) == 10 and records[0]["key"].count("|") == 7
     assert set(records[0]) == {"key", "context", "q0", "q1"} and records[0]["q0"]["ans0"]["text"] in records[0]["context"]
-    code, _, _ = run(capsys, "unqover", "generate", "-d", "gender", "--sample", "3", "--newsqa", "-o", str(tmp_path / "g.parquet"))
+    code, _, _ = cli("unqover", "generate", "-d", "gender", "--sample", "3", "--newsqa", "-o", str(tmp_path / "g.parquet"))
     frame = pd.read_parquet(tmp_path / "g.parquet")
     assert code == 0 and len(frame) == 6 and frame["context"].str.startswith("[aug] yes no  [text] (CNN) --  ").all()
 
@@ -50,14 +40,14 @@ def test_generate_jsonl_and_parquet(capsys, tmp_path):
     (["unqover", "score", "-m", "lab:qa-biased", "-d", "religion", "--sample", "2", "--device", "tpu"], "tpu"),
     (["book", "--profile", "huge"], "huge"),
 ])
-def test_bad_input_exits_2_with_one_line(capsys, tmp_path, args, message):
-    code, out, err = run(capsys, *[a.replace("{tmp}", str(tmp_path)) for a in args])
+def test_bad_input_exits_2_with_one_line(cli, tmp_path, args, message):
+    code, out, err = cli(*[a.replace("{tmp}", str(tmp_path)) for a in args])
     assert code == 2
     assert message in err and err.startswith("error: ") and err.count("\n") == 1
     assert not list(tmp_path.glob("*.jsonl")) and not list(tmp_path.glob("*.csv")) and not list(tmp_path.glob(".*tmp"))
 
 
-def test_generation_failure_leaves_no_file(capsys, tmp_path, monkeypatch):
+def test_generation_failure_leaves_no_file(cli, tmp_path, monkeypatch):
     from stereoprobe.errors import StereoprobeError
     from stereoprobe.unqover import generate
 
@@ -68,17 +58,17 @@ def test_generation_failure_leaves_no_file(capsys, tmp_path, monkeypatch):
         raise StereoprobeError("Subject 'X' was not found in its paragraph; planted failure.")
 
     monkeypatch.setattr(generate, "iter_examples", broken)
-    code, _, err = run(capsys, "unqover", "generate", "-d", "religion", "--sample", "3", "-o", str(tmp_path / "r.jsonl"))
+    code, _, err = cli("unqover", "generate", "-d", "religion", "--sample", "3", "-o", str(tmp_path / "r.jsonl"))
     assert code == 2 and "planted failure" in err
     assert list(tmp_path.iterdir()) == []
 
 
-def test_score_and_report_on_a_local_model(capsys, tmp_path, tiny_bert_qa):
+def test_score_and_report_on_a_local_model(cli, tmp_path, tiny_bert_qa):
     store = str(tmp_path / "scores")
     common = ["-m", str(tiny_bert_qa), "-d", "gender", "--sample", "40", "--device", "cpu", "--store", store]
-    code, out, _ = run(capsys, "unqover", "score", *common)
+    code, out, _ = cli("unqover", "score", *common)
     assert code == 0 and "160 passes stored" in out
-    code, out, _ = run(capsys, "unqover", "report", *common, "--n-boot", "50", "-o", str(tmp_path / "rep"))
+    code, out, _ = cli("unqover", "report", *common, "--n-boot", "50", "-o", str(tmp_path / "rep"))
     assert code == 0 and "reasoning_errors" in out
     errors = pd.read_csv(tmp_path / "rep" / "gender_reasoning_errors.csv")
     assert list(errors.columns) == ["model", "delta", "epsilon", "avg_s", "keys"] and errors["keys"].iloc[0] == 40
@@ -96,16 +86,16 @@ def test_newsqa_models_get_the_header():
     assert spec_for("tli8hf/unqover-roberta-base-newsqa", spec).sample == 10
 
 
-def test_nli_count(capsys):
-    code, out, _ = run(capsys, "nli", "count")
+def test_nli_count(cli):
+    code, out, _ = cli("nli", "count")
     assert code == 0
     assert "1,936,512" in out and "1,574,400" in out and "836,400" in out and "4,347,312" in out
-    code, out, _ = run(capsys, "nli", "count", "-p", "religion", "--sample", "0.001")
+    code, out, _ = cli("nli", "count", "-p", "religion", "--sample", "0.001")
     lines = out.splitlines()
     assert code == 0 and len(lines) == 2 and lines[1].split() == ["religion", "25", "17", "1,968", "836"]
 
 
-def test_nli_score_and_report(capsys, tmp_path, monkeypatch, tiny_nli, one_torch_thread):
+def test_nli_score_and_report(cli, tmp_path, monkeypatch, tiny_nli, one_torch_thread):
     from stereoprobe.nli.score import load_probabilities
     from stereoprobe.nli.templates import TemplateSpec
     from stereoprobe.store import ScoreStore
@@ -116,10 +106,10 @@ def test_nli_score_and_report(capsys, tmp_path, monkeypatch, tiny_nli, one_torch
     store = tmp_path / "scores"
     common = ["-m", named, "-m", generic, "-p", "religion", "-p", "nationality", "--sample", "150", "--device", "cpu",
               "--store", str(store), "--label-order", "entailment,neutral,contradiction"]
-    code, out, _ = run(capsys, "nli", "score", *common)
+    code, out, _ = cli("nli", "score", *common)
     assert code == 0 and out.count("150 pairs stored in") == 4
     stored = {p: p.read_bytes() for p in store.rglob("*") if p.is_file()}
-    code, out, _ = run(capsys, "nli", "report", *common, "--n-boot", "50", "-o", str(tmp_path / "rep"))
+    code, out, _ = cli("nli", "report", *common, "--n-boot", "50", "-o", str(tmp_path / "rep"))
     assert code == 0 and "== nli religion neutrality ==" in out and "== nli nationality neutrality ==" in out
     assert {p: p.read_bytes() for p in store.rglob("*") if p.is_file()} == stored  # read back, nothing rescored
     assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == ["nli_nationality_neutrality.csv",
@@ -135,12 +125,12 @@ def test_nli_score_and_report(capsys, tmp_path, monkeypatch, tiny_nli, one_torch
         assert ((table[f"{m}_lo"] <= table[m]) & (table[m] <= table[f"{m}_hi"])).all()
 
 
-def test_sodapop_report(capsys, tmp_path, monkeypatch, tiny_bert_mlm, tiny_model, one_torch_thread):
+def test_sodapop_report(cli, tmp_path, monkeypatch, tiny_bert_mlm, tiny_model, one_torch_thread):
     monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
     mcq = tiny_model(tmp_path / "mcq", "bert", "mcq")
     common = ["--mcq-model", str(mcq), "--mlm", str(tiny_bert_mlm), "--names-per-group", "2", "--depth", "1",
               "--cap", "10", "--n-perm", "100", "--device", "cpu"]
-    code, out, _ = run(capsys, "sodapop", "report", *common, "--pair", "AA_m:EA_m", "-o", str(tmp_path / "a"))
+    code, out, _ = cli("sodapop", "report", *common, "--pair", "AA_m:EA_m", "-o", str(tmp_path / "a"))
     assert code == 0 and "16 units (names × contexts), 80 MCQs" in out and "wrote 2 tables" in out
     assert f"model mcq (distractors by {tiny_bert_mlm.name}): 16 units" in out
     units = pd.read_csv(tmp_path / "a" / "sodapop_units.csv")
@@ -159,20 +149,20 @@ def test_sodapop_report(capsys, tmp_path, monkeypatch, tiny_bert_mlm, tiny_model
     assert rd["rd_paper"].to_numpy() == pytest.approx((m1 - m2) / ((m1 + m2) / 2))
     assert (rd["p"] * 6).round(9).mod(1).eq(0).all()  # exact test: C(4, 2) = 6 splits of two names per group
     # a rerun reads the cached distractors and stored logits: the same units; default pairs are Tables 4 and 21's
-    code, _, _ = run(capsys, "sodapop", "report", *common, "-o", str(tmp_path / "b"))
+    code, _, _ = cli("sodapop", "report", *common, "-o", str(tmp_path / "b"))
     assert code == 0 and sorted(p.name for p in (tmp_path / "b").iterdir()) == [
         "sodapop_rd_AA_f_EA_f.csv", "sodapop_rd_EA_f_EA_m.csv", "sodapop_units.csv"]
     assert (tmp_path / "b" / "sodapop_units.csv").read_bytes() == (tmp_path / "a" / "sodapop_units.csv").read_bytes()
     # without -o, as every report: the tables are printed and nothing is written
-    code, out, _ = run(capsys, "sodapop", "report", *common)
+    code, out, _ = cli("sodapop", "report", *common)
     assert code == 0 and "== units (names × contexts) ==" in out and "== AA_f vs EA_f: " in out and "wrote" not in out
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "b", "cache", "mcq"]
 
 
-def test_usage_errors_are_one_line(capsys):
-    code, _, err = run(capsys, "unqover", "score", "-d", "gender")
+def test_usage_errors_are_one_line(cli):
+    code, _, err = cli("unqover", "score", "-d", "gender")
     assert code == 2 and err == "error: Missing option '--model' / '-m'; see 'stereoprobe unqover score --help'.\n"
-    code, out, err = run(capsys, "nli")
+    code, out, err = cli("nli")
     assert code == 2 and "Usage: stereoprobe nli" in out + err and "count" in out + err
 
 
@@ -191,14 +181,14 @@ def _choices(values) -> str:
     ["unqover", "count"], ["unqover", "generate"], ["unqover", "score"], ["unqover", "report"],
     ["nli", "count"], ["nli", "score"], ["nli", "report"], ["sodapop", "report"],
 ])
-def test_help_lists_the_values_of_every_fixed_set(capsys, wide, command):
+def test_help_lists_the_values_of_every_fixed_set(cli, wide, command):
     from stereoprobe.batching import PRECISIONS
     from stereoprobe.engine import ENGINES
     from stereoprobe.nli.templates import PROBES
     from stereoprobe.sodapop.names import GROUPS
     from stereoprobe.unqover.generate import DATASETS, MODES, VARIANTS
 
-    code, out, _ = run(capsys, *command, "--help")
+    code, out, _ = cli(*command, "--help")
     assert code == 0 and f"Usage: stereoprobe {' '.join(command)} [OPTIONS]" in out
     expected = {
         "unqover count": [_choices([*DATASETS, "all"]), _choices(VARIANTS)],
@@ -227,8 +217,8 @@ def test_help_lists_the_values_of_every_fixed_set(capsys, wide, command):
      "auto, cpu, cuda, cuda:N (GPU N) or mps"),
     (["sodapop", "report", "--pair", "AA_f:XX_f"], "'--pair'", "EA_f, EA_m, AA_f, AA_m, AS_f, AS_m, HS_f, HS_m"),
 ])
-def test_a_value_outside_the_set_is_one_line_naming_the_option_and_the_values(capsys, tmp_path, args, option, valid):
-    code, out, err = run(capsys, *[a.replace("{tmp}", str(tmp_path)) for a in args])
+def test_a_value_outside_the_set_is_one_line_naming_the_option_and_the_values(cli, tmp_path, args, option, valid):
+    code, out, err = cli(*[a.replace("{tmp}", str(tmp_path)) for a in args])
     assert code == 2 and out == ""
     assert err.startswith(f"error: Invalid value for {option}: ") and valid in err and err.count("\n") == 1, err
     assert list(tmp_path.iterdir()) == []
@@ -241,61 +231,61 @@ def test_device_takes_what_the_library_takes(device):
     assert _device(device) == device  # checked later, when a model is loaded: e.g. no GPU here for cuda:1
 
 
-def test_version(capsys):
+def test_version(cli):
     from stereoprobe import __version__
 
-    code, out, err = run(capsys, "--version")
+    code, out, err = cli("--version")
     assert code == 0 and out == f"stereoprobe {__version__}\n" and err == ""
 
 
-def test_shell_completion_is_offered(capsys, wide):
-    code, out, _ = run(capsys, "--help")
+def test_shell_completion_is_offered(cli, wide):
+    code, out, _ = cli("--help")
     assert code == 0 and "--install-completion" in out and "--show-completion" in out
 
 
-def test_book_help_shows_its_options(capsys, wide):
+def test_book_help_shows_its_options(cli, capsys, wide):
     from stereoprobe.cli import book_main
 
     options = ["--profile", "--only", "--set", "--build-dir", "--timeout", "--execute-only", "--no-execute",
                "--keep-going", "--list", "--quiet", "-q", "--root"]
-    code, out, _ = run(capsys, "book", "--help")
+    code, out, _ = cli("book", "--help")
     assert code == 0 and "Usage: stereoprobe book [OPTIONS]" in out and all(o in out for o in options)
     assert book_main(["--help"]) == 0  # python -m stereoprobe.book: the same command
     out = capsys.readouterr().out
     assert "Usage: python -m stereoprobe.book [OPTIONS]" in out and all(o in out for o in options)
 
 
-def test_book_list_in_the_clone(capsys, monkeypatch):
+def test_book_list_in_the_clone(cli, monkeypatch):
     from stereoprobe.book import available_profiles, chapters
     from stereoprobe.paths import checkout_root
 
     monkeypatch.chdir(checkout_root())
-    code, out, _ = run(capsys, "book", "--list")
+    code, out, _ = cli("book", "--list")
     assert code == 0
     assert out.splitlines() == [f"profiles: {', '.join(available_profiles())}"] + [
         f"{c.kind:8s} {c.file}" for c in chapters()]
     assert "smoke" in out and "notebook notebooks/reasoning_errors" in out
 
 
-def test_book_outside_a_clone_says_where_the_sources_are(capsys, monkeypatch, tmp_path):
+def test_book_outside_a_clone_says_where_the_sources_are(cli, monkeypatch, tmp_path):
     from stereoprobe import paths
 
     clone = paths.checkout_root()
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(paths, "checkout_root", lambda: None)  # as installed from a wheel, run outside a clone
     for args in (["book"], ["book", "--list"], ["book", "--root", str(tmp_path), "--list"]):
-        code, out, err = run(capsys, *args)
+        code, out, err = cli(*args)
         assert code == 2 and out == "" and err.count("\n") == 1, err
         assert err.startswith("error: The book's sources (_toc.yml, notebooks/, book/, params/) are in a clone of the "
                               "stereoprobe repository and ")
         assert "clone the repository with git and run the command from the clone's root, or pass --root DIR" in err
-    assert "and the current folder is not in one" in run(capsys, "book")[2]
+    assert "and the current folder is not in one" in cli("book")[2]
     assert list(tmp_path.iterdir()) == []
-    code, out, _ = run(capsys, "book", "--root", str(clone), "--list")
+    code, out, _ = cli("book", "--root", str(clone), "--list")
     assert code == 0 and out.startswith("profiles: ")
 
 
-def test_book_failure_exits_1(capsys, monkeypatch):
+def test_book_failure_exits_1(cli, monkeypatch):
     from stereoprobe import book
 
     def failing(*args, **kwargs):
@@ -303,11 +293,11 @@ def test_book_failure_exits_1(capsys, monkeypatch):
                                           "Traceback …\nValueError: planted")
 
     monkeypatch.setattr(book, "run_notebooks", failing)
-    code, out, err = run(capsys, "book", "--profile", "smoke", "--execute-only")
+    code, out, err = cli("book", "--profile", "smoke", "--execute-only")
     assert code == 1 and out == ""
     assert err == ("Traceback …\nValueError: planted\n"  # the traceback's tail, then the one-line error
                    "error: Notebook notebooks/x.py failed in cell 3 with ValueError: planted\n")
-    code, _, err = run(capsys, "book", "--execute-only", "--no-execute")
+    code, _, err = cli("book", "--execute-only", "--no-execute")
     assert code == 2 and err == "error: --execute-only and --no-execute exclude each other; pass one of them.\n"
 
 
@@ -322,11 +312,11 @@ def test_book_failure_exits_1(capsys, monkeypatch):
     ("{tmp}/table.csv/reports", "--out {tmp}/table.csv/reports cannot hold the tables (Not a directory); pass a folder "
                                 "you can write to (it is created if missing)."),
 ])
-def test_report_out_is_checked_before_any_work(capsys, monkeypatch, tmp_path, command, out, message):
+def test_report_out_is_checked_before_any_work(cli, monkeypatch, tmp_path, command, out, message):
     """The same -o in the three reports: a file, or a folder that cannot be made (for root too), stops at once."""
     monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
     (tmp_path / "table.csv").write_text("pre-existing\n")
-    code, stdout, err = run(capsys, *command, "--store", str(tmp_path / "scores"), "--device", "cpu",
+    code, stdout, err = cli(*command, "--store", str(tmp_path / "scores"), "--device", "cpu",
                             "-o", out.format(tmp=tmp_path))
     assert code == 2 and stdout == ""
     assert err == f"error: {message.format(tmp=tmp_path)}\n"  # not the unknown model: nothing was loaded or scored
@@ -343,7 +333,7 @@ def test_report_out_is_the_same_option_everywhere():
 
 # -- command-line edges: Ctrl-C, model names, --sample, early checks, file modes -------------------------------------
 @pytest.mark.parametrize("interrupt", ["KeyboardInterrupt", "typer.Abort", "click.Abort"])
-def test_ctrl_c_exits_130_with_one_line(capsys, tmp_path, monkeypatch, interrupt):
+def test_ctrl_c_exits_130_with_one_line(cli, tmp_path, monkeypatch, interrupt):
     import click
     import typer
 
@@ -355,13 +345,13 @@ def test_ctrl_c_exits_130_with_one_line(capsys, tmp_path, monkeypatch, interrupt
         raise error()
 
     monkeypatch.setattr(score_qa, "score_dataset", interrupted)
-    code, out, err = run(capsys, "unqover", "score", "-m", "lab:qa-biased", "-d", "religion", "--sample", "2",
+    code, out, err = cli("unqover", "score", "-m", "lab:qa-biased", "-d", "religion", "--sample", "2",
                          "--store", str(tmp_path / "scores"))
     assert code == 130 and out == "" and err == "error: interrupted; rerun to resume\n"
     assert list(tmp_path.iterdir()) == []
 
 
-def test_ctrl_c_keeps_the_stored_shards_and_a_rerun_resumes(capsys, tmp_path, monkeypatch, tiny_bert_qa):
+def test_ctrl_c_keeps_the_stored_shards_and_a_rerun_resumes(cli, tmp_path, monkeypatch, tiny_bert_qa):
     from stereoprobe import engine
 
     store = tmp_path / "scores"
@@ -376,12 +366,12 @@ def test_ctrl_c_keeps_the_stored_shards_and_a_rerun_resumes(capsys, tmp_path, mo
         real(run_, job, i, columns)
 
     monkeypatch.setattr(engine, "_write", write_then_interrupt)
-    code, _, err = run(capsys, *args)
+    code, _, err = cli(*args)
     assert code == 130 and err == "error: interrupted; rerun to resume\n"
     assert [p.name for p in store.rglob("*") if p.is_file()] == ["part-00000.parquet"]  # no temp file, no manifest
     monkeypatch.setattr(engine, "_write", real)
     calls.clear()
-    code, out, _ = run(capsys, *args)
+    code, out, _ = cli(*args)
     assert code == 0 and "400 passes stored" in out
     assert sorted(p.name for p in store.rglob("*") if p.is_file()) == ["_manifest.json"] + [
         f"part-0000{i}.parquet" for i in range(4)]
@@ -399,7 +389,7 @@ def test_model_labels_are_unique_short_and_refuse_duplicates():
         model_labels(["runs/a", "./runs/a/"])
 
 
-def test_the_reports_name_models_alike_and_keep_both_of_a_shared_last_part(capsys, tmp_path, monkeypatch, tiny_bert_qa,
+def test_the_reports_name_models_alike_and_keep_both_of_a_shared_last_part(cli, tmp_path, monkeypatch, tiny_bert_qa,
                                                                            tiny_nli, one_torch_thread):
     """runs/a/model and runs/b/model: two rows a/model and b/model in the UnQover and Bias-NLI tables (SODAPOP's
     model column comes from the same helper, test_sodapop_report)."""
@@ -409,13 +399,13 @@ def test_the_reports_name_models_alike_and_keep_both_of_a_shared_last_part(capsy
     qa = [str(shutil.copytree(tiny_bert_qa, tmp_path / "qa" / k / "model")) for k in "ab"]
     nli = [tiny_nli(tmp_path / "nli" / k / "model", {0: "entailment", 1: "neutral", 2: "contradiction"}) for k in "ab"]
     store = ["--store", str(tmp_path / "scores"), "--device", "cpu", "--n-boot", "10"]
-    code, out, _ = run(capsys, "unqover", "report", "-m", qa[0], "-m", qa[1], "-d", "religion", "--sample", "3",
+    code, out, _ = cli("unqover", "report", "-m", qa[0], "-m", qa[1], "-d", "religion", "--sample", "3",
                        *store, "-o", str(tmp_path / "rep"))
     assert code == 0
     for name in ("reasoning_errors", "intensity"):
         assert pd.read_csv(tmp_path / "rep" / f"religion_{name}.csv")["model"].tolist() == ["a/model", "b/model"]
     assert pd.read_csv(tmp_path / "rep" / "religion_top_gamma.csv")["model"].unique().tolist() == ["a/model", "b/model"]
-    code, out, _ = run(capsys, "nli", "report", "-m", nli[0], "-m", nli[1], "-p", "religion", "--sample", "20", *store,
+    code, out, _ = cli("nli", "report", "-m", nli[0], "-m", nli[1], "-p", "religion", "--sample", "20", *store,
                        "-o", str(tmp_path / "rep"))
     assert code == 0
     assert pd.read_csv(tmp_path / "rep" / "nli_religion_neutrality.csv")["model"].tolist() == ["a/model", "b/model"]
@@ -429,18 +419,18 @@ def test_sample_digits_are_a_count_a_decimal_point_a_fraction(value, sample):
     assert _sample(value) == sample and type(_sample(value)) is type(sample)
 
 
-def test_sample_1_is_one_example_and_1_0_all(capsys):
-    code, out, _ = run(capsys, "unqover", "count", "-d", "religion", "--sample", "1")
+def test_sample_1_is_one_example_and_1_0_all(cli):
+    code, out, _ = cli("unqover", "count", "-d", "religion", "--sample", "1")
     assert code == 0 and out.splitlines()[1].split() == ["religion", "1", "2", "4"]
-    code, out, _ = run(capsys, "unqover", "count", "-d", "religion", "--sample", "1.0")
+    code, out, _ = cli("unqover", "count", "-d", "religion", "--sample", "1.0")
     assert code == 0 and out.splitlines()[1].split() == ["religion", "38,500", "77,000", "154,000"]
-    code, out, _ = run(capsys, "nli", "count", "-p", "religion", "--sample", "1")
+    code, out, _ = cli("nli", "count", "-p", "religion", "--sample", "1")
     assert code == 0 and out.splitlines()[1].split()[-1] == "1"
 
 
 @pytest.mark.parametrize("value", ["2.0", "5000.0", "0", "-1", "0.0"])
-def test_sample_refusals_state_the_rule(capsys, value):
-    code, out, err = run(capsys, "nli", "count", "-p", "religion", f"--sample={value}")
+def test_sample_refusals_state_the_rule(cli, value):
+    code, out, err = cli("nli", "count", "-p", "religion", f"--sample={value}")
     assert code == 2 and out == "" and err.count("\n") == 1
     assert err.startswith(f"error: --sample '{value}' is ") and err.endswith(
         "a count has no decimal point (5000), a fraction has one (0.01; 1.0 keeps all), or 'all'.\n")
@@ -455,13 +445,13 @@ REPORTS = {
 
 
 @pytest.mark.parametrize("probe", list(REPORTS))
-def test_report_refuses_a_read_only_table_before_any_work(capsys, monkeypatch, tmp_path, probe):
+def test_report_refuses_a_read_only_table_before_any_work(cli, monkeypatch, tmp_path, probe):
     monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
     command, table = REPORTS[probe]
     (tmp_path / "rep").mkdir()
     (tmp_path / "rep" / table).write_text("kept\n")
     (tmp_path / "rep" / table).chmod(0o444)
-    code, out, err = run(capsys, *command, "--store", str(tmp_path / "scores"), "-o", str(tmp_path / "rep"))
+    code, out, err = cli(*command, "--store", str(tmp_path / "scores"), "-o", str(tmp_path / "rep"))
     assert code == 2 and out == ""
     assert err == (f"error: --out {tmp_path}/rep/{table} exists and is read-only; make it writable (chmod u+w), "
                    "remove it or pass another path.\n")
@@ -479,55 +469,55 @@ def read_only(monkeypatch):
 
 
 @pytest.mark.parametrize("probe", list(REPORTS))
-def test_report_refuses_a_read_only_folder_before_any_work(capsys, monkeypatch, tmp_path, read_only, probe):
+def test_report_refuses_a_read_only_folder_before_any_work(cli, monkeypatch, tmp_path, read_only, probe):
     monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
     (tmp_path / "rep").mkdir()
     read_only(tmp_path / "rep")
-    code, out, err = run(capsys, *REPORTS[probe][0], "--store", str(tmp_path / "scores"), "-o", str(tmp_path / "rep"))
+    code, out, err = cli(*REPORTS[probe][0], "--store", str(tmp_path / "scores"), "-o", str(tmp_path / "rep"))
     assert code == 2 and out == ""
     assert err == (f"error: --out {tmp_path}/rep cannot hold the tables (Permission denied); pass a folder you can "
                    "write to (it is created if missing).\n")
     assert [p.name for p in tmp_path.rglob("*")] == ["rep"]
 
 
-def test_generate_refuses_a_read_only_target_or_folder_before_generating(capsys, monkeypatch, tmp_path, read_only):
+def test_generate_refuses_a_read_only_target_or_folder_before_generating(cli, monkeypatch, tmp_path, read_only):
     from stereoprobe.unqover import generate
 
     monkeypatch.setattr(generate, "iter_examples", lambda spec: pytest.fail("generated before the checks"))
     target = tmp_path / "r.jsonl"
     target.write_text("kept\n")
     target.chmod(0o444)
-    code, out, err = run(capsys, "unqover", "generate", "-d", "religion", "--sample", "2", "-o", str(target))
+    code, out, err = cli("unqover", "generate", "-d", "religion", "--sample", "2", "-o", str(target))
     assert code == 2 and out == "" and err == (f"error: --out {target} exists and is read-only; make it writable "
                                                "(chmod u+w), remove it or pass another path.\n")
     read_only(tmp_path / "ro")
     (tmp_path / "ro").mkdir()
-    code, out, err = run(capsys, "unqover", "generate", "-d", "religion", "-o", str(tmp_path / "ro" / "r.jsonl"))
+    code, out, err = cli("unqover", "generate", "-d", "religion", "-o", str(tmp_path / "ro" / "r.jsonl"))
     assert code == 2 and out == "" and err == (f"error: --out {tmp_path}/ro/r.jsonl: its folder cannot be written "
                                                "(Permission denied); pass a path in a folder you can write to (it is "
                                                "created if missing).\n")
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["r.jsonl", "ro"] and target.read_text() == "kept\n"
 
 
-def test_zoo_build_checks_its_out_before_training(capsys, monkeypatch, tmp_path):
+def test_zoo_build_checks_its_out_before_training(cli, monkeypatch, tmp_path):
     from stereoprobe.zoo import recipes
 
     monkeypatch.setattr(recipes, "build", lambda *a, **k: pytest.fail("trained before the checks"))
     (tmp_path / "file").write_text("kept\n")
-    code, out, err = run(capsys, "zoo", "build", "minilm-qa", "--smoke", "-o", str(tmp_path / "file" / "parts"))
+    code, out, err = cli("zoo", "build", "minilm-qa", "--smoke", "-o", str(tmp_path / "file" / "parts"))
     assert code == 2 and out == "" and err == (f"error: --out {tmp_path}/file/parts cannot hold the parts and cards "
                                                "(Not a directory); pass a folder you can write to (it is created if "
                                                "missing).\n")
 
 
-def test_written_files_get_the_umask_mode(capsys, tmp_path, monkeypatch, tiny_bert_qa):
+def test_written_files_get_the_umask_mode(cli, tmp_path, monkeypatch, tiny_bert_qa):
     """Tables, generated examples and the score store's shards and manifest: 0o666 & ~umask, as open() makes."""
     monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
     before = os.umask(0o027)
     try:
         for name in ("r.jsonl", "r.parquet"):
-            assert run(capsys, "unqover", "generate", "-d", "religion", "--sample", "2", "-o", str(tmp_path / name))[0] == 0
-        code, _, _ = run(capsys, "unqover", "report", "-m", str(tiny_bert_qa), "-d", "religion", "--sample", "3",
+            assert cli("unqover", "generate", "-d", "religion", "--sample", "2", "-o", str(tmp_path / name))[0] == 0
+        code, _, _ = cli("unqover", "report", "-m", str(tiny_bert_qa), "-d", "religion", "--sample", "3",
                          "--device", "cpu", "--n-boot", "10", "--store", str(tmp_path / "scores"),
                          "-o", str(tmp_path / "rep"))
     finally:

@@ -16,7 +16,6 @@ import shutil
 
 import pytest
 
-from stereoprobe.cli import main
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.paths import sha256_file
 from stereoprobe.zoo import lab
@@ -27,14 +26,6 @@ FILES = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config
 
 def _card(folder):
     return json.loads((folder / lab.CARD).read_text(encoding="utf-8"))
-
-
-def run(capsys, *args):
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(args))
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return exit_info.value.code, out.out, out.err
 
 
 @pytest.mark.parametrize("name,smoke", BUILDS, ids=[f"{n}{'-smoke' if s else ''}" for n, s in BUILDS])
@@ -95,8 +86,8 @@ def test_a_damaged_committed_model_is_refused_with_the_rebuild_command(damaged):
                             f"lab:qa-biased -o {damaged}`.")
 
 
-def test_the_cli_says_so_in_one_line(damaged, capsys, tmp_path):
-    code, out, err = run(capsys, "unqover", "score", "-m", "lab:qa-biased", "-d", "gender", "--sample", "2",
+def test_the_cli_says_so_in_one_line(damaged, cli, tmp_path):
+    code, out, err = cli("unqover", "score", "-m", "lab:qa-biased", "-d", "gender", "--sample", "2",
                          "--device", "cpu", "--store", str(tmp_path / "store"))
     assert code == 2 and out == ""
     assert err.startswith("error: The committed lab model ") and err.count("\n") == 1 and "zoo build" in err
@@ -116,9 +107,9 @@ def test_a_changed_recipe_is_trained_into_the_cache_not_read_from_the_package(mo
 
 @pytest.mark.slow
 @pytest.mark.parametrize("name", ["mcq-biased"])  # QA: tests/test_lab.py; the masked LM (40 s) shares the loop
-def test_the_recipe_reproduces_the_committed_weights_bit_for_bit(name, capsys, tmp_path):
+def test_the_recipe_reproduces_the_committed_weights_bit_for_bit(name, cli, tmp_path):
     """``stereoprobe zoo build lab:NAME --smoke`` retrains the smoke recipe: the same bytes as committed."""
-    code, out, err = run(capsys, "zoo", "build", f"lab:{name}", "--smoke", "-o", str(tmp_path))
+    code, out, err = cli("zoo", "build", f"lab:{name}", "--smoke", "-o", str(tmp_path))
     assert code == 0, err
     built, committed = tmp_path / f"{name}-smoke", lab.committed_dir(name, smoke=True)
     assert out.startswith(f"lab:{name}: {built} (recipe {lab.recipe_hash(lab.LAB_RECIPES[name].smoke())}")
@@ -128,9 +119,9 @@ def test_the_recipe_reproduces_the_committed_weights_bit_for_bit(name, capsys, t
         assert (built / f).read_bytes() == (committed / f).read_bytes(), f
 
 
-def test_zoo_build_refuses_an_unknown_lab_model_before_training(capsys, monkeypatch):
+def test_zoo_build_refuses_an_unknown_lab_model_before_training(cli, monkeypatch):
     monkeypatch.setattr(lab, "build_lab_model", lambda *a, **k: pytest.fail("trained"))
-    code, out, err = run(capsys, "zoo", "build", "lab:qa-biassed")
+    code, out, err = cli("zoo", "build", "lab:qa-biassed")
     assert code == 2 and out == ""
     assert err == ("error: Unknown lab model 'lab:qa-biassed'; choose one of: lab:mcq-biased, lab:mcq-control, "
                    "lab:mlm-biased, lab:mlm-control, lab:qa-biased, lab:qa-control.\n")
