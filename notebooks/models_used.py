@@ -51,7 +51,7 @@
 side_by_side = ["lab:qa-biased", "zoo:minilm-qa"]  # models for the UnQover comparison (the gpu profile adds a paper model)
 sample = 4000  # paper examples of the gender dataset (int), a fraction, or None for all 1,372,000
 mode = "compat"  # compat | clean
-batch_tokens = 2048
+batch_tokens = 2048  # token budget per batch (fastest on a CPU; on a GPU use 65536, as the gpu profiles do)
 device = "auto"
 precision = "auto"
 engine = "local"  # local | ray: score shards on Ray Data workers (this machine's GPUs, or the cluster at RAY_ADDRESS)
