@@ -1,13 +1,13 @@
 """Throughput of the UnQover scorers against the token budget per batch (``batch_tokens``).
 
-Baseline: 8,192 tokens per batch, the library's default. The same passes of the same model are scored
+Baseline: 8,192 tokens per batch (the library's default before 0.5.0). The same passes of the same model are scored
 with each budget in the same run, a QA model and a masked LM; prints passes/s, the ratio to the
 baseline and the largest score difference (batches hold different neighbours, so only the padding of
 a pass can change: compat mode pads like the authors' code, clean mode masks the padding).
 
-On a CPU a smaller budget is faster, the attention and activations of a smaller batch staying in the
-caches; the ``cpu`` profile of the book uses the budget this prints as fastest. On a GPU a larger budget
-is faster (the ``gpu`` profiles use 65,536).
+On a CPU a smaller budget is faster (probably because a smaller batch's activations stay in the caches);
+``stereoprobe.batching.DEFAULT_BATCH_TOKENS`` and the ``cpu`` profile use 2,048 there. On a GPU a larger
+budget is faster (the default there and the ``gpu`` profiles: 65,536).
 
     python benchmarks/batch_budget.py                                  # MiniLM (zoo), gender, 2,400 passes
     python benchmarks/batch_budget.py --budgets 8192 32768 65536 --device cuda --passes 40000

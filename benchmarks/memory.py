@@ -29,7 +29,7 @@ def main() -> None:
     parser.add_argument("--dataset", default="gender")
     parser.add_argument("--sample", default=None, help="paper examples (default: the whole dataset)")
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--batch-tokens", type=int, default=None, help="default: 8192 on CPU, 65536 on GPU")
+    parser.add_argument("--batch-tokens", type=int, default=None, help="default: the library's (2048 on a CPU, 65536 on a GPU)")
     parser.add_argument("--metrics", action="store_true", help="also build the per-example frame and γ")
     args = parser.parse_args()
 
@@ -44,7 +44,7 @@ def main() -> None:
     sample = None if args.sample is None else int(args.sample)
     spec = DatasetSpec(args.dataset, sample=sample)
     n = count(spec).passes
-    budget = args.batch_tokens or (65536 if device.type == "cuda" else 8192)
+    budget = args.batch_tokens  # None: the library's default for the device (stereoprobe.batching)
     with tempfile.TemporaryDirectory() as tmp:
         name = args.model or str(random_model(args.size, "qa", Path(tmp) / "model"))
         load(name, "qa", device=str(device))  # what loading costs (weights, tokenizer, libraries)

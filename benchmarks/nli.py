@@ -41,7 +41,7 @@ def main() -> None:
     parser.add_argument("--pairs", default="4000", help="pairs for the comparison, or 'all' to also score the whole set")
     parser.add_argument("--device", default="auto")
     parser.add_argument("--precision", default="auto")
-    parser.add_argument("--batch-tokens", type=int, default=None, help="default: 8192 on CPU, 65536 on GPU")
+    parser.add_argument("--batch-tokens", type=int, default=None, help="default: the library's (2048 on a CPU, 65536 on a GPU)")
     args = parser.parse_args()
 
     import torch
@@ -53,7 +53,7 @@ def main() -> None:
     from stereoprobe.store import ScoreStore
 
     device = resolve_device(args.device)
-    budget = args.batch_tokens or (65536 if device.type == "cuda" else 8192)
+    budget = args.batch_tokens  # None: the library's default for the device (stereoprobe.batching)
     full = TemplateSpec(args.probe)
     n_all = count(full).pairs
     k = n_all if args.pairs == "all" else int(args.pairs)

@@ -68,7 +68,7 @@ def main() -> None:
     parser.add_argument("--cap", type=int, default=10000)
     parser.add_argument("--mcq-subset", type=int, default=300, help="MCQs timed both ways")
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--batch-tokens", type=int, default=None, help="default: 8192 on CPU, 65536 on GPU")
+    parser.add_argument("--batch-tokens", type=int, default=None, help="default: the library's (2048 on a CPU, 65536 on a GPU)")
     args = parser.parse_args()
 
     import torch
@@ -80,7 +80,7 @@ def main() -> None:
     from stereoprobe.sodapop import score_mcq as S
 
     device = resolve_device(args.device)
-    budget = args.batch_tokens or (65536 if device.type == "cuda" else 8192)
+    budget = args.batch_tokens  # None: the library's default for the device (stereoprobe.batching)
     groups = names.load_groups()
     pool = [n for k in range(max(map(len, groups.values()))) for g in groups.values() if k < len(g) for n in [g[k]]]
     chosen = pool[: args.names]

@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=4000)
     parser.add_argument("--dataset", default="nationality")
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--batch-tokens", type=int, default=None, help="default: 8192 on CPU, 65536 on GPU")
+    parser.add_argument("--batch-tokens", type=int, default=None, help="default: the library's (2048 on a CPU, 65536 on a GPU)")
     args = parser.parse_args()
 
     from stereoprobe.batching import resolve_device
@@ -40,7 +40,7 @@ def main() -> None:
     loaded = load(args.model, "mlm", device=device)
     spec = lm_spec_for(args.model, DatasetSpec(args.dataset, sample=max(1, args.passes // 4), seed=0))
     passes = [p for _, p in passes_of(iter_examples(spec))][: args.passes]
-    budget = args.batch_tokens or (65536 if str(device).startswith("cuda") else 8192)
+    budget = args.batch_tokens  # None: the library's default for the device (stereoprobe.batching)
 
     def full_logits(model, input_ids, attention_mask, masks):
         return model(input_ids=input_ids, attention_mask=attention_mask).logits[masks]

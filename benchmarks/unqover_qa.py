@@ -36,7 +36,7 @@ def main() -> None:
     parser.add_argument("--passes", type=int, default=2000)
     parser.add_argument("--dataset", default="gender")
     parser.add_argument("--device", default="auto")
-    parser.add_argument("--batch-tokens", type=int, default=None, help="default: 8192 on CPU, 65536 on GPU")
+    parser.add_argument("--batch-tokens", type=int, default=None, help="default: the library's (2048 on a CPU, 65536 on a GPU)")
     args = parser.parse_args()
 
     import torch
@@ -60,7 +60,7 @@ def main() -> None:
         enc = probe.encode(passes)
         t_enc = time.perf_counter() - t0
         host_rate = len(passes) / (t_gen + t_enc)
-        budget = args.batch_tokens or (65536 if device.type == "cuda" else 8192)
+        budget = args.batch_tokens  # None: the library's default for the device (stereoprobe.batching)
         label = args.model or f"random BERT-{args.size}"
         print(f"model: {label} · device: {device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'})"
               f" · {len(passes):,} {args.dataset} passes of {enc.lengths.mean():.1f} tokens · threads {torch.get_num_threads()}")

@@ -51,7 +51,7 @@
 side_by_side = ["lab:qa-biased", "zoo:minilm-qa"]  # models for the UnQover comparison (the gpu profile adds a paper model)
 sample = 4000  # paper examples of the gender dataset (int), a fraction, or None for all 1,372,000
 mode = "compat"  # compat | clean
-batch_tokens = 2048  # token budget per batch (fastest on a CPU; on a GPU use 65536, as the gpu profiles do)
+batch_tokens = None  # token budget per batch (None: 2048 on a CPU, 65536 on a GPU)
 device = "auto"
 precision = "auto"
 engine = "local"  # local | ray: score shards on Ray Data workers (this machine's GPUs, or the cluster at RAY_ADDRESS)

@@ -280,3 +280,19 @@ def test_fast_sorted_cut_matches_greedy_cut(seed):
         fast = [b.tolist() for b in batching._cut_sorted(order, lens, max_tokens, max_batch)]
         slow = [b.tolist() for b in batching._cut(order, lens, max_tokens, max_batch)]
         assert fast == slow
+
+
+def test_the_default_budget_follows_the_device_of_the_weights(tiny_bert_qa):
+    """None picks 2,048 tokens on a CPU and 65,536 on a GPU (benchmarks/batch_budget.py); a given budget stays."""
+    from types import SimpleNamespace
+
+    from stereoprobe.batching import DEFAULT_BATCH_TOKENS, batch_tokens_for
+    from stereoprobe.models import load
+    from stereoprobe.unqover.score_qa import QAScorer
+
+    assert DEFAULT_BATCH_TOKENS == {"cpu": 2048, "accelerator": 65536}
+    assert batch_tokens_for(SimpleNamespace(device=torch.device("cuda", 1)), None) == 65536
+    assert batch_tokens_for(SimpleNamespace(device=torch.device("mps")), None) == 65536
+    assert batch_tokens_for(SimpleNamespace(device=torch.device("cuda")), 4096) == 4096
+    loaded = load(str(tiny_bert_qa), "qa", device="cpu")
+    assert QAScorer(loaded).batch_tokens == 2048 and QAScorer(loaded, batch_tokens=512).batch_tokens == 512

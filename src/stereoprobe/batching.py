@@ -28,6 +28,8 @@ from .errors import StereoprobeError
 __all__ = [
     "token_budget_batches",
     "padded_tokens",
+    "DEFAULT_BATCH_TOKENS",
+    "batch_tokens_for",
     "resolve_device",
     "resolve_precision",
     "inference_context",
@@ -53,6 +55,29 @@ _PRECISION_ALIASES = {
     "16": "fp16",
 }
 _DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+#: Token budget per batch when none is given, by where the model's weights are. On a CPU a small batch is
+#: fastest (``benchmarks/batch_budget.py``: 2,048 tokens score 1.2-1.4x faster than 8,192 on 2 cores); on a
+#: GPU a large one (the ``gpu`` profiles' 65,536; lower it if the GPU runs out of memory).
+DEFAULT_BATCH_TOKENS = {"cpu": 2048, "accelerator": 65536}
+
+
+def batch_tokens_for(model: Any, batch_tokens: int | None) -> int:
+    """``batch_tokens``, or when it is None the :data:`DEFAULT_BATCH_TOKENS` of the device ``model`` is on.
+
+    >>> batch_tokens_for(torch.nn.Linear(2, 2), None), batch_tokens_for(torch.nn.Linear(2, 2), 512)
+    (2048, 512)
+    """
+    if batch_tokens is not None:
+        return batch_tokens
+    device = getattr(model, "device", None)  # a transformers model's
+    if device is None:
+        try:
+            device = next(model.parameters()).device
+        except (AttributeError, StopIteration):  # a stand-in without weights
+            device = "cpu"
+    return DEFAULT_BATCH_TOKENS["cpu" if torch.device(device).type == "cpu" else "accelerator"]
 
 
 def _positive_int(name: str, value: Any, allow_none: bool = False) -> int | None:

@@ -65,7 +65,6 @@ __all__ = [
     "chapters",
     "figures_without_alt",
     "load_profile",
-    "main",
     "notebook_parameters",
     "overrides_from_assignments",
     "resolve_parameters",
@@ -134,11 +133,12 @@ def _check_device(value: Any) -> Any:
     raise ValueError("a device: 'auto', 'cpu', 'cuda', 'cuda:N' or 'mps'")
 
 
-def _check_int(minimum: int | None) -> Callable[[Any], Any]:
+def _check_int(minimum: int | None, allow_none: bool = False) -> Callable[[Any], Any]:
     def check(value: Any) -> Any:
-        if _is_int(value) and (minimum is None or value >= minimum):
+        if (_is_int(value) and (minimum is None or value >= minimum)) or (allow_none and value is None):
             return value
-        raise ValueError("an integer" if minimum is None else f"an integer >= {minimum}")
+        text = "an integer" if minimum is None else f"an integer >= {minimum}"
+        raise ValueError(text + (" or null" if allow_none else ""))
 
     return check
 
@@ -154,7 +154,7 @@ KNOWN_PARAMETERS: dict[str, Callable[[Any], Any]] = {
     "models": _check_models,
     "sample": _check_sample,
     "mode": _check_choice(MODES),
-    "batch_tokens": _check_int(1),
+    "batch_tokens": _check_int(1, allow_none=True),  # null: the default of the device
     "device": _check_device,
     "precision": _check_choice(PRECISIONS),
     "seed": _check_int(None),

@@ -266,7 +266,8 @@ def _score_options(batch_tokens, device, precision, store, engine="local", worke
 
 
 ModelOpt = typer.Option(..., "--model", "-m", help="Hub id, local folder, zoo: or lab: name (zoo:minilm-qa, lab:qa-biased …).")
-BatchOpt = typer.Option(8192, "--batch-tokens", min=1, help="Token budget per batch (padded tokens).")
+BatchOpt = typer.Option(None, "--batch-tokens", min=1, show_default=False,
+                         help="Token budget per batch (padded tokens); default 2048 on a CPU, 65536 on a GPU.")
 
 
 def _device(value: str) -> str:
@@ -314,7 +315,7 @@ def score_cmd(
     seed: int = SeedOpt,
     mode: Mode = ModeOpt,
     newsqa: bool = NewsqaOpt,
-    batch_tokens: int = BatchOpt,
+    batch_tokens: Optional[int] = BatchOpt,
     device: str = DeviceOpt,
     precision: Precision = PrecisionOpt,
     store: Optional[Path] = StoreOpt,
@@ -347,7 +348,7 @@ def report_cmd(
     out: Optional[Path] = OutOpt,
     n_boot: int = NBootOpt,
     top: int = typer.Option(3, "--top", min=1, help="Rows per group in the top-γ table."),
-    batch_tokens: int = BatchOpt,
+    batch_tokens: Optional[int] = BatchOpt,
     device: str = DeviceOpt,
     precision: Precision = PrecisionOpt,
     store: Optional[Path] = StoreOpt,
@@ -451,7 +452,7 @@ def nli_score_cmd(
     probe: List[Probe] = ProbeOpt,
     sample: Optional[str] = NliSampleOpt,
     seed: int = SeedOpt,
-    batch_tokens: int = BatchOpt,
+    batch_tokens: Optional[int] = BatchOpt,
     device: str = DeviceOpt,
     precision: Precision = PrecisionOpt,
     store: Optional[Path] = StoreOpt,
@@ -481,7 +482,7 @@ def nli_report_cmd(
     seed: int = SeedOpt,
     out: Optional[Path] = OutOpt,
     n_boot: int = NBootOpt,
-    batch_tokens: int = BatchOpt,
+    batch_tokens: Optional[int] = BatchOpt,
     device: str = DeviceOpt,
     precision: Precision = PrecisionOpt,
     store: Optional[Path] = StoreOpt,
@@ -570,7 +571,7 @@ def sodapop_report_cmd(
                                "are fewer)."),
     seed: int = typer.Option(10, "--seed", min=0, help="Seed of the distractor shuffle and the permutations "
                              "(authors: 10)."),
-    batch_tokens: int = BatchOpt,
+    batch_tokens: Optional[int] = BatchOpt,
     device: str = DeviceOpt,
     precision: Precision = typer.Option("fp32", "--precision", help="fp32 by default: the top-10 fills are "
                                         "tie-sensitive."),

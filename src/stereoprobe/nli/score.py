@@ -34,12 +34,15 @@ class NLIScorer:
     """(premise, hypothesis) pairs → (n, 3) probabilities in the order entail, neutral, contradiction."""
 
     loaded: LoadedModel
-    batch_tokens: int = 8192
+    batch_tokens: int | None = None
     precision: str = "auto"
     label_order: Sequence[str] | None = None
     _columns: tuple[int, int, int] = field(init=False, repr=False)
 
     def __post_init__(self):
+        from ..batching import batch_tokens_for
+
+        self.batch_tokens = batch_tokens_for(self.loaded.model, self.batch_tokens)
         config = self.loaded.model.config
         if getattr(config, "num_labels", 3) != 3:
             raise StereoprobeError(f"{self.loaded.name!r} has {config.num_labels} labels; an NLI model needs 3 "
@@ -79,7 +82,7 @@ class ScoreJob(ShardJob):
 
     model: str
     spec: TemplateSpec
-    batch_tokens: int = 8192
+    batch_tokens: int | None = None
     device: str = "cpu"
     precision: str = "fp32"
     smoke: bool = False
@@ -124,7 +127,7 @@ class ScoreJob(ShardJob):
             self.state["context"].__exit__(None, None, None)
 
 
-def score_pairs(model: str, spec: TemplateSpec, *, batch_tokens: int = 8192, device: str = "auto",
+def score_pairs(model: str, spec: TemplateSpec, *, batch_tokens: int | None = None, device: str = "auto",
                 precision: str = "auto", store=None, smoke: bool = False, progress: bool = True,
                 label_order: Sequence[str] | None = None, projection=None, sentences: Sequence[str] | None = None,
                 engine: str = "local", workers: int | None = None, shard_pairs: int = SHARD_PAIRS):

@@ -181,14 +181,16 @@ _PUNCT = set(string.punctuation)
 class FillMasker:
     """Top-M fills at one mask, batched over many masked inputs, with the two decodings."""
 
-    def __init__(self, loaded, top_m: int = 10, decoding: str = "compat", batch_tokens: int = 8192,
+    def __init__(self, loaded, top_m: int = 10, decoding: str = "compat", batch_tokens: int | None = None,
                  precision: str = "fp32"):
         tok = loaded.tokenizer
         if tok.mask_token is None:
             raise StereoprobeError(f"{loaded.name!r} has no mask token; distractors need a masked language model, so pass "
                                    "one (e.g. zoo:minilm-mlm) as the writer.")
         self.loaded, self.tok, self.top_m, self.decoding = loaded, tok, top_m, decoding
-        self.batch_tokens, self.precision = batch_tokens, precision
+        from ..batching import batch_tokens_for
+
+        self.batch_tokens, self.precision = batch_tokens_for(loaded.model, batch_tokens), precision
         self.passes = 0
         self._single: dict[int, str | None] = {}
         self._bpe = any(t.startswith(("Ġ", "▁")) for t in tok.get_vocab())  # word-initial marks: BPE/sentencepiece
@@ -403,7 +405,7 @@ def _read_unit(path: Path, unit: Unit) -> None:
 
 
 def generate(mlm: str, names: Sequence[str], contexts: Sequence[Context], config: GenerationConfig = GenerationConfig(),
-             *, block: int = 16, batch_tokens: int = 8192, device: str = "auto", precision: str = "fp32",
+             *, block: int = 16, batch_tokens: int | None = None, device: str = "auto", precision: str = "fp32",
              smoke: bool = False, progress: bool = True) -> tuple[list[Unit], dict]:
     """Distractor multisets of every (name, context), cached per unit under ``.cache/stereoprobe/sodapop``.
 

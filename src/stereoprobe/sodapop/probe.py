@@ -80,7 +80,7 @@ class ProbeRun:
 
 
 def run_probe(mcq_model: str, mlm: str, grid: GridConfig, *, variants: Sequence[Variant] = (), join: str = "",
-              store=None, batch_tokens: int = 8192, device: str = "auto", precision: str = "fp32",
+              store=None, batch_tokens: int | None = None, device: str = "auto", precision: str = "fp32",
               smoke: bool = False, progress: bool = True, engine: str = "local", workers: int | None = None) -> ProbeRun:
     """Generate (cached) and score (score store) one grid of names × contexts; both resume after a kill.
 

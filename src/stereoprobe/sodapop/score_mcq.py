@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 import pandas as pd
@@ -86,12 +86,14 @@ def _fast_parts(model):
 class ChoiceScorer:
     """Logits of single choices ``(first, answer)`` with one loaded multiple-choice model and its variants."""
 
-    def __init__(self, loaded, variants: Sequence[Variant] = (), batch_tokens: int = 8192, precision: str = "fp32"):
+    def __init__(self, loaded, variants: Sequence[Variant] = (), batch_tokens: int | None = None, precision: str = "fp32"):
         if "MultipleChoice" not in type(loaded.model).__name__:
             raise StereoprobeError(f"{loaded.name!r} is a {type(loaded.model).__name__}, not a multiple-choice model; "
                                    "pass an AutoModelForMultipleChoice checkpoint (e.g. zoo:minilm-mcq).")
         self.loaded, self.variants = loaded, list(variants)
-        self.batch_tokens, self.precision = batch_tokens, precision
+        from ..batching import batch_tokens_for
+
+        self.batch_tokens, self.precision = batch_tokens_for(loaded.model, batch_tokens), precision
         self.fast = _fast_parts(loaded.model)
         if self.variants and self.fast is None:
             raise StereoprobeError(f"{type(loaded.model).__name__} has no BERT-style pooler + classifier, so the "
@@ -179,7 +181,7 @@ class ScoreJob(ShardJob):
     ends: np.ndarray
     variants: Sequence[Variant] = ()
     join: str = ""
-    batch_tokens: int = 8192
+    batch_tokens: int | None = None
     device: str = "cpu"
     precision: str = "fp32"
     smoke: bool = False
@@ -210,7 +212,7 @@ class ScoreJob(ShardJob):
 
 
 def score_choices(mcq_model: str, units: Sequence[Unit], config: GenerationConfig, *, variants: Sequence[Variant] = (),
-                  join: str = "", store=None, batch_tokens: int = 8192, device: str = "auto", precision: str = "fp32",
+                  join: str = "", store=None, batch_tokens: int | None = None, device: str = "auto", precision: str = "fp32",
                   smoke: bool = False, progress: bool = True, engine: str = "local",
                   workers: int | None = None) -> pd.DataFrame:
     """Logits of every distinct (name, context, choice), scoring only what the store lacks.

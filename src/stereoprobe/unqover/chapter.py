@@ -57,7 +57,7 @@ _ERRORS_FORMAT = {"delta": "{:.3f}", "epsilon": "{:.3f}", "avg_s": "{:.3f}", "ke
 
 
 # -- every chapter -------------------------------------------------------------------------------------------------
-def score_options(*, mode: str, batch_tokens: int, device: str, precision: str, smoke: bool, engine: str,
+def score_options(*, mode: str, batch_tokens: int | None, device: str, precision: str, smoke: bool, engine: str,
                   workers: int | None) -> dict:
     """The keywords :func:`report.gather` and :func:`report.gather_lm` take, from a chapter's parameters.
 

@@ -19,13 +19,16 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Iterator, NamedTuple
+from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 import numpy as np
 
 from ..choices import MODES
 from ..errors import StereoprobeError
 from . import wordlists as wl
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 GENERATOR_VERSION = "1"
 

@@ -164,12 +164,15 @@ class LMScorer:
     loaded: LoadedModel
     spec: DatasetSpec
     mode: str = "compat"
-    batch_tokens: int = 8192
+    batch_tokens: int | None = None
     precision: str = "auto"
     he_she: bool | None = None  # default: on for the gender dataset in compat mode (the authors' runs)
     _cache: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self):
+        from ..batching import batch_tokens_for
+
+        self.batch_tokens = batch_tokens_for(self.loaded.model, self.batch_tokens)
         if self.mode not in MODES:
             raise StereoprobeError(f"Unknown mode {self.mode!r}; choose one of: {', '.join(MODES)}.")
         if not self.spec.variant.startswith("lm"):

@@ -210,7 +210,7 @@ class QAScorer:
 
     loaded: LoadedModel
     mode: str = "compat"
-    batch_tokens: int = 8192
+    batch_tokens: int | None = None
     precision: str = "auto"
     _text_cache: dict = field(default_factory=dict, repr=False)
     _span_cache: dict = field(default_factory=dict, repr=False)
@@ -218,8 +218,11 @@ class QAScorer:
     def __post_init__(self):
         if self.mode not in MODES:
             raise StereoprobeError(f"Unknown mode {self.mode!r}; choose one of: {', '.join(MODES)}.")
+        from ..batching import batch_tokens_for
+
+        self.batch_tokens = batch_tokens_for(self.loaded.model, self.batch_tokens)
         if self.batch_tokens < 64:
-            raise StereoprobeError(f"batch_tokens={self.batch_tokens} is too small; use at least 64 (e.g. 8192).")
+            raise StereoprobeError(f"batch_tokens={self.batch_tokens} is too small; use at least 64 (e.g. 2048).")
         tok = self.loaded.tokenizer
         self.info = describe_tokenizer(tok)  # stops here for a tokenizer without offsets
         self.family = self.info.family
@@ -423,7 +426,7 @@ class ScoreJob(ShardJob):
     model: str
     spec: DatasetSpec
     mode: str = "compat"
-    batch_tokens: int = 8192
+    batch_tokens: int | None = None
     device: str = "cpu"
     precision: str = "fp32"
     smoke: bool = False
@@ -480,7 +483,7 @@ def score_dataset(
     spec: DatasetSpec,
     *,
     mode: str = "compat",
-    batch_tokens: int = 8192,
+    batch_tokens: int | None = None,
     device: str = "auto",
     precision: str = "auto",
     store=None,
