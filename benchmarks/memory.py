@@ -44,7 +44,6 @@ def main() -> None:
     sample = None if args.sample is None else int(args.sample)
     spec = DatasetSpec(args.dataset, sample=sample)
     n = count(spec).passes
-    budget = args.batch_tokens  # None: the library's default for the device (stereoprobe.batching)
     with tempfile.TemporaryDirectory() as tmp:
         name = args.model or str(random_model(args.size, "qa", Path(tmp) / "model"))
         load(name, "qa", device=str(device))  # what loading costs (weights, tokenizer, libraries)
@@ -52,7 +51,7 @@ def main() -> None:
         after_load = peak_rss_mb()
         store = ScoreStore(Path(tmp) / "scores")
         t0 = time.perf_counter()
-        run = score_dataset(name, spec, store=store, device=str(device), batch_tokens=budget)
+        run = score_dataset(name, spec, store=store, device=str(device), batch_tokens=args.batch_tokens)
         seconds = time.perf_counter() - t0
         after_scoring = peak_rss_mb()
         size = folder_bytes(run.path)

@@ -53,12 +53,11 @@ def main() -> None:
     from stereoprobe.store import ScoreStore
 
     device = resolve_device(args.device)
-    budget = args.batch_tokens  # None: the library's default for the device (stereoprobe.batching)
     full = TemplateSpec(args.probe)
     n_all = count(full).pairs
     k = n_all if args.pairs == "all" else int(args.pairs)
     loaded = load(args.model, "nli", device=str(device))
-    scorer = NLIScorer(loaded, budget, args.precision)
+    scorer = NLIScorer(loaded, args.batch_tokens, args.precision)
     pairs = [(p.premise, p.hypothesis) for p in iter_pairs(full, 0, min(k, 20_000))]
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     print(f"{args.model} on {device} · Bias-NLI {args.probe}: {n_all:,} pairs · threads {torch.get_num_threads()}")
@@ -81,7 +80,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
             run = score_pairs(args.model, full, store=ScoreStore(Path(tmp)), device=str(device), precision=args.precision,
-                              batch_tokens=budget)
+                              batch_tokens=args.batch_tokens)
             seconds = time.perf_counter() - t0
             size = sum(p.stat().st_size for p in run.path.glob("part-*.parquet"))
         print(f"  scored all {run.n_rows():,} pairs into the store in {seconds / 60:.1f} min "

@@ -80,7 +80,6 @@ def main() -> None:
     from stereoprobe.sodapop import score_mcq as S
 
     device = resolve_device(args.device)
-    budget = args.batch_tokens  # None: the library's default for the device (stereoprobe.batching)
     groups = names.load_groups()
     pool = [n for k in range(max(map(len, groups.values()))) for g in groups.values() if k < len(g) for n in [g[k]]]
     chosen = pool[: args.names]
@@ -95,7 +94,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["STEREOPROBE_CACHE"] = tmp  # a cold distractor cache
-        masker = D.FillMasker(loaded, config.top_m, config.decoding, budget)
+        masker = D.FillMasker(loaded, config.top_m, config.decoding, args.batch_tokens)
         units = [D.make_unit(n, context) for n in chosen]
         t0 = time.perf_counter()
         D.generate_units(units, masker, config)
@@ -123,7 +122,7 @@ def main() -> None:
     sync()
     t_whole = time.perf_counter() - t0
     pairs = sorted({(firsts[u.name], c) for u, f in subset for c in f[["choiceA", "choiceB", "choiceC"]].to_numpy().ravel()})
-    scorer = S.ChoiceScorer(mcq, batch_tokens=budget)
+    scorer = S.ChoiceScorer(mcq, batch_tokens=args.batch_tokens)
     t0 = time.perf_counter()
     logits = dict(zip(pairs, scorer.score(pairs)[:, 0]))
     sync()

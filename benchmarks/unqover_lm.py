@@ -40,13 +40,12 @@ def main() -> None:
     loaded = load(args.model, "mlm", device=device)
     spec = lm_spec_for(args.model, DatasetSpec(args.dataset, sample=max(1, args.passes // 4), seed=0))
     passes = [p for _, p in passes_of(iter_examples(spec))][: args.passes]
-    budget = args.batch_tokens  # None: the library's default for the device (stereoprobe.batching)
 
     def full_logits(model, input_ids, attention_mask, masks):
         return model(input_ids=input_ids, attention_mask=attention_mask).logits[masks]
 
     def run(patch: bool):
-        scorer = score_lm.LMScorer(loaded, spec, "compat", batch_tokens=budget)
+        scorer = score_lm.LMScorer(loaded, spec, "compat", batch_tokens=args.batch_tokens)
         scorer.score(passes[:200])  # warm-up
         t0 = time.perf_counter()
         if patch:

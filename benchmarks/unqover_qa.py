@@ -60,13 +60,12 @@ def main() -> None:
         enc = probe.encode(passes)
         t_enc = time.perf_counter() - t0
         host_rate = len(passes) / (t_gen + t_enc)
-        budget = args.batch_tokens  # None: the library's default for the device (stereoprobe.batching)
         label = args.model or f"random BERT-{args.size}"
         print(f"model: {label} · device: {device} ({torch.cuda.get_device_name(device) if device.type == 'cuda' else 'CPU'})"
               f" · {len(passes):,} {args.dataset} passes of {enc.lengths.mean():.1f} tokens · threads {torch.get_num_threads()}")
 
         reference_scores(loaded, passes[:200])  # warm-up of both paths
-        QAScorer(loaded, "compat", batch_tokens=budget).score(passes[:200])
+        QAScorer(loaded, "compat", batch_tokens=args.batch_tokens).score(passes[:200])
 
         sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
         t0 = time.perf_counter()
@@ -79,7 +78,7 @@ def main() -> None:
             variants += [("ours compat, bf16 autocast", "compat", "auto"), ("ours clean, bf16 autocast", "clean", "auto")]
         results = {}
         for label_mode, mode, precision in variants:
-            scorer = QAScorer(loaded, mode, batch_tokens=budget, precision=precision)
+            scorer = QAScorer(loaded, mode, batch_tokens=args.batch_tokens, precision=precision)
             t0 = time.perf_counter()
             ours = scorer.score(passes)
             sync()
