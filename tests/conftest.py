@@ -143,3 +143,34 @@ def cli(capsys):
         return exit_info.value.code, out.out, out.err
 
     return run
+
+
+def _reproduces(built, committed) -> bool:
+    """A rebuild against the committed build: the same bytes on the machine its card records (same CPU and
+    library versions, :func:`stereoprobe.machine.same_machine`); anywhere the same files, the same vocabulary
+    and configuration, and the same planted effect within :data:`stereoprobe.machine.REBUILD_ATOL`/``RTOL``."""
+    import json
+
+    from stereoprobe import machine
+    from stereoprobe.paths import sha256_file
+
+    card, rebuilt = (json.loads((d / "model_card.json").read_text(encoding="utf-8")) for d in (committed, built))
+    assert {p.name for p in built.iterdir()} == {p.name for p in committed.iterdir()}
+    for f in {p.name for p in committed.iterdir()} - {"model.safetensors", "config.json", "model_card.json"}:
+        assert (built / f).read_bytes() == (committed / f).read_bytes(), f  # text, not floats: equal anywhere
+    config = [{k: v for k, v in json.loads((d / "config.json").read_text()).items() if k != "transformers_version"}
+              for d in (built, committed)]
+    assert config[0] == config[1]
+    assert rebuilt["machine"] == machine.fingerprint()
+    assert machine.evaluation_differences(card["evaluation"], rebuilt["evaluation"]) == []
+    if machine.same_machine(card["machine"]):
+        assert sha256_file(built / "model.safetensors") == card["checksums"]["model.safetensors"]
+        assert rebuilt["evaluation"] == card["evaluation"]
+    return machine.same_machine(card["machine"])
+
+
+@pytest.fixture
+def reproduces():
+    """``reproduces(built, committed)``: assert that a rebuilt lab model reproduces its committed build (bit for bit
+    where the card's machine is this one, the planted effect within tolerance anywhere); True when bit for bit."""
+    return _reproduces

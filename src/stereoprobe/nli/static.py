@@ -34,8 +34,10 @@ projection (a bias subspace removed from every word vector, as their ``embedding
 prediction, length-bucketed shuffled batches, one held-out evaluation per epoch and the best epoch's EMA
 weights kept (early stopping after ``patience`` epochs without improvement). The authors train 100 epochs at
 batch 32 on SNLI; on one CPU core that is out of reach, so the defaults are a few epochs (recorded as
-``metadata["best_epoch"]``). Deterministic given ``seed`` (and the thread count): torch's global RNG is
-seeded inside :func:`torch.random.fork_rng`, so the caller's RNG state is untouched.
+``metadata["best_epoch"]``). Deterministic given ``seed`` and the thread count on the same CPU and library
+versions (recorded as ``metadata["machine"]``, :mod:`stereoprobe.machine`; on another CPU the kernels round
+differently and the weights differ in their last bits, then more): torch's global RNG is seeded inside
+:func:`torch.random.fork_rng`, so the caller's RNG state is untouched.
 
 **Measured** (GloVe 6B 50d, ``generate_splits(51200, 1500, seed=0)`` (≈ 3 s to generate), torch 2.13 CPU,
 ``torch.set_num_threads(1)`` on a shared 2-core machine; held-out = 1,500 pairs over held-out WordNet items,
@@ -68,8 +70,9 @@ are written to a temporary sibling and renamed into place, so a killed run leave
 (``stereoprobe/data/nli_static/<name>-<key>``, 1.5 MB each), so neither the book nor the tests train them:
 :func:`cached_train` loads a committed folder whose key matches before it looks in the cache, after checking
 the weights against the SHA-256 on its card. Any other input (SNLI, other vectors or settings) trains into the
-cache as before. ``tests/test_nli_committed.py`` retrains the lab's smoke model and compares it with the
-committed one bit for bit, and checks that every committed folder is still the one the code asks for.
+cache as before. ``tests/test_nli_committed.py`` retrains the lab's smoke model: on the machine its card
+records it compares the weights bit for bit, anywhere it compares the held-out accuracy and the lab's planted
+effect within a measured tolerance; it also checks that every committed folder is still the one the code asks for.
 
 >>> tokenize("A nurse ate a bagel.") == tokenize("A nurse ate a bagel .")
 True
@@ -97,6 +100,7 @@ from ..assets import Embeddings
 from ..atomic import atomic_folder, build_lock
 from ..batching import padded_inputs, progress as _progress
 from ..errors import CorpusError, ModelLoadError, StereoprobeError
+from ..machine import fingerprint
 from ..paths import cache_dir, data_dir, sha256_file
 from .examples import NLIExample
 from .projection import orthonormalize
@@ -835,6 +839,8 @@ def train_static(train_examples: Sequence[Any], heldout_examples: Sequence[Any],
         "train_vocab": len(vocab),
         "train_oov_types": len(oov_types),
         "train_oov_examples": oov_types[:20],
+        # the bytes are reproducible where this matches (stereoprobe.machine.same_machine)
+        "machine": fingerprint(),
     }
     return model
 

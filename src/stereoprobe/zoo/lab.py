@@ -52,6 +52,7 @@ from typing import Any, Mapping, Sequence
 
 from ..atomic import atomic_folder, build_lock
 from ..errors import StereoprobeError
+from ..machine import fingerprint
 from ..paths import cache_dir, data_dir, sha256_file
 from ..unqover import wordlists as wl
 from . import synthetic as syn
@@ -579,6 +580,9 @@ def _build_locked(name: str, recipe, h: str, folder: Path, smoke: bool, progress
             "wall_time_s": round(wall, 2),
             "versions": {"torch": torch.__version__, "transformers": transformers.__version__,
                          "tokenizers": tokenizers.__version__, "python": platform.python_version()},
+            # the bytes are reproducible where this matches (stereoprobe.machine.same_machine), elsewhere the
+            # planted effect within the tolerance of tests/test_lab_committed.py
+            "machine": fingerprint(),
             "checksums": {f.name: sha256_file(f) for f in sorted(tmp.iterdir()) if f.name != CARD},
             "complete": True,
         }

@@ -27,9 +27,11 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 from ..errors import StereoprobeError
 from . import synthetic as syn
 
-#: CPU threads used for training, fixed so that a seed gives the same weights on any machine. One thread:
-#: for a model this small, intra-op parallelism buys nothing and, on a busy 2-core machine, a second
-#: OpenMP thread waiting at barriers made training >10x slower (measured 33 vs 2.5 steps/s).
+#: CPU threads used for training, fixed so that a seed gives the same weights on the same CPU and library
+#: versions (:mod:`stereoprobe.machine`; on another CPU the kernels round differently, and a rebuild recovers
+#: the planted effect within a tolerance, not the same bytes). One thread: for a model this small, intra-op
+#: parallelism buys nothing and, on a busy 2-core machine, a second OpenMP thread waiting at barriers made
+#: training >10x slower (measured 33 vs 2.5 steps/s).
 TRAIN_THREADS = 1
 
 

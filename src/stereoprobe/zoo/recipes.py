@@ -62,6 +62,7 @@ from typing import Any
 from ..assets import ASSETS, asset_folder, require_zoo
 from ..atomic import atomic_file, atomic_folder, build_lock
 from ..errors import ModelLoadError
+from ..machine import fingerprint
 from ..paths import cache_dir, data_dir, sha256_file
 
 #: Bump when the training code changes what a recipe produces.
@@ -495,6 +496,8 @@ def _train(r, size, out, smoke, progress, train_items, held, t_start, t_data) ->
                      "wall_s": {"data": round(t_data, 1), "train": round(t_train, 1),
                                 "total": round(time.perf_counter() - t_start, 1)},
                      "cpu": platform.processor() or platform.machine(),
+                     # the same bytes where this matches (stereoprobe.machine.same_machine)
+                     "machine": fingerprint(),
                      "versions": {"torch": torch.__version__, "transformers": transformers.__version__}},
         "metrics": metrics,
         "part": {"file": part_path(r.name).name, "bytes": len(blob), "sha256": hashlib.sha256(blob).hexdigest()},
