@@ -24,6 +24,80 @@ inside short SNLI-style frames, so the label follows from the relation and the f
 * **added or dropped information**: dropping a modifier or an adverbial entails, adding one is neutral;
   a generic subject ("someone", "a person") is entailed by a specific one and vice versa is neutral.
 
+**The rules.** Every pair is made by one rule, a function named after the label it gives and what the
+hypothesis does to the premise: ``e_…`` rules make entailments, ``n_…`` neutral pairs and ``c_…``
+contradictions. The rule's name is the pair's ``kind`` (:class:`~stereoprobe.nli.examples.NLIExample`);
+:data:`KINDS` lists each label's rules with their weights. Premise and hypothesis describe the same scene
+(SNLI's convention: both describe one photo), so a hypothesis about "the tourist" is about the premise's
+"a tourist"; the contradictions rely on it. Most examples below are from ``generate(6000, seed=0)``.
+
+*Object nouns* (a perceived object, an upward-monotone position):
+
+* ``e_hypernym`` (entailment): hyponym → hypernym, "A student is sketching a skyscraper." → "The student
+  is sketching an edifice.": sketching a skyscraper is sketching an edifice.
+* ``n_hyponym`` (neutral): the reverse, hypernym → hyponym: an edifice need not be a skyscraper. Sometimes
+  the premise's place or adverbial is left out of the hypothesis; the pair stays neutral.
+* ``e_drop_info`` (entailment): the hypothesis drops a modifier, a place or an adverbial of the premise
+  ("… examined some appetizer in the street." → "… examined some appetizer."); it says less.
+* ``n_add_info`` (neutral): the hypothesis adds one ("… photographed a baboon." → "… photographed a
+  waterlogged baboon.").
+* ``e_subject_general`` (entailment): a specific subject → a generic one, "A visitor is sleeping." →
+  "A person is sleeping."
+* ``n_subject_specific`` (neutral): the reverse, "Someone is filming a toilet." → "A pedestrian is
+  filming a toilet."
+
+*Negation* (a negated object or activity is downward-monotone, so the direction of hypernymy flips):
+
+* ``e_negation_downward`` (entailment): negated hypernym → negated hyponym, "Nobody saw any bird." →
+  "Nobody saw any pigeon.", "Nobody is walking." → "No one is waddling.": no bird means no pigeon.
+* ``n_negation_upward`` (neutral): negated hyponym → negated hypernym ("Nobody is describing any
+  storeroom." → "Nobody is describing any room.": another room may be described), or an affirmed
+  hypernym → a negated hyponym ("The volunteer is drinking a glass of water." → "No one is sipping a glass
+  of water.": drinking need not be sipping).
+* ``c_negation`` (contradiction): an affirmed noun or activity against the negation of the same one or of
+  its hypernym, "A family filmed a tavern." → "No one filmed any tavern.", "The hiker is stomping." →
+  "No one is walking."
+
+*"The only" frames* (exactly one animal or plant in a picture, garden, field, …):
+
+* ``e_only_hypernym`` (entailment): "The only animal in the field is a penguin." → "… is a sea bird.":
+  the one animal is a penguin, so it is a sea bird.
+* ``n_only_hyponym`` (neutral): the reverse, "… is a terrier." → "… is a schnauzer.": not every terrier is.
+* ``c_only_cohyponym`` (contradiction): two disjoint members of the class, "The only plant in the room is
+  a cactus." → "… is a plectranthus.": the one plant cannot be both. Only leaves of the vocabulary with
+  single-inheritance chains, neither an ancestor of the other, outside the usage categories of
+  :data:`_CROSS_CUTTING` ("houseplant", "pet").
+
+*Adjectives* (the :data:`ADJECTIVE_PAIRS`, on the noun classes each applies to or on people; predicate
+frames "The X is …", relative clauses "The X that the tourist saw was …" and, for people, a place):
+
+* ``c_antonym`` (contradiction): an adjective, or one of its satellites, against its antonym for the same
+  thing, "The oatmeal is warm." → "The oatmeal is cool.", "A pedestrian spotted a narrow barricade." →
+  "The barricade that the pedestrian spotted was wide."
+* ``e_antonym_negation`` (entailment): an adjective (or a satellite) → "not" its antonym, "The sundial is
+  safe." → "The sundial is not dangerous."; for complementary pairs also "not" one → the other, "The
+  freetail is not asleep." → "The freetail is awake."
+* ``n_negated_contrary`` (neutral): "not" one of a contrary (gradable) pair → the other, "The cellar is not
+  narrow." → "The cellar is wide.": it may be in between. Pairs whose middle is unclear never have a
+  negated premise.
+* ``e_satellite`` (entailment): satellite → its head (WordNet's similarity ``&``; the satellite is the
+  narrower word), "The knife is keen." → "The knife is sharp."
+* ``n_head_to_satellite`` (neutral): head → satellite, "The hiker is tired." → "The hiker is exhausted."
+* ``n_other_attribute`` (neutral): adjectives of two unrelated dimensions, "The bedpost is cheap." → "The
+  bedpost is safe."; dimensions that constrain each other (:data:`_DIM_CONFLICTS`) and life or presence
+  (:data:`_NO_OTHER_ATTRIBUTE`) are never paired.
+
+*Activities* (the :data:`ACTIVITIES`: WordNet troponyms of everyday root verbs):
+
+* ``e_verb_hypernym`` (entailment): troponym → root, "A spectator is scribbling a postcard." → "The
+  spectator is writing a postcard.": scribbling is a way of writing.
+* ``n_verb_hyponym`` (neutral): root → troponym, "Someone is running in the snow." → "Someone is jogging."
+* ``c_incompatible_action`` (contradiction): the same person in two activities of groups nobody can do at
+  once (:data:`_INCOMPATIBLE`), "A passenger is climbing in the square." → "The passenger is snoozing in
+  the square."
+* ``n_compatible_action`` (neutral): two activities one can do at once (:data:`_COMPATIBLE`), "The child
+  is reading a newspaper in the park." → "The child is grinning in the park."
+
 Every label uses the same frames (negation, "the only", adjective predicates, relative clauses,
 activities and locations occur in all three labels, weighted by :data:`KINDS` so that each frame family
 has about the same share of every label), and the corpus is a pure function of ``seed``. Measured on
@@ -877,6 +951,7 @@ class _Builder:
 
 
 # --------------------------------------------------------------------------------------------- kinds
+# The rules: e_* make entailments, n_* neutral pairs, c_* contradictions (the module docstring describes each).
 
 Pair = tuple[str, str]
 
@@ -1303,11 +1378,12 @@ def c_only_cohyponym(b: _Builder) -> Pair | None:
     return _only(b, x.lemma, y.lemma, cls)
 
 
-#: The rules of each label with their weights (per 60 examples of the label). The weights give every
-#: frame family about the same share of each label — negation frames, "the only" frames, adjective
-#: predicates and activities each make 20% of entailment, 20% of neutral and 25% of contradiction — so
-#: a frame does not give the label away; the affirmative object frames (hypernym, added/dropped
-#: information, subject) make the remaining 20% of entailment and neutral.
+#: The rules of each label (the module docstring says what each does and why it gives its label) with their
+#: weights (per 60 examples of the label). The weights give every frame family about the same share of each
+#: label — negation frames, "the only" frames, adjective predicates and activities each make 20% of
+#: entailment, 20% of neutral and 25% of contradiction — so a frame does not give the label away; the
+#: affirmative object frames (hypernym, added/dropped information, subject) make the remaining 20% of
+#: entailment and neutral.
 KINDS: dict[str, tuple[tuple[Callable[[_Builder], Pair | None], int], ...]] = {
     "entailment": ((e_hypernym, 4), (e_drop_info, 4), (e_subject_general, 4), (e_negation_downward, 12),
                    (e_only_hypernym, 12), (e_antonym_negation, 6), (e_satellite, 6), (e_verb_hypernym, 12)),
