@@ -11,7 +11,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def _pins(lines):
-    return {m.group(1).lower(): m.group(2) for m in (re.match(r"^([A-Za-z0-9_.\-]+)==(\S+)$", l.strip()) for l in lines) if m}
+    return {m.group(1).lower(): m.group(2) for m in (re.match(r"^([A-Za-z0-9_.\-]+)==(\S+)$", line.strip()) for line in lines) if m}
 
 
 def test_environment_yml_carries_the_constraints_pins():

@@ -617,8 +617,8 @@ class _NounSelector:
         self.adj_index, self.verb_index = wn.read_index("adj"), wn.read_index("verb")
         self.inflected = _inflected_forms()
         # lemmas that also name people in SemCor-attested use ("queen", "cardinal") are not used as objects
-        self.person_lemmas = {l.lower() for s in self.synsets.values() if s.lexname == "noun.person"
-                              for l in s.lemmas if self.counts.get((l.lower(), s.offset), 0) > 0}
+        self.person_lemmas = {name.lower() for s in self.synsets.values() if s.lexname == "noun.person"
+                              for name in s.lemmas if self.counts.get((name.lower(), s.offset), 0) > 0}
         self.frame_words = _frame_words()
         self._senses: dict[str, int | None] = {}
         self._ancestors: dict[int, dict[int, int]] = {}
@@ -743,9 +743,9 @@ class _NounSelector:
         neither too abstract (:data:`_BAD_HYPERNYMS`) nor a mass noun; None if it has none."""
         if off not in self._hypernym_lemmas:
             counts = self.counts
-            options = [(counts.get((l.lower(), off), 0), -i, l) for i, l in enumerate(self.synsets[off].lemmas)
-                       if counts.get((l.lower(), off), 0) >= 1 and self.good_lemma(l, off, 2)
-                       and l not in _BAD_HYPERNYMS and l not in _MASS_NOUNS]
+            options = [(counts.get((name.lower(), off), 0), -i, name) for i, name in enumerate(self.synsets[off].lemmas)
+                       if counts.get((name.lower(), off), 0) >= 1 and self.good_lemma(name, off, 2)
+                       and name not in _BAD_HYPERNYMS and name not in _MASS_NOUNS]
             self._hypernym_lemmas[off] = max(options)[2] if options else None
         return self._hypernym_lemmas[off]
 
