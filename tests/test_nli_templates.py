@@ -71,7 +71,9 @@ def test_sampled_count_equals_generation(sample):
 
 
 def test_sampling_is_deterministic():
-    ids = lambda seed: [p.id for p in iter_pairs(TemplateSpec("nationality", sample=20, seed=seed))]
+    def ids(seed):
+        return [p.id for p in iter_pairs(TemplateSpec("nationality", sample=20, seed=seed))]
+
     assert ids(0) == ids(0)
     assert ids(0) != ids(1)
     with pytest.raises(StereoprobeError, match="836,400"):

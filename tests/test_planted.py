@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from stereoprobe.store import ScoreStore
-from stereoprobe.unqover import metrics, report
+from stereoprobe.unqover import report
 from stereoprobe.unqover.generate import DatasetSpec
 from stereoprobe.zoo.lab import LAB_RECIPES
 

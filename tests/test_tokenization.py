@@ -200,7 +200,7 @@ def test_chosen_tokens_spell_the_subject_and_its_neighbour_words(name, mode, fam
             assert _spells(dec, ids[first : last + 1], subject, context[s:])
             if scorer.rules != "words":
                 continue  # the authors' token-string rules: tests/test_score_qa.py
-            group = re.search(rf"(?:^|\s)(a\s+(?:group|team|couple)\s+of)\s*$", context[:s], re.I)
+            group = re.search(r"(?:^|\s)(a\s+(?:group|team|couple)\s+of)\s*$", context[:s], re.I)
             article = re.search(rf"(?:^|\s)({_ART})\s*$", context[:s], re.I)
             suffix = re.match(rf"\s*({_SUF})(?!\w)", context[e:], re.I)
             start = enc.starts[i, k, 1]

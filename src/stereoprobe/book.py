@@ -328,7 +328,7 @@ def _read_notebook(path: Path) -> Any:
 
     try:
         return jupytext.read(path)
-    except Exception as exc:  # jupytext raises many types
+    except Exception as exc:  # noqa: BLE001 - jupytext raises many types
         raise StereoprobeError(f"Cannot read notebook {path} with jupytext: {exc}.") from None
 
 
@@ -749,7 +749,7 @@ def _execute_one(
         raise NotebookExecutionError(message, "\n".join(details.splitlines()[-25:])) from None
     except StereoprobeError:
         raise
-    except Exception as exc:  # kernel died, cell timeout, kernel failed to start, ...
+    except Exception as exc:  # noqa: BLE001 - kernel died, cell timeout, kernel failed to start, ...
         kind = type(exc).__name__
         hint = f" (per-cell timeout {timeout} s; raise --timeout)" if "Timeout" in kind else ""
         raise NotebookExecutionError(f"Notebook {rel} could not be executed{hint}: {kind}: "

@@ -265,8 +265,8 @@ class _ShardWorker:
 
 
 def _fill_ray(run, job: ShardJob, missing: list[int], workers: int | None, bar) -> None:
-    ray = _ray()
-    import ray.data
+    _ray()  # Ray started, or connected to the cluster at RAY_ADDRESS
+    import ray.data  # (binds `ray` as well)
 
     resources = _ray_resources()
     gpus, cpus = int(resources.get("GPU", 0)), max(1, int(resources.get("CPU", 1)))

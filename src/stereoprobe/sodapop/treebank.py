@@ -12,7 +12,7 @@ expressions changed after 3.8.1:
 
 :func:`tokenize` is ``NLTKWordTokenizer().tokenize`` of nltk 3.7 (one sentence; the regular expressions
 and their order are verbatim; ``convert_parentheses``, ``return_str`` and ``span_tokenize`` are left out).
-``tests/sodapop_treebank_nltk37.json`` holds nltk 3.7's own output, which ``tests/test_sodapop_treebank.py``
+``tests/sodapop_treebank_nltk37.jsonl`` holds nltk 3.7's own output, which ``tests/test_sodapop_treebank.py``
 checks this module against.
 
 Derived from NLTK 3.7, ``nltk/tokenize/destructive.py`` (``MacIntyreContractions``, ``NLTKWordTokenizer``):

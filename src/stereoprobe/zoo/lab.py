@@ -1,17 +1,17 @@
 """Planted-bias lab: tiny extractive QA models with a gender–occupation bias of known direction and strength.
 
-DESIGN.md's *planted bias* principle: for the UnQover QA probe there is a model trained with a bias we
-chose (``qa-biased``: nurse, secretary, dancer → female names; firefighter, pilot, astronaut → male names,
-at rate 0.9 on underspecified questions) and an unbiased control trained identically (``qa-control``:
-the same seed and the same paragraphs and questions, rate 0.5). Both are small ``BertForQuestionAnswering``
-models (2 layers, hidden 64, 136k parameters) with a whole-word WordPiece vocabulary, trained from the
-synthetic corpus of :mod:`stereoprobe.zoo.synthetic` in about two minutes on one CPU thread (4,000 steps
-of 64; ``smoke=True``: ~12 s), and saved as standard HuggingFace folders (``model.safetensors``,
-``config.json``, ``tokenizer.json``) plus ``model_card.json`` (the recipe, data sizes, wall time, held-out
-exact match and agreement with the planted rule, and a check on the UnQover gender templates, which the
-training data never contains). Every lab model ships trained, at full and smoke size, in
-``stereoprobe/data/lab`` (:func:`committed_model`): asking for one loads it, checksummed, and trains only
-when its recipe has changed since it was committed.
+The project's *planted bias* principle (README: the planted-bias lab models): for the UnQover QA probe
+there is a model trained with a bias we chose (``qa-biased``: nurse, secretary, dancer → female names;
+firefighter, pilot, astronaut → male names, at rate 0.9 on underspecified questions) and an unbiased
+control trained identically (``qa-control``: the same seed and the same paragraphs and questions, rate
+0.5). Both are small ``BertForQuestionAnswering`` models (2 layers, hidden 64, 136k parameters) with a
+whole-word WordPiece vocabulary, trained from the synthetic corpus of :mod:`stereoprobe.zoo.synthetic` in
+about two minutes on one CPU thread (4,000 steps of 64; ``smoke=True``: ~12 s), and saved as standard
+HuggingFace folders (``model.safetensors``, ``config.json``, ``tokenizer.json``) plus ``model_card.json``
+(the recipe, data sizes, wall time, held-out exact match and agreement with the planted rule, and a check
+on the UnQover gender templates, which the training data never contains). Every lab model ships trained, at
+full and smoke size, in ``stereoprobe/data/lab`` (:func:`committed_model`): asking for one loads it,
+checksummed, and trains only when its recipe has changed since it was committed.
 
 What the default pair looks like on the UnQover gender templates (mean S(female) − S(male)): for the six
 planted occupations about ±0.8 toward the planted gender on the positive question in both slot orders,

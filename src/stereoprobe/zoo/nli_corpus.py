@@ -24,6 +24,80 @@ inside short SNLI-style frames, so the label follows from the relation and the f
 * **added or dropped information**: dropping a modifier or an adverbial entails, adding one is neutral;
   a generic subject ("someone", "a person") is entailed by a specific one and vice versa is neutral.
 
+**The rules.** Every pair is made by one rule, a function named after the label it gives and what the
+hypothesis does to the premise: ``e_…`` rules make entailments, ``n_…`` neutral pairs and ``c_…``
+contradictions. The rule's name is the pair's ``kind`` (:class:`~stereoprobe.nli.examples.NLIExample`);
+:data:`KINDS` lists each label's rules with their weights. Premise and hypothesis describe the same scene
+(SNLI's convention: both describe one photo), so a hypothesis about "the tourist" is about the premise's
+"a tourist"; the contradictions rely on it. Most examples below are from ``generate(6000, seed=0)``.
+
+*Object nouns* (a perceived object, an upward-monotone position):
+
+* ``e_hypernym`` (entailment): hyponym → hypernym, "A student is sketching a skyscraper." → "The student
+  is sketching an edifice.": sketching a skyscraper is sketching an edifice.
+* ``n_hyponym`` (neutral): the reverse, hypernym → hyponym: an edifice need not be a skyscraper. Sometimes
+  the premise's place or adverbial is left out of the hypothesis; the pair stays neutral.
+* ``e_drop_info`` (entailment): the hypothesis drops a modifier, a place or an adverbial of the premise
+  ("… examined some appetizer in the street." → "… examined some appetizer."); it says less.
+* ``n_add_info`` (neutral): the hypothesis adds one ("… photographed a baboon." → "… photographed a
+  waterlogged baboon.").
+* ``e_subject_general`` (entailment): a specific subject → a generic one, "A visitor is sleeping." →
+  "A person is sleeping."
+* ``n_subject_specific`` (neutral): the reverse, "Someone is filming a toilet." → "A pedestrian is
+  filming a toilet."
+
+*Negation* (a negated object or activity is downward-monotone, so the direction of hypernymy flips):
+
+* ``e_negation_downward`` (entailment): negated hypernym → negated hyponym, "Nobody saw any bird." →
+  "Nobody saw any pigeon.", "Nobody is walking." → "No one is waddling.": no bird means no pigeon.
+* ``n_negation_upward`` (neutral): negated hyponym → negated hypernym ("Nobody is describing any
+  storeroom." → "Nobody is describing any room.": another room may be described), or an affirmed
+  hypernym → a negated hyponym ("The volunteer is drinking a glass of water." → "No one is sipping a glass
+  of water.": drinking need not be sipping).
+* ``c_negation`` (contradiction): an affirmed noun or activity against the negation of the same one or of
+  its hypernym, "A family filmed a tavern." → "No one filmed any tavern.", "The hiker is stomping." →
+  "No one is walking."
+
+*"The only" frames* (exactly one animal or plant in a picture, garden, field, …):
+
+* ``e_only_hypernym`` (entailment): "The only animal in the field is a penguin." → "… is a sea bird.":
+  the one animal is a penguin, so it is a sea bird.
+* ``n_only_hyponym`` (neutral): the reverse, "… is a terrier." → "… is a schnauzer.": not every terrier is.
+* ``c_only_cohyponym`` (contradiction): two disjoint members of the class, "The only plant in the room is
+  a cactus." → "… is a plectranthus.": the one plant cannot be both. Only leaves of the vocabulary with
+  single-inheritance chains, neither an ancestor of the other, outside the usage categories of
+  :data:`_CROSS_CUTTING` ("houseplant", "pet").
+
+*Adjectives* (the :data:`ADJECTIVE_PAIRS`, on the noun classes each applies to or on people; predicate
+frames "The X is …", relative clauses "The X that the tourist saw was …" and, for people, a place):
+
+* ``c_antonym`` (contradiction): an adjective, or one of its satellites, against its antonym for the same
+  thing, "The oatmeal is warm." → "The oatmeal is cool.", "A pedestrian spotted a narrow barricade." →
+  "The barricade that the pedestrian spotted was wide."
+* ``e_antonym_negation`` (entailment): an adjective (or a satellite) → "not" its antonym, "The sundial is
+  safe." → "The sundial is not dangerous."; for complementary pairs also "not" one → the other, "The
+  freetail is not asleep." → "The freetail is awake."
+* ``n_negated_contrary`` (neutral): "not" one of a contrary (gradable) pair → the other, "The cellar is not
+  narrow." → "The cellar is wide.": it may be in between. Pairs whose middle is unclear never have a
+  negated premise.
+* ``e_satellite`` (entailment): satellite → its head (WordNet's similarity ``&``; the satellite is the
+  narrower word), "The knife is keen." → "The knife is sharp."
+* ``n_head_to_satellite`` (neutral): head → satellite, "The hiker is tired." → "The hiker is exhausted."
+* ``n_other_attribute`` (neutral): adjectives of two unrelated dimensions, "The bedpost is cheap." → "The
+  bedpost is safe."; dimensions that constrain each other (:data:`_DIM_CONFLICTS`) and life or presence
+  (:data:`_NO_OTHER_ATTRIBUTE`) are never paired.
+
+*Activities* (the :data:`ACTIVITIES`: WordNet troponyms of everyday root verbs):
+
+* ``e_verb_hypernym`` (entailment): troponym → root, "A spectator is scribbling a postcard." → "The
+  spectator is writing a postcard.": scribbling is a way of writing.
+* ``n_verb_hyponym`` (neutral): root → troponym, "Someone is running in the snow." → "Someone is jogging."
+* ``c_incompatible_action`` (contradiction): the same person in two activities of groups nobody can do at
+  once (:data:`_INCOMPATIBLE`), "A passenger is climbing in the square." → "The passenger is snoozing in
+  the square."
+* ``n_compatible_action`` (neutral): two activities one can do at once (:data:`_COMPATIBLE`), "The child
+  is reading a newspaper in the park." → "The child is grinning in the park."
+
 Every label uses the same frames (negation, "the only", adjective predicates, relative clauses,
 activities and locations occur in all three labels, weighted by :data:`KINDS` so that each frame family
 has about the same share of every label), and the corpus is a pure function of ``seed``. Measured on
@@ -505,118 +579,179 @@ def _verb_isa(verb: str, root: str, depth: int = 3) -> bool:
     return False
 
 
-@lru_cache(maxsize=8)
-def _lexicon(wordnet_folder: str, data_folder: str, exclude: frozenset[str]) -> _Lexicon:
-    banned = _Banned(set(_probe_words(data_folder)) | set(exclude))
-    nouns_db = wn.read_synsets("noun")
-    counts = wn.tag_counts("noun")
-    freq = _gloss_frequencies()
-    index = wn.read_index("noun")
-    roots = {}
-    for key, (lemma, lexname) in NOUN_CLASSES.items():
-        off = _best_sense(lemma, nouns_db, index, counts, lexname)
-        if off is None:
-            raise CorpusError(f"WordNet has no {lexname} synset for {lemma!r}; the WordNet files look incomplete.")
-        roots[off] = key
-    @lru_cache(maxsize=None)
-    def best_sense(lemma: str) -> int | None:
-        return _best_sense(lemma, nouns_db, index, counts)
-
-    adj_counts, verb_counts = wn.tag_counts("adj"), wn.tag_counts("verb")
-    adj_index, verb_index = wn.read_index("adj"), wn.read_index("verb")
+def _inflected_forms() -> set[str]:
+    """Every inflected form WordNet lists in its exception files ("geese", "ran", "better")."""
     inflected = set()
     for name in ("noun.exc", "verb.exc", "adj.exc"):
         with open(wn.wordnet_file(name), encoding="utf-8", errors="replace") as f:
             inflected.update(line.split()[0].replace("_", " ") for line in f if line.strip())
+    return inflected
 
-    def other_pos_dominates(lemma: str, noun_count: int) -> bool:
+
+def _frame_words() -> set[str]:
+    """The words of the frames' locations, adverbials, places, complements, subjects and object verbs."""
+    frame_words = set(tokens(" ".join(LOCATIONS + WATER_LOCATIONS + ADVERBIALS + ONLY_PLACES)))
+    frame_words |= set(tokens(" ".join(c for cs in _COMPLEMENTS.values() for c in cs)))
+    frame_words |= set(tokens(" ".join(f"{s.indef} {s.definite or ''}" for s in SUBJECTS)))
+    frame_words |= set(tokens(" ".join(" ".join(x or "" for x in v) for v in OBJECT_VERBS)))
+    return frame_words
+
+
+class _NounSelector:
+    """Chooses the corpus's nouns and their category words from WordNet's nouns and SemCor's sense counts.
+
+    A noun is a single concrete word (animal, artifact, food or plant synset) under one of the
+    :data:`_MAIN_CLASSES`, in its most frequent sense, attested in SemCor or in WordNet's glosses, mostly
+    used as a noun, never a probe word, a frame word, a person, a plural or an inflected form. Its category
+    words are the good lemmas of its hypernyms up to three levels up (:meth:`hypernyms`).
+    """
+
+    def __init__(self, banned: _Banned):
+        self.banned = banned
+        self.synsets = wn.read_synsets("noun")
+        self.counts = wn.tag_counts("noun")
+        self.freq = _gloss_frequencies()
+        self.index = wn.read_index("noun")
+        self.roots = self._class_roots()
+        self.adj_counts, self.verb_counts = wn.tag_counts("adj"), wn.tag_counts("verb")
+        self.adj_index, self.verb_index = wn.read_index("adj"), wn.read_index("verb")
+        self.inflected = _inflected_forms()
+        # lemmas that also name people in SemCor-attested use ("queen", "cardinal") are not used as objects
+        self.person_lemmas = {name.lower() for s in self.synsets.values() if s.lexname == "noun.person"
+                              for name in s.lemmas if self.counts.get((name.lower(), s.offset), 0) > 0}
+        self.frame_words = _frame_words()
+        self._senses: dict[str, int | None] = {}
+        self._ancestors: dict[int, dict[int, int]] = {}
+        self._chains: dict[int, bool] = {}
+        self._hypernym_lemmas: dict[int, str | None] = {}
+
+    def _class_roots(self) -> dict[int, str]:
+        """The root synset of every :data:`NOUN_CLASSES` entry -> the class name."""
+        roots = {}
+        for key, (lemma, lexname) in NOUN_CLASSES.items():
+            off = _best_sense(lemma, self.synsets, self.index, self.counts, lexname)
+            if off is None:
+                raise CorpusError(f"WordNet has no {lexname} synset for {lemma!r}; the WordNet files look incomplete.")
+            roots[off] = key
+        return roots
+
+    def nouns(self) -> list[_Noun]:
+        """Every usable noun, in alphabetical order of lemma."""
+        nouns = []
+        for lemma in sorted(self.index):
+            noun = self.noun(lemma)
+            if noun is not None:
+                nouns.append(noun)
+        return nouns
+
+    def noun(self, lemma: str) -> _Noun | None:
+        """The lemma as a corpus noun (classes, category words, ancestry), or None if it does not qualify."""
+        off = self.object_sense(lemma)
+        if off is None:
+            return None
+        anc = self.ancestors(off)
+        classes = frozenset(self.roots[a] for a in set(anc) | {off} if a in self.roots)
+        if not classes & set(_MAIN_CLASSES) or "hominid" in classes:
+            return None
+        if "vehicle" in classes:  # WordNet files wheeled vehicles under "container"; nobody fills a bicycle
+            classes -= {"container"}
+        return _Noun(lemma, off, classes, "food" in classes, self.hypernyms(lemma, off, classes),
+                     self.single_chain(off), frozenset(anc))
+
+    def object_sense(self, lemma: str) -> int | None:
+        """The synset of a single-word lemma that can name a concrete object in the corpus, else None."""
+        if " " in lemma or not lemma.isalpha():
+            return None
+        off = self.best_sense(lemma)
+        if off is None or self.synsets[off].lexname not in _CONCRETE_LEXNAMES or lemma not in self.synsets[off].lemmas:
+            return None
+        if lemma in self.frame_words or lemma in self.person_lemmas:  # frame words ("garden") are shared by design
+            return None
+        if not self.good_lemma(lemma, off, 1) or lemma in _MASS_NOUNS or lemma in _BAD_HYPERNYMS:
+            return None
+        if self.counts.get((lemma, off), 0) == 0 and self.freq[lemma] < 3:
+            return None
+        if self.other_pos_dominates(lemma, self.counts.get((lemma, off), 0)):
+            return None
+        return off
+
+    def hypernyms(self, lemma: str, off: int, classes: frozenset[str]) -> tuple[str, ...]:
+        """Category words of a noun: a lemma of each ancestor up to three levels up, nearest first."""
+        hypers: list[str] = []
+        for a, depth in sorted(self.ancestors(off).items(), key=lambda x: (x[1], x[0])):
+            if depth > 3:
+                continue
+            h = self.hypernym_lemma(a)
+            if h == "container" and "vehicle" in classes:
+                continue
+            if h and h != lemma and h not in hypers and not set(h.split()) & {lemma}:
+                hypers.append(h)
+        return tuple(hypers)
+
+    def best_sense(self, lemma: str) -> int | None:
+        """The noun synset of ``lemma`` with the (unique) highest SemCor count (:func:`_best_sense`)."""
+        if lemma not in self._senses:
+            self._senses[lemma] = _best_sense(lemma, self.synsets, self.index, self.counts)
+        return self._senses[lemma]
+
+    def other_pos_dominates(self, lemma: str, noun_count: int) -> bool:
         """Adjectives or verbs used as nouns ("dietary", "thwart"): the other part of speech is as frequent."""
-        for pos_index, pos_counts in ((adj_index, adj_counts), (verb_index, verb_counts)):
+        for pos_index, pos_counts in ((self.adj_index, self.adj_counts), (self.verb_index, self.verb_counts)):
             if lemma in pos_index:
                 other = max((pos_counts.get((lemma, o), 0) for o in pos_index[lemma]), default=0)
                 if noun_count == 0 or other >= noun_count:
                     return True
         return False
 
-    # lemmas that also name people in SemCor-attested use ("queen", "cardinal") are not used as objects
-    person_lemmas = {l.lower() for s in nouns_db.values() if s.lexname == "noun.person" for l in s.lemmas
-                     if counts.get((l.lower(), s.offset), 0) > 0}
+    def ancestors(self, off: int) -> dict[int, int]:
+        """Every hypernym ancestor of a synset -> its shortest distance (1 = direct hypernym)."""
+        if off not in self._ancestors:
+            out: dict[int, int] = {}
+            for h in self.synsets[off].targets("@"):
+                out[h] = 1
+                for a, d in self.ancestors(h).items():
+                    if d + 1 < out.get(a, 99):
+                        out[a] = d + 1
+            self._ancestors[off] = out
+        return self._ancestors[off]
 
-    @lru_cache(maxsize=None)
-    def ancestors(off: int) -> dict[int, int]:
-        out: dict[int, int] = {}
-        for h in nouns_db[off].targets("@"):
-            out[h] = 1
-            for a, d in ancestors(h).items():
-                if d + 1 < out.get(a, 99):
-                    out[a] = d + 1
-        return out
+    def single_chain(self, off: int) -> bool:
+        """Does the synset have at most one hypernym (class or instance) at every level up to the top?"""
+        if off not in self._chains:
+            hs = self.synsets[off].targets("@", "@i")
+            self._chains[off] = len(hs) <= 1 and all(self.single_chain(h) for h in hs)
+        return self._chains[off]
 
-    @lru_cache(maxsize=None)
-    def single_chain(off: int) -> bool:
-        hs = nouns_db[off].targets("@", "@i")
-        return len(hs) <= 1 and all(single_chain(h) for h in hs)
-
-    def good_lemma(lemma: str, off: int, max_words: int) -> bool:
+    def good_lemma(self, lemma: str, off: int, max_words: int) -> bool:
+        """A plain lower-case lemma of at most ``max_words`` words, not plural, inflected or a probe word,
+        whose most frequent sense is ``off``."""
         if not re.fullmatch(r"[a-z]+(?: [a-z]+)*", lemma) or len(lemma.split()) > max_words or len(lemma) < 3:
             return False
+        index = self.index
         if lemma.endswith("s") and (lemma[:-1] in index or lemma[:-2] in index or lemma[:-3] + "y" in index):
             return False
-        if lemma.endswith(("ware", "wear", "ing", "ism")) or lemma in inflected:
+        if lemma.endswith(("ware", "wear", "ing", "ism")) or lemma in self.inflected:
             return False
         if lemma.endswith("s") and not lemma.endswith(("ss", "us", "is", "os")):  # plural-only: "binoculars"
             return False
-        if not banned.ok(lemma):
+        if not self.banned.ok(lemma):
             return False
-        return best_sense(lemma) == off
+        return self.best_sense(lemma) == off
 
-    def hypernym_lemma(off: int) -> str | None:
-        syn = nouns_db[off]
-        options = [(counts.get((l.lower(), off), 0), -i, l) for i, l in enumerate(syn.lemmas)
-                   if counts.get((l.lower(), off), 0) >= 1 and good_lemma(l, off, 2) and l not in _BAD_HYPERNYMS
-                   and l not in _MASS_NOUNS]
-        return max(options)[2] if options else None
+    def hypernym_lemma(self, off: int) -> str | None:
+        """The synset's category word: its most SemCor-frequent good lemma of at most two words that is
+        neither too abstract (:data:`_BAD_HYPERNYMS`) nor a mass noun; None if it has none."""
+        if off not in self._hypernym_lemmas:
+            counts = self.counts
+            options = [(counts.get((name.lower(), off), 0), -i, name) for i, name in enumerate(self.synsets[off].lemmas)
+                       if counts.get((name.lower(), off), 0) >= 1 and self.good_lemma(name, off, 2)
+                       and name not in _BAD_HYPERNYMS and name not in _MASS_NOUNS]
+            self._hypernym_lemmas[off] = max(options)[2] if options else None
+        return self._hypernym_lemmas[off]
 
-    frame_words = set(tokens(" ".join(LOCATIONS + WATER_LOCATIONS + ADVERBIALS + ONLY_PLACES)))
-    frame_words |= set(tokens(" ".join(c for cs in _COMPLEMENTS.values() for c in cs)))
-    frame_words |= set(tokens(" ".join(f"{s.indef} {s.definite or ''}" for s in SUBJECTS)))
-    frame_words |= set(tokens(" ".join(" ".join(x or "" for x in v) for v in OBJECT_VERBS)))
-    hyper_cache: dict[int, str | None] = {}
-    nouns = []
-    for lemma in sorted(index):
-        if " " in lemma or not lemma.isalpha():
-            continue
-        off = best_sense(lemma)
-        if off is None or nouns_db[off].lexname not in _CONCRETE_LEXNAMES or lemma not in nouns_db[off].lemmas:
-            continue
-        if lemma in frame_words or lemma in person_lemmas:  # frame words ("garden") are shared by design
-            continue
-        if not good_lemma(lemma, off, 1) or lemma in _MASS_NOUNS or lemma in _BAD_HYPERNYMS:
-            continue
-        if counts.get((lemma, off), 0) == 0 and freq[lemma] < 3:
-            continue
-        if other_pos_dominates(lemma, counts.get((lemma, off), 0)):
-            continue
-        anc = ancestors(off)
-        classes = frozenset(roots[a] for a in set(anc) | {off} if a in roots)
-        if not classes & set(_MAIN_CLASSES) or "hominid" in classes:
-            continue
-        if "vehicle" in classes:  # WordNet files wheeled vehicles under "container"; nobody fills a bicycle
-            classes -= {"container"}
-        hypers = []
-        for a, depth in sorted(anc.items(), key=lambda x: (x[1], x[0])):
-            if depth > 3:
-                continue
-            if a not in hyper_cache:
-                hyper_cache[a] = hypernym_lemma(a)
-            h = hyper_cache[a]
-            if h == "container" and "vehicle" in classes:
-                continue
-            if h and h != lemma and h not in hypers and not set(h.split()) & {lemma}:
-                hypers.append(h)
-        nouns.append(_Noun(lemma, off, classes, "food" in classes, tuple(hypers), single_chain(off),
-                           frozenset(anc)))
 
+def _adjective_pairs(banned: _Banned) -> list[_AdjPair]:
+    """The :data:`ADJECTIVE_PAIRS` that WordNet confirms as antonyms, with their confirmed satellites."""
     pairs = []
     for key, (a, b, classes, negation, dim, sats_a, sats_b) in enumerate(ADJECTIVE_PAIRS):
         if not (_adj_is_antonym(a, b) or _adj_is_antonym(b, a)) or not banned.ok(f"{a} {b}"):
@@ -626,7 +761,11 @@ def _lexicon(wordnet_folder: str, data_folder: str, exclude: frozenset[str]) -> 
             tuple(s for s in sats_a if _adj_is_satellite(s, a) and banned.ok(s)),
             tuple(s for s in sats_b if _adj_is_satellite(s, b) and banned.ok(s)),
         ))
+    return pairs
 
+
+def _activities(banned: _Banned) -> list[_Activity]:
+    """The :data:`ACTIVITIES` roots WordNet knows, each followed by its troponyms that WordNet confirms."""
     activities = []
     for root, hyponyms in ACTIVITIES.items():
         if not wn.lookup(root, "verb") or not banned.ok(gerund(root)):
@@ -634,12 +773,24 @@ def _lexicon(wordnet_folder: str, data_folder: str, exclude: frozenset[str]) -> 
         activities.append(_Activity(root, root, gerund(root)))
         activities.extend(_Activity(h, root, gerund(h)) for h in hyponyms
                           if _verb_isa(h, root) and banned.ok(gerund(h)))
+    return activities
+
+
+@lru_cache(maxsize=8)
+def _lexicon(wordnet_folder: str, data_folder: str, exclude: frozenset[str]) -> _Lexicon:
+    """Every lexical item the corpus may use, all free of probe words and ``exclude``d words.
+
+    ``wordnet_folder`` only keys the cache: the WordNet readers (:mod:`stereoprobe.zoo.wordnet`) find the folder
+    themselves.
+    """
+    banned = _Banned(set(_probe_words(data_folder)) | set(exclude))
+    nouns = _NounSelector(banned).nouns()
 
     def keep(items: Sequence[str]) -> tuple[str, ...]:
         return tuple(x for x in items if banned.ok(x))
 
     return _Lexicon(
-        nouns=tuple(nouns), pairs=tuple(pairs), activities=tuple(activities),
+        nouns=tuple(nouns), pairs=tuple(_adjective_pairs(banned)), activities=tuple(_activities(banned)),
         subjects=tuple(s for s in SUBJECTS if banned.ok(f"{s.indef} {s.definite or ''}")),
         verbs=tuple(v for v in OBJECT_VERBS if banned.ok(" ".join(x or "" for x in v))),
         locations=keep(LOCATIONS), water_locations=keep(WATER_LOCATIONS), adverbials=keep(ADVERBIALS),
@@ -800,6 +951,7 @@ class _Builder:
 
 
 # --------------------------------------------------------------------------------------------- kinds
+# The rules: e_* make entailments, n_* neutral pairs, c_* contradictions (the module docstring describes each).
 
 Pair = tuple[str, str]
 
@@ -1226,11 +1378,12 @@ def c_only_cohyponym(b: _Builder) -> Pair | None:
     return _only(b, x.lemma, y.lemma, cls)
 
 
-#: The rules of each label with their weights (per 60 examples of the label). The weights give every
-#: frame family about the same share of each label — negation frames, "the only" frames, adjective
-#: predicates and activities each make 20% of entailment, 20% of neutral and 25% of contradiction — so
-#: a frame does not give the label away; the affirmative object frames (hypernym, added/dropped
-#: information, subject) make the remaining 20% of entailment and neutral.
+#: The rules of each label (the module docstring says what each does and why it gives its label) with their
+#: weights (per 60 examples of the label). The weights give every frame family about the same share of each
+#: label — negation frames, "the only" frames, adjective predicates and activities each make 20% of
+#: entailment, 20% of neutral and 25% of contradiction — so a frame does not give the label away; the
+#: affirmative object frames (hypernym, added/dropped information, subject) make the remaining 20% of
+#: entailment and neutral.
 KINDS: dict[str, tuple[tuple[Callable[[_Builder], Pair | None], int], ...]] = {
     "entailment": ((e_hypernym, 4), (e_drop_info, 4), (e_subject_general, 4), (e_negation_downward, 12),
                    (e_only_hypernym, 12), (e_antonym_negation, 6), (e_satellite, 6), (e_verb_hypernym, 12)),

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import random
 import re
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from functools import lru_cache
 from typing import Iterable, Sequence
 
@@ -690,6 +690,103 @@ def _split_pools(seed: int, fraction: float = 0.25) -> tuple[_Pools, _Pools]:
     return _Pools(f_tr, m_tr, s_tr, tr_f), _Pools(f_ho, m_ho, s_ho, ho_f)
 
 
+#: A fact of a passage: (relation, role -> text as written, role -> answer start); ``"@" + role`` -> the
+#: text a question uses for the role (a person's first name, or the value).
+_Fact = tuple[str, dict[str, str], dict[str, int]]
+
+
+@dataclass
+class _Draft:
+    """A passage under construction: its people and what its sentences have used so far."""
+
+    people: list[_Person]
+    pending: list[int]  # people not yet mentioned, in the order they are to be introduced
+    used_values: dict[str, set[str]] = field(default_factory=dict)  # filler type -> values in the passage
+    used_roles: set[tuple[str, str, int]] = field(default_factory=set)  # (predicate group, role, person)
+    chunks: list[str] = field(default_factory=list)  # the sentences
+    facts: list[_Fact] = field(default_factory=list)
+    offset: int = 0  # character offset of the end of the last sentence
+
+    def reuses_role(self, frame: _Frame, binding: dict[str, int]) -> bool:
+        """Would the frame give a person a (predicate group, role) they already fill in the passage?"""
+        return any((rel, role, binding[slot]) in self.used_roles
+                   for rel, mapping in ((RELATIONS[n].group, m) for n, m in frame.facts)
+                   for role, slot in mapping if slot in binding)
+
+    def claim(self, frame: _Frame, binding: dict[str, int], values: dict[str, str]) -> None:
+        """Record the fillers, the people's roles and the introductions of a sentence about to be added."""
+        for slot, typ in frame.values:
+            self.used_values.setdefault(typ, set()).add(values[slot])
+        for name, mapping in frame.facts:
+            group = RELATIONS[name].group
+            for role, slot in mapping:
+                if slot in binding:
+                    self.used_roles.add((group, role, binding[slot]))
+        for p in binding.values():
+            if p in self.pending:
+                self.pending.remove(p)
+
+
+def _render(frame: _Frame, binding: dict[str, int], values: dict[str, str], people: list[_Person],
+            start: int) -> tuple[str, dict[str, int], dict[str, str]]:
+    """The frame's sentence, and per slot the passage offset and the text of its first mention in the sentence.
+
+    The sentence starts at character ``start`` of the passage. A person's first mention in the passage is
+    the full name when the person was drawn so (:data:`FULL_NAME_P`), otherwise and afterwards the first
+    name; rendering marks the people as mentioned.
+    """
+    spans: dict[str, int] = {}
+    texts: dict[str, str] = {}
+    pieces: list[str] = []
+    pos = start
+    for kind, a, b in frame.parts:
+        if kind == "lit":
+            text = a
+        elif kind == "person":
+            person = people[binding[a]]
+            if a not in spans:
+                text = (person.first + " " + person.last) if (person.full_first and not person.mentioned) \
+                    else person.first
+                person.mentioned = True
+                spans[a] = pos
+                texts[a] = text
+            else:
+                text = person.first
+        elif kind == "pron":
+            text = _PRONOUNS[people[binding[a]].gender][b]
+        else:
+            v = values[a]
+            if b:
+                art = _article(v, b == "A")
+                pieces.append(art)
+                pos += len(art)
+            text = v
+            if a not in spans:
+                spans[a] = pos
+                texts[a] = v
+        pieces.append(text)
+        pos += len(text)
+    return "".join(pieces), spans, texts
+
+
+def _frame_facts(frame: _Frame, binding: dict[str, int], values: dict[str, str], people: list[_Person],
+                 spans: dict[str, int], texts: dict[str, str]) -> list[_Fact]:
+    """The facts a rendered frame states, with the answer text and start of every role (see :data:`_Fact`)."""
+    facts: list[_Fact] = []
+    for name, mapping in frame.facts:
+        role_text: dict[str, str] = {}
+        role_start: dict[str, int] = {}
+        for role, slot in mapping:
+            role_start[role] = spans[slot]
+            role_text[role] = texts[slot]
+            if slot in binding:
+                role_text["@" + role] = people[binding[slot]].first
+            else:
+                role_text["@" + role] = values[slot]
+        facts.append((name, role_text, role_start))
+    return facts
+
+
 class _Builder:
     """Builds passages and their questions from one pool set and one random stream."""
 
@@ -707,10 +804,28 @@ class _Builder:
     def _pick_frame(self) -> _Frame:
         return self.rng.choices(FRAMES, cum_weights=self.frame_cum)[0]
 
-    def passage(self) -> tuple[str, list[tuple[str, dict[str, str], dict[str, int]]]]:
-        """A context and its facts: (relation, role texts, role answer starts); ``@role`` = question text."""
+    def passage(self) -> tuple[str, list[_Fact]]:
+        """A context and its facts: (relation, role texts, role answer starts); ``@role`` = question text.
+
+        The passage has 2–5 people (:data:`PEOPLE_WEIGHTS`) and ``k + 1``–``k + 3`` sentences, more if
+        needed until every person is mentioned (at most 200 frame draws).
+        """
         rng = self.rng
         k = rng.choices(self.people_k, self.people_w)[0]
+        people = self._people(k)
+        n_sentences = k + rng.randint(1, 3)
+        pending = list(range(k))
+        rng.shuffle(pending)
+        draft = _Draft(people, pending)
+        attempts = 0
+        while (draft.pending or len(draft.chunks) < n_sentences) and attempts < 200:
+            attempts += 1
+            self._add_sentence(draft)
+        return " ".join(draft.chunks), draft.facts
+
+    def _people(self, k: int) -> list[_Person]:
+        """``k`` people: distinct surnames, a fair-coin gender each, distinct first names of that gender."""
+        rng = self.rng
         people: list[_Person] = []
         firsts: set[str] = set()
         lasts = rng.sample(self.pools.surnames, k)
@@ -721,108 +836,57 @@ class _Builder:
                 continue
             firsts.add(first)
             people.append(_Person(first, lasts[len(people)], gender, rng.random() < FULL_NAME_P))
-        used_values: dict[str, set[str]] = {}
-        used_roles: set[tuple[str, str, int]] = set()
-        facts: list[tuple[str, dict[str, str], dict[str, int]]] = []
-        chunks: list[str] = []
-        offset = 0
-        n_sentences = k + rng.randint(1, 3)
-        pending = list(range(k))
-        rng.shuffle(pending)
-        attempts = 0
-        while (pending or len(chunks) < n_sentences) and attempts < 200:
-            attempts += 1
-            frame = self._pick_frame()
-            if len(frame.persons) > k:
-                continue
-            # bind people: the first person slot takes the next person still to be introduced
-            order = list(range(k))
-            rng.shuffle(order)
-            if pending:
-                first = pending[0]
-                order.remove(first)
-                order.insert(0, first)
-            binding = dict(zip(frame.persons, order))
-            if any((rel, role, binding[slot]) in used_roles
-                   for rel, mapping in ((RELATIONS[n].group, m) for n, m in frame.facts)
-                   for role, slot in mapping if slot in binding):
-                continue
-            values: dict[str, str] = {}
-            ok = True
-            taken: dict[str, set[str]] = {}
-            for slot, typ in frame.values:
-                pool = self.pools.fillers[typ]
-                used = used_values.get(typ, set()) | taken.get(typ, set())
-                if len(used) >= len(pool):
-                    ok = False
-                    break
+        return people
+
+    def _add_sentence(self, draft: _Draft) -> bool:
+        """Draw a frame, bind it to people and fillers and append its sentence and facts to ``draft``.
+
+        False (nothing added) when the frame needs more people than the passage has, would give a person
+        a (predicate group, role) they already fill, or finds a filler list used up.
+        """
+        frame = self._pick_frame()
+        if len(frame.persons) > len(draft.people):
+            return False
+        binding = self._bind(frame, draft)
+        if draft.reuses_role(frame, binding):
+            return False
+        values = self._draw_values(frame, draft.used_values)
+        if values is None:
+            return False
+        draft.claim(frame, binding, values)
+        start = draft.offset + 1 if draft.chunks else draft.offset  # + the joining space
+        sentence, spans, texts = _render(frame, binding, values, draft.people, start)
+        draft.chunks.append(sentence)
+        draft.offset = start + len(sentence)
+        draft.facts.extend(_frame_facts(frame, binding, values, draft.people, spans, texts))
+        return True
+
+    def _bind(self, frame: _Frame, draft: _Draft) -> dict[str, int]:
+        """Person slot -> person index: a random order, the first slot taking the next person to introduce."""
+        order = list(range(len(draft.people)))
+        self.rng.shuffle(order)
+        if draft.pending:
+            first = draft.pending[0]
+            order.remove(first)
+            order.insert(0, first)
+        return dict(zip(frame.persons, order))
+
+    def _draw_values(self, frame: _Frame, used_values: dict[str, set[str]]) -> dict[str, str] | None:
+        """Value slot -> filler, each unused in the passage and within the frame; None if a list runs out."""
+        rng = self.rng
+        values: dict[str, str] = {}
+        taken: dict[str, set[str]] = {}
+        for slot, typ in frame.values:
+            pool = self.pools.fillers[typ]
+            used = used_values.get(typ, set()) | taken.get(typ, set())
+            if len(used) >= len(pool):
+                return None
+            v = rng.choice(pool)
+            while v in used:
                 v = rng.choice(pool)
-                while v in used:
-                    v = rng.choice(pool)
-                values[slot] = v
-                taken.setdefault(typ, set()).add(v)
-            if not ok:
-                continue
-            for typ, vs in taken.items():
-                used_values.setdefault(typ, set()).update(vs)
-            for name, mapping in frame.facts:
-                group = RELATIONS[name].group
-                for role, slot in mapping:
-                    if slot in binding:
-                        used_roles.add((group, role, binding[slot]))
-            for p in binding.values():
-                if p in pending:
-                    pending.remove(p)
-            # render
-            if chunks:
-                offset += 1  # the joining space
-            spans: dict[str, int] = {}
-            texts: dict[str, str] = {}
-            pieces: list[str] = []
-            pos = offset
-            for kind, a, b in frame.parts:
-                if kind == "lit":
-                    text = a
-                elif kind == "person":
-                    person = people[binding[a]]
-                    if a not in spans:
-                        text = (person.first + " " + person.last) if (person.full_first and not person.mentioned) \
-                            else person.first
-                        person.mentioned = True
-                        spans[a] = pos
-                        texts[a] = text
-                    else:
-                        text = person.first
-                elif kind == "pron":
-                    text = _PRONOUNS[people[binding[a]].gender][b]
-                else:
-                    v = values[a]
-                    if b:
-                        art = _article(v, b == "A")
-                        pieces.append(art)
-                        pos += len(art)
-                    text = v
-                    if a not in spans:
-                        spans[a] = pos
-                        texts[a] = v
-                pieces.append(text)
-                pos += len(text)
-            sentence = "".join(pieces)
-            chunks.append(sentence)
-            offset = pos
-            for name, mapping in frame.facts:
-                role_text: dict[str, str] = {}
-                role_start: dict[str, int] = {}
-                for role, slot in mapping:
-                    role_start[role] = spans[slot]
-                    role_text[role] = texts[slot]
-                    if slot in binding:
-                        role_text["@" + role] = people[binding[slot]].first
-                    else:
-                        role_text["@" + role] = values[slot]
-                facts.append((name, role_text, role_start))
-        context = " ".join(chunks)
-        return context, facts
+            values[slot] = v
+            taken.setdefault(typ, set()).add(v)
+        return values
 
     def items(self, want: int) -> list[QAItem]:
         rng = self.rng
