@@ -36,7 +36,7 @@ def main() -> None:
     from stereoprobe.batching import resolve_device
     from stereoprobe.models import load
     from stereoprobe.store import ScoreStore
-    from stereoprobe.unqover import report
+    from stereoprobe.unqover import tables
     from stereoprobe.unqover.generate import DatasetSpec, count, iter_examples
     from stereoprobe.unqover.score_qa import load_scores, passes_of, score_dataset
 
@@ -63,7 +63,7 @@ def main() -> None:
         print(f"score store: {size / 2**20:.1f} MiB = {size / n:.2f} bytes per pass (pass_id + 4 float32 columns)")
         if args.metrics:
             frame = load_scores(name, spec, store=store, device=str(device))
-            report.gender_gamma(frame, n_boot=100) if args.dataset == "gender" else None
+            tables.gender_gamma(frame, n_boot=100) if args.dataset == "gender" else None
             print(f"peak RSS after the per-example frame ({len(frame):,} rows) and γ: {peak_rss_mb():8.0f} MB")
             del frame
         tracemalloc.start()

@@ -79,9 +79,9 @@ profile = "cpu"
 # %% tags=["hide-input"]
 from stereoprobe.assets import load_embeddings
 from stereoprobe.display import glue_all
-from stereoprobe.nli import chapter, report
+from stereoprobe.nli import chapter, tables
 
-specs = report.probe_specs(sample=sample, seed=seed)
+specs = tables.probe_specs(sample=sample, seed=seed)
 options = dict(batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models, progress=False,
                engine=engine, workers=workers)
 
@@ -152,7 +152,7 @@ chapter.show_top_templates(probs, list(specs), nli_models)
 chapter.show_least_neutral(probs, list(specs), nli_models[0])
 
 # %%
-rude_iraqi_pairs = report.word_pair_pairs("nationality", "rude", "Iraqi")
+rude_iraqi_pairs = tables.word_pair_pairs("nationality", "rude", "Iraqi")
 print(chapter.describe_pairs(rude_iraqi_pairs, "rude × Iraqi"))
 
 # %% [markdown]

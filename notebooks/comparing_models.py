@@ -60,13 +60,13 @@ profile = "cpu"
 import matplotlib.pyplot as plt
 
 from stereoprobe.display import glue_all
-from stereoprobe.unqover import chapter, report
+from stereoprobe.unqover import chapter, tables
 
 options = chapter.score_options(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
                                 smoke=smoke_models, engine=engine, workers=workers)
 
 # %%
-grid = report.intensity_grid(models, lm_models, sample=sample, seed=seed, n_boot=n_boot, **options)
+grid = tables.intensity_grid(models, lm_models, sample=sample, seed=seed, n_boot=n_boot, **options)
 sizes = chapter.model_sizes(models, lm_models, smoke=smoke_models)
 print(f"profile {profile}: {len(models)} QA model(s), {len(lm_models)} masked LM(s), 4 bias classes")
 
@@ -106,7 +106,7 @@ chapter.grid_view(grid, "eta")
 # First on the paper's own bars: how many of the comparisons each claim rests on go its way.
 
 # %%
-paper_claims = report.paper_claims()
+paper_claims = tables.paper_claims()
 chapter.claims_view(paper_claims)
 
 # %% tags=["remove-cell"]
@@ -121,7 +121,7 @@ glue_all(chapter.paper_claim_numbers(paper_claims))
 chapter.sizes_table(sizes)
 
 # %%
-claims = report.our_claims(grid, sizes)
+claims = tables.our_claims(grid, sizes)
 chapter.claims_view(claims)
 
 # %% tags=["remove-cell"]
@@ -212,7 +212,7 @@ glue_all(chapter.claim_numbers(claims))
 # from stereoprobe.unqover.generate import DatasetSpec
 #
 # spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
-# frames = report.gather(models, spec, **options) | report.gather_lm(lm_models, spec, **options)
+# frames = tables.gather(models, spec, **options) | tables.gather_lm(lm_models, spec, **options)
 # for name, frame in frames.items():
 #     paired = metrics.pair_examples(frame)
 #     for group_by in ("subject", "gender"):

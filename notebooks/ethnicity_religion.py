@@ -56,7 +56,7 @@ profile = "cpu"
 import matplotlib.pyplot as plt
 
 from stereoprobe.display import glue_all
-from stereoprobe.unqover import chapter, report
+from stereoprobe.unqover import chapter, tables
 
 options = chapter.score_options(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
                                 smoke=smoke_models, engine=engine, workers=workers)
@@ -95,7 +95,7 @@ plt.show()
 # %% mystnb={"image": {"alt": "Two panels of the mean rank of each ethnicity by gamma(x) (1 = most associated with the negative attributes) with population standard deviation error bars: on top the paper's five SQuAD models, below the models run here (filled markers) beside the paper's mean ranks over the same subjects (hollow markers). Where filled and hollow markers sit at similar heights, our ranking agrees with the paper's Fig. 5."}}
 eth_ranks = chapter.plot_rank_figures("ethnicity", results["ethnicity"]["gammas"])
 plt.show()
-chapter.agreement_view(report.rank_agreement(eth_ranks), "ethnicity: ours vs paper")
+chapter.agreement_view(tables.rank_agreement(eth_ranks), "ethnicity: ours vs paper")
 
 # %% [markdown]
 # ## Religion: $\gamma(x)$ and $\eta(x)$ (Table 13)
@@ -113,7 +113,7 @@ plt.show()
 # %% mystnb={"image": {"alt": "Two panels of the mean rank of each religion by gamma(x) (1 = most associated with the negative attributes) with population standard deviation error bars: on top the paper's five SQuAD models, below the models run here (filled markers) beside the paper's mean ranks over the same religions (hollow markers). Where filled and hollow markers sit at similar heights, our ranking agrees with the paper's Fig. 5."}}
 rel_ranks = chapter.plot_rank_figures("religion", results["religion"]["gammas"])
 plt.show()
-chapter.agreement_view(report.rank_agreement(rel_ranks), "religion: ours vs paper")
+chapter.agreement_view(tables.rank_agreement(rel_ranks), "religion: ours vs paper")
 
 # %% tags=["remove-cell"]
 glue_all(chapter.top_subject_numbers(results))
@@ -256,7 +256,7 @@ glue_all(chapter.top_subject_numbers(results))
 #
 # ```python
 # squad = {n: g for n, g in results["religion"]["gammas"].items() if n.endswith("-squad")}
-# report.ranks_beside_paper(report.gamma_matrix(squad), "religion").head(3)
+# tables.ranks_beside_paper(tables.gamma_matrix(squad), "religion").head(3)
 # ```
 #
 # and then over all fifteen, where the NewsQA models and the masked LMs can reorder the top. The

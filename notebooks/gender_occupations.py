@@ -61,7 +61,7 @@ import matplotlib.pyplot as plt
 
 from stereoprobe import plots
 from stereoprobe.display import glue_all
-from stereoprobe.unqover import chapter, report
+from stereoprobe.unqover import chapter, tables
 from stereoprobe.unqover.generate import DatasetSpec, count
 
 spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
@@ -71,9 +71,9 @@ options = chapter.score_options(mode=mode, batch_tokens=batch_tokens, device=dev
                                 smoke=smoke_models, engine=engine, workers=workers)
 
 # %%
-frames = report.gather(models, spec, **options)
+frames = tables.gather(models, spec, **options)
 gammas = chapter.gender_gammas(frames, n_boot=n_boot, seed=seed)
-lab_frames = report.gather(lab_models, spec, **options)
+lab_frames = tables.gather(lab_models, spec, **options)
 lab_gammas = chapter.gender_gammas(lab_frames, n_boot=n_boot, seed=seed)
 print(f"profile {profile}: {n.paper_examples:,} paper examples per model; {len(frames)} models + {len(lab_frames)} lab models")
 
@@ -107,7 +107,7 @@ chapter.paper_table2_view()
 # and finds nothing of that size in the control.
 
 # %%
-planted = report.lab_planted(lab_models, "occupations", smoke=smoke_models)
+planted = tables.lab_planted(lab_models, "occupations", smoke=smoke_models)
 recovery = chapter.planted_occupations(lab_gammas, planted)
 chapter.show_planted_occupations(recovery, planted)
 
@@ -142,7 +142,7 @@ chapter.shared_occupations_view(gammas, k=10)
 # (red: given to the female name, blue: to the male name; $\gamma(\text{male}, a)$ is the negative).
 
 # %% mystnb={"image": {"alt": "Heatmap of gamma(female, occupation) for the 20 occupations (rows) with the largest absolute gamma in any model, one column per model, each cell labelled with its value: red means the occupation goes to the female name, blue to the male name. The darkest cells are the strongest gender-occupation stereotypes."}}
-matrix = report.female_gamma_matrix(gammas, top=20)
+matrix = tables.female_gamma_matrix(gammas, top=20)
 plots.diverging_heatmap(matrix, title="γ(female, occupation)", cbar_label="γ(female, a)")
 plt.show()
 
@@ -155,7 +155,7 @@ plt.show()
 # lab models are listed as reference points: a bias planted at a 90% rate, and none.
 
 # %%
-mu = report.intensity(frames | lab_frames, n_boot=n_boot, seed=seed)
+mu = tables.intensity(frames | lab_frames, n_boot=n_boot, seed=seed)
 chapter.intensity_view(mu)
 
 # %% [markdown]
@@ -189,17 +189,17 @@ chapter.intensity_view(mu)
 # The lab models are tiny, so a sweep over sample sizes takes seconds per step:
 #
 # ```python
-# from stereoprobe.unqover import chapter, report
+# from stereoprobe.unqover import chapter, tables
 # from stereoprobe.unqover.generate import DatasetSpec
 #
-# planted = report.lab_planted(["lab:qa-biased"], "occupations")
+# planted = tables.lab_planted(["lab:qa-biased"], "occupations")
 # for sample in (2000, 1000, 500, 250, 125, 60):
-#     frames = report.gather(["lab:qa-biased"], DatasetSpec("gender", sample=sample, seed=0), device="cpu",
+#     frames = tables.gather(["lab:qa-biased"], DatasetSpec("gender", sample=sample, seed=0), device="cpu",
 #                            progress=False)
 #     gammas = chapter.gender_gammas(frames)
 #     recovery = chapter.planted_occupations(gammas, planted)
 #     table = gammas["lab:qa-biased"]
-#     others = table[~table["attr"].map(report.occupation).isin(planted)]
+#     others = table[~table["attr"].map(tables.occupation).isin(planted)]
 #     print(sample, len(recovery), recovery["ci_low"].min(), others["gamma_hi"].max())
 # ```
 #

@@ -63,7 +63,7 @@ profile = "cpu"
 
 # %% tags=["hide-input"]
 from stereoprobe.display import glue_all
-from stereoprobe.unqover import report
+from stereoprobe.unqover import tables
 from stereoprobe.unqover.generate import DatasetSpec
 from stereoprobe.zoo import chapter, recipes
 
@@ -126,7 +126,7 @@ chapter.paper_models_view()
 
 # %%
 spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
-frames = report.gather(side_by_side, spec, mode=mode, batch_tokens=batch_tokens, device=device,
+frames = tables.gather(side_by_side, spec, mode=mode, batch_tokens=batch_tokens, device=device,
                        precision=precision, smoke=smoke_models, engine=engine, workers=workers)
 side = chapter.side_by_side_table(frames, n_boot=n_boot, seed=seed)
 chapter.side_by_side_view(side)

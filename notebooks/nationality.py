@@ -66,7 +66,7 @@ profile = "cpu"
 import matplotlib.pyplot as plt
 
 from stereoprobe.display import glue_all
-from stereoprobe.unqover import chapter, report
+from stereoprobe.unqover import chapter, tables
 from stereoprobe.unqover.generate import DatasetSpec, count
 
 spec = DatasetSpec("nationality", mode=mode, sample=sample, seed=seed)
@@ -74,12 +74,12 @@ options = chapter.score_options(mode=mode, batch_tokens=batch_tokens, device=dev
                                 smoke=smoke_models, engine=engine, workers=workers)
 
 # %%
-qa_frames = report.gather(models, spec, **options)
-lm_frames = report.gather_lm(lm_models, spec, **options)
+qa_frames = tables.gather(models, spec, **options)
+lm_frames = tables.gather_lm(lm_models, spec, **options)
 frames = qa_frames | lm_frames
-gammas = report.subject_gammas(frames, n_boot=n_boot, seed=seed)
-gammas_xa = report.subject_attribute_gammas(frames, n_boot=n_boot, seed=seed)
-geo = report.geoscheme()
+gammas = tables.subject_gammas(frames, n_boot=n_boot, seed=seed)
+gammas_xa = tables.subject_attribute_gammas(frames, n_boot=n_boot, seed=seed)
+geo = tables.geoscheme()
 n = count(spec)
 glue_all({"n_examples": f"{n.paper_examples:,}"})
 print(chapter.run_line(profile, n, qa_frames, lm_frames))
@@ -130,11 +130,11 @@ plt.show()
 # the same country, its five models re-ranked over the same countries.
 
 # %% mystnb={"image": {"alt": "Mean rank by gamma(x) over the models run here (filled markers, population standard deviation error bars) for the eight top-ranked and the eight bottom-ranked countries, a dashed line between the two groups, each beside the paper's mean rank of the same country (hollow markers). Where filled and hollow markers sit at similar heights, our ranking agrees with the paper's."}}
-matrix = report.gamma_matrix(gammas)
-ranks = report.ranks_beside_paper(matrix, "nationality")
+matrix = tables.gamma_matrix(gammas)
+ranks = tables.ranks_beside_paper(matrix, "nationality")
 chapter.plot_our_ranks(ranks, len(matrix.columns), top=8, bottom=8)
 plt.show()
-agreement = report.rank_agreement(ranks)
+agreement = tables.rank_agreement(ranks)
 glue_all(chapter.agreement_numbers(agreement))
 chapter.agreement_view(agreement, "ours vs paper")
 
@@ -172,9 +172,9 @@ chapter.western_view(matrix, geo, western_areas)
 # like any masked LM (compat: top-10 truncation).
 
 # %%
-lab_frames = report.gather_lm(lab_lm_models, spec, **options)
-planted = report.lab_planted(lab_lm_models, "country_clusters", smoke=smoke_models)
-recovery = report.planted_cluster_recovery(lab_frames, planted, n_boot=n_boot, seed=seed)
+lab_frames = tables.gather_lm(lab_lm_models, spec, **options)
+planted = tables.lab_planted(lab_lm_models, "country_clusters", smoke=smoke_models)
+recovery = tables.planted_cluster_recovery(lab_frames, planted, n_boot=n_boot, seed=seed)
 chapter.show_cluster_recovery(recovery)
 
 # %% tags=["remove-cell"]
@@ -186,7 +186,7 @@ glue_all(chapter.cluster_recovery_numbers(recovery))
 # zero. The planted countries also lead the $\gamma(x)$ ranking of the biased model:
 
 # %%
-lab_gammas = report.subject_gammas(lab_frames, n_boot=n_boot, seed=seed)
+lab_gammas = tables.subject_gammas(lab_frames, n_boot=n_boot, seed=seed)
 chapter.top_subjects(lab_gammas, k=5)
 
 # %% [markdown]
@@ -294,9 +294,9 @@ chapter.top_subjects(lab_gammas, k=5)
 # (no run needed):
 #
 # ```python
-# from stereoprobe.unqover import metrics, report
+# from stereoprobe.unqover import metrics, tables
 #
-# paper_ranks = metrics.rank_subjects(report.paper_gamma_x("nationality")[report.PAPER_MODELS])
+# paper_ranks = metrics.rank_subjects(tables.paper_gamma_x("nationality")[tables.PAPER_MODELS])
 # paper_ranks.sort_values("std_rank", ascending=False).head(8)
 # ```
 #
@@ -334,8 +334,8 @@ chapter.top_subjects(lab_gammas, k=5)
 #
 # ```python
 # squad = {name: g for name, g in gammas.items() if name.endswith("-squad")}
-# squad_ranks = report.ranks_beside_paper(report.gamma_matrix(squad), "nationality")
-# print(report.rank_agreement(squad_ranks))
+# squad_ranks = tables.ranks_beside_paper(tables.gamma_matrix(squad), "nationality")
+# print(tables.rank_agreement(squad_ranks))
 # (squad_ranks["avg_rank"] - squad_ranks["paper_avg_rank"]).abs().sort_values(ascending=False).head(10)
 # ```
 #

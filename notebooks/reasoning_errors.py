@@ -70,7 +70,7 @@ profile = "cpu"
 
 # %% tags=["hide-input"]
 from stereoprobe.display import glue_all, show
-from stereoprobe.unqover import chapter, metrics, report
+from stereoprobe.unqover import chapter, metrics, tables
 from stereoprobe.unqover.generate import DatasetSpec, count
 
 spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
@@ -112,9 +112,9 @@ show(chapter.fig2_bias_view(bias))
 # stored once per (model, dataset, mode): rerunning this notebook reads them back.
 
 # %%
-frames = report.gather(models, spec, mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
+frames = tables.gather(models, spec, mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
                        smoke=smoke_models, engine=engine, workers=workers)
-errors = report.reasoning_errors(frames)
+errors = tables.reasoning_errors(frames)
 chapter.errors_view(errors)
 
 # %% tags=["remove-cell"]
@@ -136,9 +136,9 @@ glue_all(chapter.error_numbers(errors))
 # avg S"; *clean* mode reads the subject token's probability directly.
 
 # %%
-lm_frames = report.gather_lm(lm_models, spec, mode=mode, batch_tokens=batch_tokens, device=device,
+lm_frames = tables.gather_lm(lm_models, spec, mode=mode, batch_tokens=batch_tokens, device=device,
                              precision=precision, smoke=smoke_models, engine=engine, workers=workers)
-lm_errors = report.reasoning_errors(lm_frames)
+lm_errors = tables.reasoning_errors(lm_frames)
 chapter.errors_view(lm_errors)
 
 # %% [markdown]

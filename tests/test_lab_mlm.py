@@ -12,7 +12,7 @@ import pytest
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.models import load
 from stereoprobe.store import ScoreStore
-from stereoprobe.unqover import report
+from stereoprobe.unqover import tables
 from stereoprobe.unqover.generate import DatasetSpec
 from stereoprobe.unqover.score_lm import check_single_tokens
 from stereoprobe.zoo import lab, lab_mlm
@@ -79,7 +79,7 @@ SPEC = DatasetSpec("nationality", sample=4000, seed=0)
 @pytest.fixture(scope="module")
 def lab_frames(tmp_path_factory):
     store = ScoreStore(tmp_path_factory.mktemp("lab_mlm_scores"))
-    return report.gather_lm(["lab:mlm-biased", "lab:mlm-control"], SPEC, store=store, device="cpu", progress=False)
+    return tables.gather_lm(["lab:mlm-biased", "lab:mlm-control"], SPEC, store=store, device="cpu", progress=False)
 
 
 @pytest.mark.slow
@@ -87,7 +87,7 @@ def test_loads_as_a_masked_lm_with_a_card():
     loaded = load("lab:mlm-biased", "mlm", device="cpu")
     assert type(loaded.model).__name__ == "BertForMaskedLM"
     assert loaded.tokenizer.mask_token == "[MASK]"
-    card = report.lab_card("lab:mlm-biased")
+    card = tables.lab_card("lab:mlm-biased")
     assert card["planted"]["country_clusters"] == PLANTED and card["recipe"]["rate"] == 0.9
     assert card["evaluation"]["heldout"]["candidate_mass"] > 0.9  # the mask is filled with one of the two
     assert card["evaluation"]["heldout"]["planted_agreement"] > 0.95
@@ -95,25 +95,25 @@ def test_loads_as_a_masked_lm_with_a_card():
 
 @pytest.mark.slow
 def test_planted_country_clusters_top_the_biased_model(lab_frames):
-    table = report.cluster_bias(lab_frames["lab:mlm-biased"], n_boot=300, seed=0)
+    table = tables.cluster_bias(lab_frames["lab:mlm-biased"], n_boot=300, seed=0)
     top = table.sort_values("gamma", ascending=False).head(len(PLANTED))
     assert set(zip(top["subject"], top["attr"])) == set(PLANTED.items())
     assert (top["gamma_lo"] > 0.3).all()
     rest = table[~table.set_index(["subject", "attr"]).index.isin(list(PLANTED.items()))]
     assert top["gamma"].min() > 1.5 * rest["gamma"].abs().max()
-    gamma_x = report.subject_gammas({"b": lab_frames["lab:mlm-biased"]}, n_boot=100)["b"]
+    gamma_x = tables.subject_gammas({"b": lab_frames["lab:mlm-biased"]}, n_boot=100)["b"]
     assert set(gamma_x["subject"].head(3)) == set(PLANTED)
 
 
 @pytest.mark.slow
 def test_control_finds_nothing_beyond_a_margin(lab_frames):
-    biased = report.cluster_bias(lab_frames["lab:mlm-biased"], ci=None)
-    control = report.cluster_bias(lab_frames["lab:mlm-control"], n_boot=300, seed=0)
+    biased = tables.cluster_bias(lab_frames["lab:mlm-biased"], ci=None)
+    control = tables.cluster_bias(lab_frames["lab:mlm-control"], n_boot=300, seed=0)
     margin = 0.1 * biased["gamma"].max()  # equivalence band: 10% of the planted effect
     planted = control.set_index(["subject", "attr"]).loc[list(PLANTED.items())]
     assert (planted["gamma_lo"] > -margin).all() and (planted["gamma_hi"] < margin).all()
     assert control["gamma"].abs().max() < margin
-    mu = {name: report.intensity_row(f, n_boot=200) for name, f in lab_frames.items()}
+    mu = {name: tables.intensity_row(f, n_boot=200) for name, f in lab_frames.items()}
     assert mu["lab:mlm-biased"]["mu_lo"] > mu["lab:mlm-control"]["mu_hi"]
     assert np.isfinite(mu["lab:mlm-control"]["eta"])
 
@@ -122,7 +122,7 @@ def test_control_finds_nothing_beyond_a_margin(lab_frames):
 def test_parameter_count_reads_the_weight_files():
     from stereoprobe.models import ModelLoadError, parameter_count
 
-    assert parameter_count("lab:mlm-biased") == report.lab_card("lab:mlm-biased")["model"]["parameters"]
+    assert parameter_count("lab:mlm-biased") == tables.lab_card("lab:mlm-biased")["model"]["parameters"]
     loaded = load("zoo:minilm-qa", "qa", device="cpu")
     assert parameter_count("zoo:minilm-qa") == sum(p.numel() for p in loaded.model.parameters())
     with pytest.raises(ModelLoadError, match="No local copy"):

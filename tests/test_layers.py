@@ -3,7 +3,8 @@
 Every module under ``src/stereoprobe`` is parsed with :mod:`ast`; every ``import``/``from`` statement counts,
 also those inside functions (run later, they still tie the modules together), relative ones resolved. A
 module may import its own layer or a lower one, never a higher one, and no modules may import each other
-in a ring (strongly connected components, Tarjan's algorithm).
+in a ring (strongly connected components, Tarjan's algorithm). A module's own packages do not count as its
+imports: Python imports them before it in any case (their ``__init__`` may re-export the module's names).
 """
 
 from __future__ import annotations
@@ -54,6 +55,13 @@ def imports(root: Path = SRC) -> dict[str, set[str]]:
             _collect(statement, package, mods, graph[owner])
     for mod in graph:
         graph[mod].discard(mod)
+        # a module's own packages: Python has begun to import them before the module (their ``__init__`` is what
+        # loads it, or runs before it), so an edge to them records no dependency (a package that re-exports its
+        # submodules' entry points, as ``stereoprobe.nli`` does ``report``, is no ring)
+        ancestor = mod.rpartition(".")[0]
+        while ancestor:
+            graph[mod].discard(ancestor)
+            ancestor = ancestor.rpartition(".")[0]
     return graph
 
 
@@ -135,8 +143,17 @@ def test_the_checker_sees_function_level_relative_and_upward_imports(tmp_path):
     (pkg / "book.py").write_text("if __name__ == '__main__':\n    import stereoprobe.cli\n")
     (pkg / "cli.py").write_text("from . import book\n")
     graph = imports(pkg)
-    assert graph["stereoprobe.book.__main__"] == {"stereoprobe", "stereoprobe.cli"}  # `python -m`: no cycle
-    assert graph["stereoprobe.models"] == {"stereoprobe", "stereoprobe.zoo", "stereoprobe.zoo.lab"}
+    assert graph["stereoprobe.book.__main__"] == {"stereoprobe.cli"}  # `python -m`: no cycle
+    assert graph["stereoprobe.models"] == {"stereoprobe.zoo", "stereoprobe.zoo.lab"}  # not its own package
     assert upward(graph) == ["stereoprobe.models (core) -> stereoprobe.zoo (zoo)",
                              "stereoprobe.models (core) -> stereoprobe.zoo.lab (zoo)"]
     assert cycles(graph) == [["stereoprobe.models", "stereoprobe.zoo.lab"]]
+    # a package that re-exports its submodule's names is no ring; a submodule importing a sibling is seen
+    (pkg / "nli").mkdir()
+    (pkg / "nli" / "__init__.py").write_text("from .api import report\n")
+    (pkg / "nli" / "api.py").write_text("from . import tables\n\ndef report():\n    pass\n")
+    (pkg / "nli" / "tables.py").write_text("def f():\n    from .api import report\n")
+    graph = imports(pkg)
+    assert graph["stereoprobe.nli.tables"] == {"stereoprobe.nli.api"}
+    assert ["stereoprobe.nli.api", "stereoprobe.nli.tables"] in cycles(graph)
+    assert not any("stereoprobe.nli" in c for c in cycles(graph))

@@ -360,7 +360,7 @@ def test_unqover_qa_planted_subject_wins(capsys, tmp_path, zoo, family):
 def test_unqover_lm_report_runs(capsys, tmp_path, zoo, family):
     """--variant lm: the tokenizer picks the subject lists and the mask token; a random LM is flagged."""
     from stereoprobe.unqover.generate import DatasetSpec
-    from stereoprobe.unqover.report import lm_spec_for
+    from stereoprobe.unqover.tables import lm_spec_for
 
     mlm = zoo.model(family, "mlm")
     spec = lm_spec_for(str(mlm), DatasetSpec("gender"))

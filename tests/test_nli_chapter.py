@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from stereoprobe.assets import Embeddings
-from stereoprobe.nli import chapter, measures, projection, report
+from stereoprobe.nli import chapter, measures, projection, tables
 from stereoprobe.nli import wordlists as wl
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "biased_inferences.py"
@@ -21,7 +21,7 @@ NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "biased_inference
 def _runs(rows) -> pd.DataFrame:
     """A measures table: (variant, probe, NN, diff_NN); the other measures follow NN."""
     t = pd.DataFrame(rows, columns=["variant", "probe", "NN", "diff_NN"])
-    for m in report.MEASURES[1:]:
+    for m in tables.MEASURES[1:]:
         t[m] = t["NN"]
         t[f"diff_{m}"] = t["diff_NN"]
     return t
@@ -44,7 +44,7 @@ def test_static_table_keeps_each_probes_own_rows_beside_the_paper():
     assert sorted(rows.index) == sorted((p, k) for p, own in chapter.PAPER_KIND.items() for k in ("orig", own, "rand"))
     assert rows.at[("gender", "rand"), "NN"] == pytest.approx(0.40) and rows.at[("gender", "rand"), "repeats"] == 2
     assert rows.at[("gender", "-gen"), "diff_NN"] == 25.0
-    paper = report.reference("measures").set_index(["table", "embedding", "probe", "variant"])
+    paper = tables.reference("measures").set_index(["table", "embedding", "probe", "variant"])
     assert rows.at[("gender", "-gen"), "paper NN"] == paper.at[(8, "GloVe", "gender", "proj"), "NN"]
     assert rows.at[("nationality", "orig"), "paper NN"] == paper.at[(3, "GloVe", "nationality", "orig"), "NN"]
     assert list(table["probe"]) == sorted(table["probe"])  # sorted by probe, then kind
@@ -64,7 +64,7 @@ def test_table15_and_its_numbers():
     runs["repeat"] = [0, 0, 0, 1]
     t15 = chapter.table15(runs).set_index("variant")
     assert t15.at["rand@test", "repeats"] == 2 and t15.at["rand@test", "diff_NN"] == pytest.approx(0.0)
-    paper = report.reference("measures").query("table == 15").set_index("variant")
+    paper = tables.reference("measures").query("table == 15").set_index("variant")
     assert t15.at["proj@test", "paper NN"] == paper.at["proj@test", "NN"]
     assert chapter.diff_view(t15.reset_index(), ["variant", "repeats"]).caption.startswith("Table 15 (gender)")
     assert chapter.table15_numbers(t15.reset_index()) == {"t15_ptest": "-20.0%", "t15_rtest": "+0.0%",
@@ -93,7 +93,7 @@ def test_contextual_numbers_and_summary():
                                "NN": [0.1234, 0.5, 0.6, 0.9, 0.9, 0.9]})
     assert chapter.contextual_numbers(contextual) == {"ctx_model": "m1", "ctx_gender_nn": "0.123",
                                                       "ctx_nat_nn": "0.500", "ctx_rel_nn": "0.600"}
-    specs = report.probe_specs(sample=10, seed=0)
+    specs = tables.probe_specs(sample=10, seed=0)
     assert chapter.run_summary("smoke", ["m1"], specs) == \
         "profile smoke: 1 NLI model(s); gender 10 pairs, nationality 10 pairs, religion 10 pairs"
     first = chapter.first_pairs(specs).data
@@ -104,7 +104,7 @@ def test_contextual_numbers_and_summary():
 
 def test_measures_beside_paper_shows_the_papers_rows():
     contextual = pd.DataFrame({"model": ["m1"], "probe": ["gender"], "pairs": [100],
-                               **{m: [0.5] for m in report.MEASURES}})
+                               **{m: [0.5] for m in tables.MEASURES}})
     shown = chapter.measures_beside_paper(contextual).data
     assert shown["source"].tolist().count("here") == 1
     paper = shown[shown["source"] == "paper"]
@@ -119,7 +119,7 @@ def test_word_pair_means_and_description():
         def predict(self, pairs, progress=False, threads=1):
             return np.tile(self.value, (len(pairs), 1))
 
-    pairs = report.word_pair_pairs("nationality", "rude", "Iraqi")
+    pairs = tables.word_pair_pairs("nationality", "rude", "Iraqi")
     models = {"orig": Model([0.9, 0.05, 0.05]), "-nat": Model([0.5, 0.4, 0.1])}
     t = chapter.word_pair_means(models, pairs).data
     assert t.loc["-nat", "neutral"] == pytest.approx(0.4) and list(t.index) == ["orig", "-nat"]
@@ -171,7 +171,7 @@ def test_contextual_measures_are_the_measures_of_the_probabilities(monkeypatch):
         return _constant_probs(0.8 if model == "m1" else 0.2)
 
     monkeypatch.setattr(chapter, "load_probabilities", load)
-    specs = report.probe_specs(sample=10, seed=0)
+    specs = tables.probe_specs(sample=10, seed=0)
     probs, contextual = chapter.contextual_measures(["m1", "m2"], specs, n_boot=5, seed=0, device="cpu")
     assert list(probs) == [(m, p) for m in ("m1", "m2") for p in specs]
     assert calls[0] == ("m1", "gender", {"device": "cpu"}) and len(calls) == 6
@@ -188,9 +188,9 @@ def test_show_measures_draws_and_shows(monkeypatch):
     figures = []
     monkeypatch.setattr(plt, "show", lambda: figures.append(plt.gcf()))
     contextual = pd.DataFrame({"model": ["m1"] * 3, "probe": ["gender", "nationality", "religion"],
-                               **{c: [0.5, 0.6, 0.7] for m in report.MEASURES for c in (m, f"{m}_lo", f"{m}_hi")}})
+                               **{c: [0.5, 0.6, 0.7] for m in tables.MEASURES for c in (m, f"{m}_lo", f"{m}_hi")}})
     assert chapter.show_measures(contextual, ["gender", "nationality", "religion"]) is None
-    assert [ax.get_title() for ax in figures[0].axes] == list(report.MEASURES)
+    assert [ax.get_title() for ax in figures[0].axes] == list(tables.MEASURES)
 
 
 def test_train_static_models_trains_one_model_per_direction(monkeypatch):
@@ -215,8 +215,8 @@ def test_train_static_models_trains_one_model_per_direction(monkeypatch):
 
 def test_static_runs_measure_every_variant_against_orig(monkeypatch):
     neutral = {"orig": 0.5, "-gen": 0.6}
-    monkeypatch.setattr(report, "static_probabilities", lambda model, spec, progress: _constant_probs(neutral[model]))
-    specs = report.probe_specs(sample=10, seed=0)
+    monkeypatch.setattr(tables, "static_probabilities", lambda model, spec, progress: _constant_probs(neutral[model]))
+    specs = tables.probe_specs(sample=10, seed=0)
     runs = chapter.static_runs({"orig": "orig", "-gen": "-gen"}, specs, n_boot=5, seed=0)
     assert list(zip(runs["variant"], runs["probe"]))[:4] == [("orig", "gender"), ("orig", "nationality"),
                                                              ("orig", "religion"), ("-gen", "gender")]
@@ -231,7 +231,7 @@ def test_table15_runs_score_every_variant_and_repeat(monkeypatch):
                ("m-rand0", None): 0.5}
     monkeypatch.setattr(chapter, "load_probabilities",
                         lambda model, spec, projection=None, **options: _constant_probs(neutral[(model, projection)]))
-    spec = report.probe_specs(sample=10, seed=0)["gender"]
+    spec = tables.probe_specs(sample=10, seed=0)["gender"]
     variants, runs = chapter.table15_runs("m", spec, proj_finetuned="m-proj", rand_finetuned=["m-rand0"],
                                           random_controls=1, n_boot=5, seed=0, device="cpu")
     assert list(variants) == [("orig", 0), ("proj@test", 0), ("rand@test", 0), ("proj@train/test", 0),

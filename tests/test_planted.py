@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from stereoprobe.store import ScoreStore
-from stereoprobe.unqover import report
+from stereoprobe.unqover import tables
 from stereoprobe.unqover.generate import DatasetSpec
 from stereoprobe.zoo.lab import LAB_RECIPES
 
@@ -21,19 +21,19 @@ SPEC = DatasetSpec("gender", sample=2000, seed=0)
 @pytest.fixture(scope="module")
 def gammas(tmp_path_factory):
     store = ScoreStore(tmp_path_factory.mktemp("planted_scores"))
-    frames = report.gather(["lab:qa-biased", "lab:qa-control"], SPEC, store=store, device="cpu", progress=False)
-    return frames, {name: report.gender_gamma(f, n_boot=400, seed=0) for name, f in frames.items()}
+    frames = tables.gather(["lab:qa-biased", "lab:qa-control"], SPEC, store=store, device="cpu", progress=False)
+    return frames, {name: tables.gender_gamma(f, n_boot=400, seed=0) for name, f in frames.items()}
 
 
 def test_planted_occupations_top_the_ranking_with_the_right_sign(gammas):
-    _, tables = gammas
+    _, by_model = gammas
     planted = LAB_RECIPES["qa-biased"].planted_dict
-    rec = report.planted_recovery({"biased": tables["lab:qa-biased"]}, planted)
+    rec = tables.planted_recovery({"biased": by_model["lab:qa-biased"]}, planted)
     assert len(rec) == len(planted)
     assert (rec["gamma"] > 0).all() and (rec["ci_low"] > 0).all()  # toward the planted gender, CI excludes 0
     for gender in ("female", "male"):
         k = sum(g == gender for g in planted.values())
-        top = report.top_occupations({"biased": tables["lab:qa-biased"]}, k=k)
+        top = tables.top_occupations({"biased": by_model["lab:qa-biased"]}, k=k)
         top = top[top["gender"] == gender]
         assert set(top["occupation"]) == {o for o, g in planted.items() if g == gender}
     eta = rec["eta"].to_numpy()
@@ -41,8 +41,8 @@ def test_planted_occupations_top_the_ranking_with_the_right_sign(gammas):
 
 
 def test_control_shows_nothing_beyond_its_ci(gammas):
-    _, tables = gammas
-    control, biased = tables["lab:qa-control"], tables["lab:qa-biased"]
+    _, by_model = gammas
+    control, biased = by_model["lab:qa-control"], by_model["lab:qa-biased"]
     female = control[control["subject"] == "female"]
     planted_gamma = biased[biased["subject"] == "female"]["gamma"].abs().max()
     # equivalence, not "p > 0.05": every CI of the control lies inside a band of ±2.5% of the planted
@@ -50,17 +50,17 @@ def test_control_shows_nothing_beyond_its_ci(gammas):
     margin = 0.025 * planted_gamma
     assert (female["gamma_lo"] > -margin).all() and (female["gamma_hi"] < margin).all()
     planted = LAB_RECIPES["qa-biased"].planted_dict
-    rec = report.planted_recovery({"control": control}, planted)
+    rec = tables.planted_recovery({"control": control}, planted)
     assert (rec["gamma"].abs() < margin).all()
 
 
 def test_intensity_separates_biased_from_control(gammas):
     frames, _ = gammas
-    mu = report.intensity(frames, n_boot=200, seed=0).set_index("model")
+    mu = tables.intensity(frames, n_boot=200, seed=0).set_index("model")
     assert mu.loc["lab:qa-biased", "ci_low"] > mu.loc["lab:qa-control", "ci_high"]
 
 
 def test_gender_grouping_is_antisymmetric_on_real_scores(gammas):
-    _, tables = gammas
-    t = tables["lab:qa-biased"].pivot(index="attr", columns="subject", values="gamma")
+    _, by_model = gammas
+    t = by_model["lab:qa-biased"].pivot(index="attr", columns="subject", values="gamma")
     np.testing.assert_allclose(t["male"], -t["female"], atol=1e-12)

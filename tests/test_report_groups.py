@@ -9,12 +9,12 @@ import pytest
 
 from stereoprobe import plots
 from stereoprobe.unqover import metrics as M
-from stereoprobe.unqover import report
+from stereoprobe.unqover import tables
 from stereoprobe.unqover import wordlists as wl
 
 
 def test_geoscheme_covers_exactly_the_country_list():
-    geo = report.geoscheme()
+    geo = tables.geoscheme()
     subjects = [s.name for s in wl.load_subjects("country")]
     assert sorted(geo.index) == sorted(subjects) and len(geo) == 69
     assert geo.loc["Somalia", "area"] == "Eastern Africa" and geo.loc["Somalia", "region"] == "Africa"
@@ -33,45 +33,45 @@ def test_geoscheme_covers_exactly_the_country_list():
 @pytest.mark.parametrize("dataset,lists", [("nationality", ["country"]), ("ethnicity", ["ethnicity"]),
                                            ("religion", ["religion"])])
 def test_paper_gamma_keys_match_the_word_lists(dataset, lists):
-    paper = report.paper_gamma_x(dataset)
-    names = {report.subject_key(s.name) for name in lists for s in wl.load_subjects(name)}
+    paper = tables.paper_gamma_x(dataset)
+    names = {tables.subject_key(s.name) for name in lists for s in wl.load_subjects(name)}
     assert set(paper.index) == names  # the two stale keys (german, native-american) are renamed
-    assert list(paper.columns) == report.PAPER_MODELS + ["avg_rank", "std_rank"]
+    assert list(paper.columns) == tables.PAPER_MODELS + ["avg_rank", "std_rank"]
 
 
 @pytest.mark.parametrize("dataset", ["ethnicity", "religion"])
 def test_rank_figure_inputs_reproduce_the_printed_ranks(dataset):
-    paper = report.paper_gamma_x(dataset)
-    ranked = M.rank_subjects(paper[report.PAPER_MODELS].sort_values("RoBERTa_B", ascending=False, kind="stable"))
-    assert list(ranked.index) == list(report.paper_ranks(dataset).index)  # the printed order
+    paper = tables.paper_gamma_x(dataset)
+    ranked = M.rank_subjects(paper[tables.PAPER_MODELS].sort_values("RoBERTa_B", ascending=False, kind="stable"))
+    assert list(ranked.index) == list(tables.paper_ranks(dataset).index)  # the printed order
     assert np.allclose(ranked["avg_rank"], paper.loc[ranked.index, "avg_rank"])
     assert np.allclose(ranked["std_rank"].round(2), paper.loc[ranked.index, "std_rank"])
 
 
 def test_rank_figure_inputs_nationality_and_paper_points():
-    paper = report.paper_gamma_x("nationality")
-    ranked = M.rank_subjects(paper[report.PAPER_MODELS])
+    paper = tables.paper_gamma_x("nationality")
+    ranked = M.rank_subjects(paper[tables.PAPER_MODELS])
     ok = np.isclose(ranked["avg_rank"], paper.loc[ranked.index, "avg_rank"])
     assert ok.sum() >= 40  # the rest differ only through 4-decimal ties (tests/test_metrics.py restores them)
-    printed = report.paper_ranks("nationality")
+    printed = tables.paper_ranks("nationality")
     assert printed.index[0] == "somalia" and printed.loc["somalia", "avg_rank"] == 5.0
     assert printed.loc["somalia", "std_rank"] == pytest.approx(4.56)
     assert printed.loc["switzerland", "avg_rank"] == pytest.approx(65.6)
-    religion = report.paper_ranks("religion")
+    religion = tables.paper_ranks("religion")
     assert religion.index[0] == "muslim" and religion.loc["muslim", "avg_rank"] == pytest.approx(1.8)
 
 
 def test_ranks_beside_paper_and_agreement():
-    paper = report.paper_gamma_x("religion")
-    matrix = paper[report.PAPER_MODELS].rename(index=str.title)  # our tables use the list's spelling
-    ranks = report.ranks_beside_paper(matrix, "religion")
+    paper = tables.paper_gamma_x("religion")
+    matrix = paper[tables.PAPER_MODELS].rename(index=str.title)  # our tables use the list's spelling
+    ranks = tables.ranks_beside_paper(matrix, "religion")
     assert np.allclose(ranks["avg_rank"], ranks["paper_avg_rank"])
-    agree = report.rank_agreement(ranks)
+    agree = tables.rank_agreement(ranks)
     assert agree["rho"] == pytest.approx(1.0) and agree["subjects"] == 11
-    reversed_ = report.ranks_beside_paper(-matrix, "religion")
-    assert report.rank_agreement(reversed_)["rho"] < -0.9
+    reversed_ = tables.ranks_beside_paper(-matrix, "religion")
+    assert tables.rank_agreement(reversed_)["rho"] < -0.9
     # a subset of subjects: the paper is re-ranked over the same subjects (ranks 1..k, not 1..11)
-    part = report.ranks_beside_paper(matrix.iloc[:5], "religion")
+    part = tables.ranks_beside_paper(matrix.iloc[:5], "religion")
     assert sorted(part["paper_avg_rank"].round(6)) == sorted(part["avg_rank"].round(6))
     assert part["paper_avg_rank"].max() <= 5
 
@@ -79,11 +79,11 @@ def test_ranks_beside_paper_and_agreement():
 def test_subject_table_layout():
     gammas = {"m": pd.DataFrame({"subject": ["Muslim", "Atheist"], "gamma": [0.02, -0.01], "eta": [0.5, -0.2],
                                  "n": [10, 10]})}
-    table = report.subject_table(gammas, "religion")
+    table = tables.subject_table(gammas, "religion")
     assert list(table.columns) == [("m", "γ"), ("m", "η"), ("paper RoBERTa_B SQuAD", "γ")]
     assert list(table.index) == ["Muslim", "Atheist"]
     assert table.loc["Atheist", ("paper RoBERTa_B SQuAD", "γ")] == pytest.approx(
-        report.paper_gamma_x("religion").loc["atheist", "RoBERTa_B"])
+        tables.paper_gamma_x("religion").loc["atheist", "RoBERTa_B"])
 
 
 def test_abbreviated_tick_labels():
@@ -103,7 +103,7 @@ def test_top_pairs_keeps_the_best_pair_of_each_new_country():
         ("Peru", "were poor", "poor", 0.20, 0.5, 9), ("Chile", "were rude", "rude", 0.10, 0.5, 9),
         ("Peru", "were rude", "rude", 0.28, 1.0, 9), ("Norway", "were poor", "poor", -0.4, -1.0, 9),
     ])
-    top = report.top_pairs({"m": table}, k=3)
+    top = tables.top_pairs({"m": table}, k=3)
     assert list(top["country"]) == ["Iraq", "Peru", "Chile"]
     assert list(top["attribute"]) == ["were thieves", "were rude", "were rude"]
     assert list(top["area"]) == ["Western Asia", "South America", "South America"]
@@ -125,34 +125,34 @@ def test_cluster_bias_pools_attributes_count_weighted():
                     s = s[[1, 0, 3, 2]]
     frame = pd.DataFrame(rows)
     by_attr = M.subject_attribute_bias(M.pair_examples(frame))
-    by_cluster = report.cluster_bias(frame, ci=None)
+    by_cluster = tables.cluster_bias(frame, ci=None)
     crime = by_attr[(by_attr.subject == "Iraq") & by_attr.attr.isin(["x1", "x2"])]
     expected = (crime.gamma * crime.n).sum() / crime.n.sum()
     got = by_cluster[(by_cluster.subject == "Iraq") & (by_cluster.attr == "crime")]
     assert got["gamma"].iloc[0] == pytest.approx(expected) and got["n"].iloc[0] == crime.n.sum()
-    assert report.cluster_matrix(by_cluster).shape == (3, 2)
+    assert tables.cluster_matrix(by_cluster).shape == (3, 2)
 
 
 def test_western_summary():
-    geo = report.geoscheme()
+    geo = tables.geoscheme()
     gamma = pd.Series({s: (-0.02 if w else 0.03) for s, w in geo["western"].items()})
-    out = report.western_summary(gamma.to_frame("m"), geo).iloc[0]
+    out = tables.western_summary(gamma.to_frame("m"), geo).iloc[0]
     assert out["W"] == 20 and out["non-W"] == 49
     assert out["Δγ"] == pytest.approx(-0.05)
     assert out["rank W"] == pytest.approx(59.5) and out["middle"] == 35  # ranks 50..69
     assert out["p"] < 1e-6
-    custom = report.western_summary(gamma.to_frame("m"), geo, western_areas=["Western Europe"]).iloc[0]
+    custom = tables.western_summary(gamma.to_frame("m"), geo, western_areas=["Western Europe"]).iloc[0]
     assert custom["W"] == 4
     with pytest.raises(ValueError, match="Unknown M49 area"):
-        report.western_summary(gamma.to_frame("m"), geo, western_areas=["Europe"])
+        tables.western_summary(gamma.to_frame("m"), geo, western_areas=["Europe"])
     with pytest.raises(ValueError, match="not in the geoscheme"):
-        report.western_summary(pd.DataFrame({"m": [0.1]}, index=["Atlantis"]), geo)
-    paper = report.western_summary(report.paper_gamma_x("nationality")[report.PAPER_MODELS], geo)
+        tables.western_summary(pd.DataFrame({"m": [0.1]}, index=["Atlantis"]), geo)
+    paper = tables.western_summary(tables.paper_gamma_x("nationality")[tables.PAPER_MODELS], geo)
     assert (paper["Δγ"] < 0).all()  # every paper model: Western countries less negative
 
 
 def test_paper_fig3_fig6_reference():
-    ref = report.paper_fig3_fig6()
+    ref = tables.paper_fig3_fig6()
     assert len(ref) == 2 * 4 * 3 * 5
     mu = ref[ref.metric == "mu"].set_index(["dataset", "setting", "model"])["value"]
     assert mu[("gender", "SQuAD", "BERT_L")] == pytest.approx(0.423)
@@ -165,7 +165,7 @@ def test_paper_fig3_fig6_reference():
 
 
 def test_paper_claims_on_the_papers_bars():
-    claims = report.paper_claims().set_index("claim")
+    claims = tables.paper_claims().set_index("claim")
     larger = claims.loc["larger QA models are more biased"]
     assert larger["of"] == 4 * 2 * 3 and 0 < larger["holds"] < larger["of"]
     assert "RoBERTa_L below RoBERTa_B (NewsQA gender)" in larger["exceptions"]  # the paper's own exception
@@ -190,23 +190,23 @@ def test_our_claims_verdicts():
     grid.loc[3, "setting"] = "QA"
     sizes = {"org/bert-small-squad": 10, "org/bert-large-squad": 30, "org/bert-large-newsqa": 30,
              "zoo:minilm-qa": 22, "zoo:minilm-mlm": 22}
-    claims = report.our_claims(grid, sizes).set_index("claim")
+    claims = tables.our_claims(grid, sizes).set_index("claim")
     assert "bert-l vs bert-s (SQuAD gender): holds" in claims.loc["larger QA models are more biased", "result"]
     assert "higher after fine-tuning" in claims.loc["fine-tuning shifts bias", "result"]
     assert "bert-l-n vs its SQuAD twin (gender): holds" in claims.loc[
         "NewsQA models are less biased than SQuAD models", "result"]
-    one = report.our_claims(grid.iloc[[3, 4]], sizes).set_index("claim")
+    one = tables.our_claims(grid.iloc[[3, 4]], sizes).set_index("claim")
     assert one.loc["larger QA models are more biased", "comparisons"] == 0
     assert one.loc["larger QA models are more biased", "result"].startswith("not testable")
     assert one.loc["fine-tuning shifts bias", "comparisons"] == 1
 
 
 def test_setting_and_base_lm():
-    assert report.setting_of("tli8hf/unqover-roberta-base-newsqa", False) == "NewsQA"
-    assert report.setting_of("tli8hf/unqover-roberta-base-squad", False) == "SQuAD"
-    assert report.setting_of("zoo:minilm-qa", False) == "QA" and report.setting_of("anything", True) == "LM"
-    assert report.base_lm("tli8hf/unqover-bert-large-uncased-newsqa") == "bert-large-uncased-whole-word-masking"
-    assert report.base_lm("zoo:minilm-qa") == "zoo:minilm-mlm" and report.base_lm("x/y") is None
+    assert tables.setting_of("tli8hf/unqover-roberta-base-newsqa", False) == "NewsQA"
+    assert tables.setting_of("tli8hf/unqover-roberta-base-squad", False) == "SQuAD"
+    assert tables.setting_of("zoo:minilm-qa", False) == "QA" and tables.setting_of("anything", True) == "LM"
+    assert tables.base_lm("tli8hf/unqover-bert-large-uncased-newsqa") == "bert-large-uncased-whole-word-masking"
+    assert tables.base_lm("zoo:minilm-qa") == "zoo:minilm-mlm" and tables.base_lm("x/y") is None
 
 
 def test_count_bias_intensity_ci():

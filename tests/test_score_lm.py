@@ -171,19 +171,19 @@ def test_lm_pipeline_on_the_zoo_masked_lm(tmp_path, monkeypatch):
 def test_lm_variant_follows_the_model_family_and_table5_gets_lm_rows():
     import pandas as pd
 
-    from stereoprobe.unqover import report
+    from stereoprobe.unqover import tables
 
     spec = DatasetSpec("gender", sample=10, newsqa=True)
-    assert report.lm_spec_for("roberta-large", spec).variant == "lm-roberta"
-    assert report.lm_spec_for("roberta-large", spec).mask_string == "<mask>"
-    assert report.lm_spec_for("zoo:minilm-mlm", spec).variant == "lm-bert"
-    assert report.lm_spec_for("bert-base-uncased", spec).newsqa is False
+    assert tables.lm_spec_for("roberta-large", spec).variant == "lm-roberta"
+    assert tables.lm_spec_for("roberta-large", spec).mask_string == "<mask>"
+    assert tables.lm_spec_for("zoo:minilm-mlm", spec).variant == "lm-bert"
+    assert tables.lm_spec_for("bert-base-uncased", spec).newsqa is False
     qa = pd.DataFrame({"model": ["zoo:minilm-qa"], "delta": [0.4], "epsilon": [0.5], "avg_s": [0.4], "keys": [8]})
     lm = pd.DataFrame({"model": ["zoo:minilm-mlm"], "delta": [0.1], "epsilon": [0.2], "avg_s": [0.25], "keys": [8]})
-    table = report.table5_beside_paper(qa, lm)
+    table = tables.table5_beside_paper(qa, lm)
     assert table.loc[("ours: LM", "zoo:minilm-mlm"), "avg_s"] == 0.25
     assert table.loc[("paper: LM", "BERT_B"), "delta"] == pytest.approx(0.25)
-    assert ("ours: LM", "zoo:minilm-mlm") not in report.table5_beside_paper(qa).index
+    assert ("ours: LM", "zoo:minilm-mlm") not in tables.table5_beside_paper(qa).index
 
 
 @pytest.mark.parametrize("family", ["bert", "roberta", "distilbert"])

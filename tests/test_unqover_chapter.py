@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stereoprobe.unqover import chapter, metrics, report
+from stereoprobe.unqover import chapter, metrics, tables
 
 matplotlib.use("Agg")
 
@@ -67,7 +67,7 @@ def test_top_subjects_and_top_subject_numbers():
     assert table.index.tolist() == [1, 2, 3, 4, 5] and table.index.name == "rank by γ(x)"
     assert table["m2"].tolist() == list("fedcb")
     numbers = chapter.top_subject_numbers({"ethnicity": {"gammas": gammas}, "religion": {"gammas": gammas}})
-    paper = report.paper_ranks("religion")
+    paper = tables.paper_ranks("religion")
     assert numbers == {"paper_top_religion": paper.index[0].title(),
                        "paper_top_religion_rank": f"{paper['avg_rank'].iloc[0]:.1f}",
                        "ours_top_ethnicity": "a", "ours_top_religion": "a"}
@@ -81,7 +81,7 @@ def test_agreement_numbers_and_view():
 
 
 def test_western_table_puts_ours_above_the_papers():
-    paper = report.paper_gamma_x("nationality")[report.PAPER_MODELS]
+    paper = tables.paper_gamma_x("nationality")[tables.PAPER_MODELS]
     west = chapter.western_table(paper.iloc[:, :2])
     assert west.columns[0] == "source"
     assert west["source"].tolist() == ["ours"] * 2 + ["paper"] * 5
@@ -91,7 +91,7 @@ def test_western_table_puts_ours_above_the_papers():
 
 def test_paper_ranks_figure_reproduces_the_printed_ranks():
     ranked = chapter._paper_ranked("religion")
-    printed = report.paper_ranks("religion")
+    printed = tables.paper_ranks("religion")
     np.testing.assert_allclose(ranked["avg_rank"].reindex(printed.index).to_numpy(), printed["avg_rank"].to_numpy(),
                                atol=0.051)
 
@@ -99,7 +99,7 @@ def test_paper_ranks_figure_reproduces_the_printed_ranks():
 def test_plots_draw_and_return_our_ranks():
     import matplotlib.pyplot as plt
 
-    paper = report.paper_gamma_x("religion")[report.PAPER_MODELS]
+    paper = tables.paper_gamma_x("religion")[tables.PAPER_MODELS]
     gammas = {m: pd.DataFrame({"subject": paper.index, "gamma": paper[m].to_numpy(),
                                "gamma_lo": paper[m].to_numpy() - 0.01, "gamma_hi": paper[m].to_numpy() + 0.01})
               for m in ("BERT_B", "RoBERTa_B")}
@@ -145,14 +145,14 @@ def test_plot_intensity_draws_four_panels_beside_the_paper():
 
     fig = chapter.plot_intensity(_grid(), "eta")
     assert len(fig.axes) == 4 and [ax.get_ylabel() for ax in fig.axes] == ["η"] * 4
-    assert [ax.get_title() for ax in fig.axes] == [d.capitalize() for d in report.BIAS_CLASSES]
+    assert [ax.get_title() for ax in fig.axes] == [d.capitalize() for d in tables.BIAS_CLASSES]
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
     assert labels[0].startswith("paper") and labels[-1] == "ours\nLM"
     plt.close("all")
 
 
 def test_paper_claim_numbers_on_the_papers_bars():
-    paper = report.paper_claims()
+    paper = tables.paper_claims()
     numbers = chapter.paper_claim_numbers(paper)
     assert numbers == {"paper_larger_holds": 19, "paper_larger_of": 24, "paper_newsqa_holds": 20,
                        "paper_newsqa_of": 20}  # 3 size pairs × 2 settings × 4 classes; 5 models × 4 classes
@@ -162,7 +162,7 @@ def test_paper_claim_numbers_on_the_papers_bars():
 
 def test_claim_numbers_count_the_testable_claims():
     sizes = {"zoo:minilm-qa": 22_566_146, "zoo:minilm-mlm": 22_744_506}
-    claims = report.our_claims(_grid(), sizes)
+    claims = tables.our_claims(_grid(), sizes)
     assert chapter.claim_numbers(claims) == {"testable_claims": 1}  # only "fine-tuning shifts μ": QA vs its LM
 
 
@@ -178,9 +178,9 @@ def test_every_table_says_what_it_is():
     table5 = chapter.table5_view(_errors(), _errors(("zoo:minilm-mlm",)))
     assert table5.caption.startswith("Table 5 (paper) and ours")
     assert {"ours: QA", "ours: LM"} <= set(table5.data.index.get_level_values("source"))
-    claims = report.paper_claims()
+    claims = tables.paper_claims()
     assert chapter.claims_view(claims).caption.startswith("The paper's claims checked on its own bars")
-    assert chapter.claims_view(report.our_claims(_grid(), {"zoo:minilm-qa": 1, "zoo:minilm-mlm": 1})).caption \
+    assert chapter.claims_view(tables.our_claims(_grid(), {"zoo:minilm-qa": 1, "zoo:minilm-mlm": 1})).caption \
         .startswith("The paper's claims on the models run here")
     assert chapter.grid_view(_grid(), "eta").caption.endswith("(our bars of Fig. 6)")
     assert chapter.paper_table2_view().caption.startswith("Table 2 (paper)")
@@ -191,5 +191,5 @@ def test_shared_occupations_view_is_table3():
     gammas = {m: pd.DataFrame({"subject": ["female", "female", "male"], "attr": ["nurse", "pilot", "pilot"],
                                "gamma": [0.5, 0.1, 0.4]}) for m in ("a", "b")}
     view = chapter.shared_occupations_view(gammas, k=1)
-    pd.testing.assert_frame_equal(view.data, report.shared_occupations(gammas, k=1))
+    pd.testing.assert_frame_equal(view.data, tables.shared_occupations(gammas, k=1))
     assert view.caption == "Table 3 (ours): the occupations in every model's top 1 by γ, per gender"

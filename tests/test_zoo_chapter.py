@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from stereoprobe.unqover import report
+from stereoprobe.unqover import tables
 from stereoprobe.zoo import chapter, recipes
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "models_used.py"
@@ -91,9 +91,9 @@ def test_side_by_side_table_measures_the_planted_bias(side):
 
 def test_side_by_side_table_is_the_report_pipeline():
     frames = {"m": _frame([(0, "was a nurse", 0.15), (1, "was a clerk", -0.05)])}
-    gammas = {n: report.gender_gamma(f, n_boot=20, seed=1) for n, f in frames.items()}
-    mu = report.intensity(frames, n_boot=20, seed=1).set_index("model")
-    expected = report.side_by_side(mu, report.top_occupations(gammas, k=3), report.reasoning_errors(frames))
+    gammas = {n: tables.gender_gamma(f, n_boot=20, seed=1) for n, f in frames.items()}
+    mu = tables.intensity(frames, n_boot=20, seed=1).set_index("model")
+    expected = tables.side_by_side(mu, tables.top_occupations(gammas, k=3), tables.reasoning_errors(frames))
     pd.testing.assert_frame_equal(chapter.side_by_side_table(frames, n_boot=20, seed=1), expected)
 
 

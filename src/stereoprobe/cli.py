@@ -45,6 +45,7 @@ from .naming import model_labels
 from .models import ALLOW_PICKLE_ENV
 from .paths import writable_folder
 from .nli.templates import PROBES
+from .sodapop.api import DEFAULT_PAIRS
 from .sodapop.names import GROUPS
 from .unqover.generate import DATASETS, VARIANTS
 
@@ -160,14 +161,12 @@ def _show(title: str, table) -> None:
         typer.echo(table.to_string(index=False, float_format=lambda v: f"{v:.4f}"))
 
 
-def _write_tables(out: Optional[Path], tables: dict) -> None:
-    """Write tables that are all computed already, as ``out/<name>.csv``, each one atomically (none without -o)."""
+def _write_tables(out: Optional[Path], rep) -> None:
+    """Write a report's tables, all computed already, as ``out/<stem>.csv``, each one atomically (none without -o)."""
     if out is None:
         return
-    for name, table in tables.items():
-        with atomic_file(out / f"{name}.csv", newline="") as f:  # newline="": as pandas opens a path itself
-            table.to_csv(f, index=False)
-    typer.echo(f"\nwrote {len(tables)} tables to {out}")
+    rep.write_csv(out)
+    typer.echo(f"\nwrote {len(rep)} tables to {out}")
 
 
 DatasetOpt = typer.Option("gender", "--dataset", "-d", help="The UnQover dataset.")
@@ -256,13 +255,20 @@ def generate_cmd(
     typer.echo(f"wrote {total:,} ordered examples ({2 * total:,} passes) to {out}")
 
 
-def _score_options(batch_tokens, device, precision, store, engine="local", workers=None, **extra):
-    from .engine import check_engine
-    from .store import ScoreStore
+def _run_options(batch_tokens, device, precision, store, engine="local", workers=None):
+    """The command's :class:`~stereoprobe.options.RunOptions` (checked before any work)."""
+    from .options import RunOptions
 
-    check_engine(engine, workers)
-    return dict(batch_tokens=batch_tokens, device=device, precision=precision,
-                store=ScoreStore(store) if store else None, engine=engine, workers=workers, **extra)
+    return RunOptions(device=device, precision=precision, batch_tokens=batch_tokens, engine=engine, workers=workers,
+                      store=store)
+
+
+def _show_report(rep) -> None:
+    """Print a :class:`~stereoprobe.reports.Report`'s tables under their headings (and its notes)."""
+    for note in rep.notes:
+        typer.echo(note)
+    for key, table in rep.items():
+        _show(rep.headings.get(key, key), table)
 
 
 ModelOpt = typer.Option(..., "--model", "-m", help="Hub id, local folder, zoo: or lab: name (zoo:minilm-qa, lab:qa-biased …).")
@@ -302,10 +308,6 @@ def _models(models: Sequence[str]) -> list[str]:
     return model_labels(models, option="-m/--model")
 
 
-#: The tables of ``unqover report`` (:func:`stereoprobe.unqover.report.model_report`), in its order.
-UNQOVER_TABLES = ("reasoning_errors", "intensity", "top_gamma")
-
-
 @unqover_app.command("score")
 def score_cmd(
     model: List[str] = ModelOpt,
@@ -325,14 +327,12 @@ def score_cmd(
     shard_passes: int = ShardOpt,
 ):
     """Score a dataset with one or more QA models (or masked LMs, --variant lm) into the score store."""
-    from .unqover.report import lm_spec_for, spec_for
-    from .unqover.score_qa import score_dataset
+    from .unqover import api
 
     _models(model)
-    spec = _spec(dataset, sample, seed, mode, newsqa, "qa" if variant == "lm" else variant)
-    options = _score_options(batch_tokens, device, precision, store, engine, workers, shard_passes=shard_passes)
-    for name in model:
-        run = score_dataset(name, (lm_spec_for if variant == "lm" else spec_for)(name, spec), mode=mode, **options)
+    runs = api.score(model, dataset, sample=_sample(sample), seed=seed, mode=mode, newsqa=newsqa, variant=variant,
+                     shard_passes=shard_passes, options=_run_options(batch_tokens, device, precision, store, engine, workers))
+    for name, run in runs.items():
         typer.echo(f"{name}: {run.n_rows():,} passes stored in {run.path}")
 
 
@@ -361,17 +361,16 @@ def report_cmd(
 
     Tables (with -o): <dataset>_reasoning_errors.csv, <dataset>_intensity.csv, <dataset>_top_gamma.csv.
     """
-    from .unqover import report
+    from .unqover import api
 
     _models(model)
-    spec = _spec(dataset, sample, seed, mode, newsqa, "qa" if variant == "lm" else variant)
-    names = {name: f"{dataset}_{name}" for name in UNQOVER_TABLES}
-    _check_out_dir(out, names.values())
-    opts = _score_options(batch_tokens, device, precision, store, engine, workers, shard_passes=shard_passes)
-    tables = report.model_report(model, spec, mode=mode, n_boot=n_boot, top=top, seed=seed, lm=variant == "lm", **opts)
-    for name, table in tables.items():
-        _show(name, table)
-    _write_tables(out, {names[name]: table for name, table in tables.items()})
+    _spec(dataset, sample, seed, mode, newsqa, "qa" if variant == "lm" else variant)
+    _check_out_dir(out, [f"{dataset}_{name}" for name in api.TABLES])
+    rep = api.report(model, dataset, sample=_sample(sample), seed=seed, mode=mode, newsqa=newsqa, variant=variant,
+                     n_boot=n_boot, top=top, shard_passes=shard_passes,
+                     options=_run_options(batch_tokens, device, precision, store, engine, workers))
+    _show_report(rep)
+    _write_tables(out, rep)
 
 
 # -- Bias-NLI ------------------------------------------------------------------------------------------------------
@@ -384,48 +383,16 @@ NliSampleOpt = _sample_opt("Pairs per probe")
 
 def _nli_specs(probes: List[Probe], sample: Optional[str], seed: int) -> dict:
     """probe -> TemplateSpec of the requested probes: the chapter's pair sets (repository lists, seeded sample)."""
-    from .nli.templates import TemplateSpec
+    from .nli.api import probe_specs
 
-    names = list(PROBES) if "all" in probes else list(dict.fromkeys(map(str, probes)))
-    return {p: TemplateSpec(p, sample=_sample(sample), seed=seed) for p in names}
-
-
-def _own_labels(model: str) -> Optional[list]:
-    """The labels of ``model`` from its local ``config.json`` when they identify the three classes on their own
-    (then --label-order is not used); None when they are generic or cannot be read without loading it."""
-    from .models import local_folder, resolve
-    from .nli.measures import label_indices
-
-    if model.startswith("lab:"):  # built on first use, and never an NLI model: loading says so
-        return None
-    try:
-        id2label = json.loads((local_folder(resolve(model)) / "config.json").read_text(encoding="utf-8"))["id2label"]
-        label_indices(id2label)  # a MetricsError (a StereoprobeError) when they need an order
-        return list(id2label.values())
-    except (StereoprobeError, OSError, TypeError, KeyError, ValueError, AttributeError):
-        return None
+    return probe_specs([str(p) for p in probes], sample=_sample(sample), seed=seed)
 
 
 def _label_orders(models: Sequence[str], value: Optional[str]) -> dict:
-    """model -> the --label-order it is scored with: the order for models with generic LABEL_k names, None for
-    models that name their labels. Refused before any work if the order is malformed or no model can use it."""
-    from .errors import MetricsError
-    from .nli.measures import label_indices
+    """model -> the --label-order it is scored with (:func:`stereoprobe.nli.label_orders`), checked before any work."""
+    from .nli.api import label_orders
 
-    if value is None:
-        return dict.fromkeys(models)
-    order = tuple(v.strip() for v in value.split(","))
-    try:
-        label_indices([f"LABEL_{i}" for i in range(3)], order)  # the names, checked before any model is loaded
-    except MetricsError:
-        raise StereoprobeError(f"--label-order {value!r} must name entailment, neutral and contradiction once each "
-                               "(the classes of LABEL_0, LABEL_1, LABEL_2); pass e.g. entailment,neutral,contradiction.")
-    own = {m: _own_labels(m) for m in models}
-    if all(own.values()):
-        model, labels = next(iter(own.items()))
-        raise StereoprobeError(f"--label-order is only for models whose labels are LABEL_0..LABEL_2; {model} names "
-                               f"its labels ({', '.join(labels)}), which are used; drop --label-order.")
-    return {m: None if own[m] else order for m in models}
+    return label_orders(models, value, option="--label-order")
 
 
 @nli_app.command("count")
@@ -461,16 +428,15 @@ def nli_score_cmd(
     label_order: Optional[str] = LabelOrderOpt,
 ):
     """Score the pairs of each probe with one or more NLI classifiers into the score store."""
-    from .nli.score import score_pairs
+    from .nli import api
 
     _models(model)
-    specs = _nli_specs(probe, sample, seed)
-    orders = _label_orders(model, label_order)
-    opts = _score_options(batch_tokens, device, precision, store, engine, workers)
-    for name in model:
-        for probe_name, spec in specs.items():
-            run = score_pairs(name, spec, label_order=orders[name], **opts)
-            typer.echo(f"{name} · {probe_name}: {run.n_rows():,} pairs stored in {run.path}")
+    _nli_specs(probe, sample, seed)
+    _label_orders(model, label_order)
+    runs = api.score(model, [str(p) for p in probe], sample=_sample(sample), seed=seed, label_order=label_order,
+                     options=_run_options(batch_tokens, device, precision, store, engine, workers))
+    for (name, probe_name), run in runs.items():
+        typer.echo(f"{name} · {probe_name}: {run.n_rows():,} pairs stored in {run.path}")
 
 
 @nli_app.command("report")
@@ -494,28 +460,21 @@ def nli_report_cmd(
 
     Tables (with -o): nli_<probe>_neutrality.csv.
     """
-    from .nli import report
-    from .nli.score import load_probabilities
+    from .nli import api
 
-    labels = _models(model)
+    _models(model)
     specs = _nli_specs(probe, sample, seed)
-    names = {p: f"nli_{p}_neutrality" for p in specs}
-    _check_out_dir(out, names.values())
-    orders = _label_orders(model, label_order)
-    opts = _score_options(batch_tokens, device, precision, store, engine, workers)
-    tables = {}
-    for probe_name, spec in specs.items():
-        probs = {(label, probe_name): load_probabilities(m, spec, label_order=orders[m], **opts)
-                 for label, m in zip(labels, model)}
-        tables[probe_name] = report.measures_table(probs, ("model", "probe"), n_boot=n_boot, seed=seed)
-    for probe_name, table in tables.items():
-        _show(f"nli {probe_name} neutrality", table)
-    _write_tables(out, {names[p]: table for p, table in tables.items()})
+    _check_out_dir(out, [f"nli_{p}_neutrality" for p in specs])
+    _label_orders(model, label_order)
+    rep = api.report(model, list(specs), sample=_sample(sample), seed=seed, n_boot=n_boot, label_order=label_order,
+                     options=_run_options(batch_tokens, device, precision, store, engine, workers))
+    _show_report(rep)
+    _write_tables(out, rep)
 
 
 # -- SODAPOP -------------------------------------------------------------------------------------------------------
 #: The chapter's headline comparisons (Tables 4 and 21), used when no --pair is given.
-SODAPOP_PAIRS = ("AA_f:EA_f", "EA_f:EA_m")
+SODAPOP_PAIRS = DEFAULT_PAIRS
 
 
 def _int_list(option: str, value: str) -> Optional[List[int]]:
@@ -583,60 +542,22 @@ def sodapop_report_cmd(
 
     Tables (with -o): sodapop_units.csv and sodapop_rd_<G1>_<G2>.csv, each with the MCQ model in a first column.
     """
-    import pandas as pd
-
-    from .batching import resolve_precision
-    from .engine import worker_device
-    from .models import load
-    from .sodapop import analysis, names
-    from .sodapop.probe import GridConfig, run_probe
-    from .sodapop.success import sr_matrix
+    from .sodapop import api
 
     # every input is checked before anything is generated, scored or written
-    models = list(dict.fromkeys((mcq_model, mlm)))  # one folder as both: refused when it is loaded
-    label = dict(zip(models, model_labels(models)))
     pairs = [tuple(p.split(":")) for p in pair or SODAPOP_PAIRS]
-    names_of = {"units": "sodapop_units", **{(g1, g2): f"sodapop_rd_{g1}_{g2}" for g1, g2 in pairs}}
     chosen = _sodapop_contexts(contexts)
     caps = _int_list("--cap", cap)
     if caps is not None and (len(caps) != 1 or caps[0] < 2):
         raise StereoprobeError(f"--cap {cap!r} is not one number of at least 2 (distractors come in pairs); pass "
                                "e.g. 600 or 'all'.")
-    if dedup is None:  # the chapter: every raw candidate for one context, unique ones over several
-        dedup = chosen is None or len(chosen) > 1
-    grid = GridConfig(names_per_group=names_per_group, contexts=chosen, depth=depth,
-                      cap=None if caps is None else caps[0], dedup=dedup, seed=seed)
-    grid.generation()
-    groups = grid.groups()
-    grid.probe_contexts()
-    _check_out_dir(out, names_of.values())
-    opts = _score_options(batch_tokens, device, precision, store, engine, workers)
-    resolve_precision(worker_device(device, engine), precision)
-    load(mcq_model, "mcq", device="cpu")  # a wrong head stops here, before the distractors are generated
-
-    run = run_probe(mcq_model, mlm, grid, **opts)
-    outcomes, accuracy = run.outcomes()
-    units = run.units_table().merge(accuracy[["name", "context", "accuracy"]], on=["name", "context"])
-    units.insert(0, "group", units["name"].map(names.group_of(groups)))
-    units.insert(0, "model", label[mcq_model])
-    sr = sr_matrix(outcomes, min_count=min_count)
-    rd = {}
-    for g1, g2 in pairs:  # as the chapter: exact permutation test when there are at most n_perm splits
-        method = analysis.permutation_method(len(groups[g1]), len(groups[g2]), n_perm)
-        if analysis.relative_difference(sr, groups[g1], groups[g2]).empty:  # no word differs: an empty table
-            rd[g1, g2] = pd.DataFrame(columns=["word", "side", "mean_g1", "mean_g2", "rd_paper", "rd_code", "p", "q"])
-        else:
-            rd[g1, g2] = analysis.rd_table(sr, groups[g1], groups[g2], n_perm=n_perm, method=method, seed=seed)
-        rd[g1, g2].insert(0, "model", label[mcq_model])
-
-    typer.echo(f"model {label[mcq_model]} (distractors by {label[mlm]}): "
-               f"{len(units)} units (names × contexts), {int(units['mcqs'].sum()):,} MCQs, mean accuracy "
-               f"{units['accuracy'].mean():.3f}; vocabulary {sr.shape[1]} words (min count {min_count})")
-    _show("units (names × contexts)", units)
-    for (g1, g2), table in rd.items():
-        flagged = int((table["q"] < 0.05).sum()) if len(table) else 0
-        _show(f"{g1} vs {g2}: {len(table)} words with a relative difference, {flagged} with q < 0.05", table)
-    _write_tables(out, {names_of[key]: table for key, table in {"units": units, **rd}.items()})
+    _check_out_dir(out, ["sodapop_units", *(f"sodapop_rd_{g1}_{g2}" for g1, g2 in pairs)])
+    rep = api.report(mcq_model, mlm, names_per_group=names_per_group, contexts=chosen, depth=depth,
+                     cap=None if caps is None else caps[0], dedup=dedup, pairs=pairs, min_count=min_count,
+                     n_perm=n_perm, seed=seed, options=_run_options(batch_tokens, device, precision, store, engine, workers))
+    typer.echo(rep.title)
+    _show_report(rep)
+    _write_tables(out, rep)
 
 
 @zoo_app.command("list")

@@ -71,7 +71,7 @@ def rank_plot(ranks: pd.DataFrame, *, title: str, top: int | None = None, bottom
     ``ranks``: :func:`stereoprobe.unqover.metrics.rank_subjects` output (index subject, ``avg_rank``,
     ``std_rank``), in plotting order; ``top``/``bottom`` keep only the first/last rows (the paper's Fig. 4
     shows the top 8 and bottom 8 of 69). Columns ``paper_avg_rank``/``paper_std_rank``
-    (:func:`stereoprobe.unqover.report.ranks_beside_paper`) are drawn beside ours as hollow markers.
+    (:func:`stereoprobe.unqover.tables.ranks_beside_paper`) are drawn beside ours as hollow markers.
     """
     style()
     rows = ranks
@@ -105,7 +105,7 @@ def intensity_panels(ours: pd.DataFrame, paper: pd.DataFrame | None, *, metric: 
     NewsQA / LM, then ours), one bar per model; our bars carry their 95% CI.
 
     ``ours``: rows ``dataset, setting, model, <metric>, <metric>_lo, <metric>_hi``; ``paper``: rows
-    ``dataset, setting, model, value`` (:func:`stereoprobe.unqover.report.paper_fig3_fig6` for the metric).
+    ``dataset, setting, model, value`` (:func:`stereoprobe.unqover.tables.paper_fig3_fig6` for the metric).
     """
     style()
     fig, axes = plt.subplots(2, 2, figsize=(11, 6.5), sharey=False)

@@ -1,5 +1,5 @@
 """Tables and figures of the chapter "Measuring and mitigating biased inferences" (Bias-NLI; Dev, Li,
-Phillips, Srikumar, AAAI 2020), computed with :mod:`stereoprobe.nli.report` and the scorers so that the
+Phillips, Srikumar, AAAI 2020), computed with :mod:`stereoprobe.nli.tables` and the scorers so that the
 notebook only calls and shows.
 
 The chapter's order:
@@ -37,7 +37,7 @@ import numpy as np
 import pandas as pd
 
 from ..display import MISSING, captioned, show
-from . import measures, report
+from . import measures, tables
 from .score import load_probabilities
 from .templates import TemplateSpec, iter_pairs
 
@@ -54,8 +54,8 @@ __all__ = [
 
 #: Three decimals, as every measure is printed.
 FMT3 = "{:.3f}"
-#: The relative change (%) of each measure against the unprojected model (:func:`report.measures_table`).
-DIFF_COLUMNS = tuple(f"diff_{m}" for m in report.MEASURES)
+#: The relative change (%) of each measure against the unprojected model (:func:`tables.measures_table`).
+DIFF_COLUMNS = tuple(f"diff_{m}" for m in tables.MEASURES)
 #: The projection a probe's own static variant removes (the paper's Tables 8 and 9 rows).
 PAPER_KIND = {"gender": "-gen", "nationality": "-nat", "religion": "-rel"}
 #: The paper's table of each probe's measures (Tables 1, 3, 5) and of its most entailed / contradicted templates
@@ -65,16 +65,16 @@ _EXAMPLES_TABLE = {"gender": 2, "nationality": 4, "religion": 6}
 
 
 def _fmt(*, diffs: bool = False, paper: bool = False) -> dict[str, str]:
-    out = {m: FMT3 for m in report.MEASURES}
+    out = {m: FMT3 for m in tables.MEASURES}
     if paper:
-        out |= {f"paper {m}": FMT3 for m in report.MEASURES}
+        out |= {f"paper {m}": FMT3 for m in tables.MEASURES}
     if diffs:
         out |= {c: "{:+.1f}%" for c in DIFF_COLUMNS}
     return out
 
 
 def _paper_columns() -> list[str]:
-    return [f"paper {m}" for m in report.MEASURES]
+    return [f"paper {m}" for m in tables.MEASURES]
 
 
 # -- the pair sets --------------------------------------------------------------------------------------------------
@@ -85,9 +85,9 @@ def run_summary(profile: str, models: Sequence[str], specs: Mapping[str, Templat
 
 
 def count_view():
-    """:func:`report.count_table` formatted."""
+    """:func:`tables.count_table` formatted."""
     counts = ("premise words", "hypothesis words", "templates", "pairs", "formula value")
-    return captioned(report.count_table().style.format({c: "{:,}" for c in counts}).hide(axis="index"),
+    return captioned(tables.count_table().style.format({c: "{:,}" for c in counts}).hide(axis="index"),
                      "The pair sets of every probe and list choice: words, templates and pairs, beside the paper's "
                      "formula and the count it states")
 
@@ -109,18 +109,18 @@ def contextual_probabilities(models: Sequence[str], specs: Mapping[str, Template
 def contextual_measures(models: Sequence[str], specs: Mapping[str, TemplateSpec], *, n_boot: int = 1000,
                         seed: int = 0, **options) -> tuple[dict[tuple[str, str], pd.DataFrame], pd.DataFrame]:
     """(:func:`contextual_probabilities`, their measures per model and probe with bootstrap intervals —
-    :func:`report.measures_table`); ``options`` go to :func:`load_probabilities`."""
+    :func:`tables.measures_table`); ``options`` go to :func:`load_probabilities`."""
     probs = contextual_probabilities(models, specs, **options)
-    return probs, report.measures_table(probs, ("model", "probe"), n_boot=n_boot, seed=seed)
+    return probs, tables.measures_table(probs, ("model", "probe"), n_boot=n_boot, seed=seed)
 
 
 def measures_beside_paper(contextual: pd.DataFrame):
-    """The measures of :func:`report.measures_table` (model × probe) beside the paper's unprojected rows
+    """The measures of :func:`tables.measures_table` (model × probe) beside the paper's unprojected rows
     of Tables 1, 3 and 5 (a Styler)."""
-    paper = report.reference("measures").query("variant == 'orig' and table in [1, 3, 5]")
+    paper = tables.reference("measures").query("variant == 'orig' and table in [1, 3, 5]")
     shown = pd.concat([contextual.assign(source="here"),
                        paper.rename(columns={"embedding": "model"}).assign(source="paper")], ignore_index=True)
-    shown = shown[["source", "model", "probe", "pairs", *report.MEASURES]].sort_values(["probe", "source"],
+    shown = shown[["source", "model", "probe", "pairs", *tables.MEASURES]].sort_values(["probe", "source"],
                                                                                       kind="stable")
     return captioned(shown.style.format(_fmt() | {"pairs": "{:,.0f}"}, na_rep=MISSING).hide(axis="index"),
                      "Tables 1, 3 and 5: the neutrality measures NN, FN, T:0.5 and T:0.7 of every model and probe "
@@ -131,8 +131,8 @@ def plot_measures(contextual: pd.DataFrame, probes: Sequence[str]):
     """The four measures with their bootstrap intervals, one panel per measure, one series per model."""
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(report.MEASURES), figsize=(12, 3), sharey=True)
-    for ax, m in zip(axes, report.MEASURES):
+    fig, axes = plt.subplots(1, len(tables.MEASURES), figsize=(12, 3), sharey=True)
+    for ax, m in zip(axes, tables.MEASURES):
         for i, (model, rows) in enumerate(contextual.groupby("model", sort=False)):
             x = np.arange(len(rows)) + 0.8 * i / max(1, contextual["model"].nunique())
             ax.errorbar(x, rows[m], yerr=[rows[m] - rows[f"{m}_lo"], rows[f"{m}_hi"] - rows[m]], fmt="o", label=model)
@@ -172,11 +172,11 @@ def show_top_templates(probs: Mapping[tuple[str, str], pd.DataFrame], probes: Se
         table = f" (cf. paper Table {_EXAMPLES_TABLE[probe]})" if probe in _EXAMPLES_TABLE else ""
         for model in models:
             for label in ("entail", "contradiction"):
-                t = report.top_templates(probs[(model, probe)], label, k=k)
+                t = tables.top_templates(probs[(model, probe)], label, k=k)
                 show(t.style.format(fmt).hide(axis="index").set_caption(
                     f"{model} · {probe}: the {k} most {most[label]} templates, mean probabilities{table}"))
         paper = f"Table {_EXAMPLES_TABLE[probe]}" if probe in _EXAMPLES_TABLE else probe
-        show(report.paper_pairs_here(probs[(models[0], probe)], probe)
+        show(tables.paper_pairs_here(probs[(models[0], probe)], probe)
              .style.format(fmt | {"prob_lo": "{:.2f}", "prob_hi": "{:.2f}"}, na_rep=MISSING).hide(axis="index")
              .set_caption(f"The paper's examples ({paper}, {probe}; prob_lo–prob_hi: the probabilities it prints "
                           f"for GloVe) and {models[0]} on the same templates (n: times scored here)"))
@@ -205,8 +205,8 @@ def table7_beside_paper(vectors):
     """Table 7 (principal-value ratios and cosines) with both subspace recipes, beside the paper (a Styler)."""
     from . import projection
 
-    t7 = pd.concat([report.table7(vectors, method).assign(method=method) for method in projection.SUBSPACE_METHODS])
-    paper = report.reference("table7").query("table == 7").set_index("set")
+    t7 = pd.concat([tables.table7(vectors, method).assign(method=method) for method in projection.SUBSPACE_METHODS])
+    paper = tables.reference("table7").query("table == 7").set_index("set")
     t7 = t7.join(paper[["s2/s1", "s3/s1", "s4/s1", "cosine"]].add_prefix("paper "), on="set")
     return captioned(t7.style.format(precision=2).hide(axis="index"),
                      "Table 7: the principal-value ratios s2/s1, s3/s1, s4/s1 and the cosine of each word set's "
@@ -227,11 +227,11 @@ def training_corpus(snli_train=None, snli_dev=None, *, smoke: bool = False) -> t
 
 def static_directions(vectors, n_random: int) -> dict[str, np.ndarray | None]:
     """What each retrained variant removes: ``orig`` nothing, ``-gen``/``-nat``/``-rel`` the bias directions
-    (:func:`report.bias_directions`), ``rand<i>`` the first principal direction of 20 random words (the
+    (:func:`tables.bias_directions`), ``rand<i>`` the first principal direction of 20 random words (the
     authors' GloVe control, seed 1)."""
     from . import projection
 
-    directions = {"orig": None, **{f"-{b[:3]}": report.bias_directions(vectors, b) for b in report.BIASES}}
+    directions = {"orig": None, **{f"-{b[:3]}": tables.bias_directions(vectors, b) for b in tables.BIASES}}
     randoms = projection.random_word_pc_directions(vectors.vectors, n=n_random, seed=1)
     return directions | {f"rand{i}": randoms[i][None, :] for i in range(n_random)}
 
@@ -260,15 +260,15 @@ def train_static_models(vectors, snli_train=None, snli_dev=None, n_random: int =
 def static_probabilities(models: Mapping[str, object], specs: Mapping[str, TemplateSpec]
                          ) -> dict[tuple[str, str], pd.DataFrame]:
     """{(variant, probe): per-pair probabilities} of every static model on every probe."""
-    return {(name, p): report.static_probabilities(m, s, progress=False) for name, m in models.items()
+    return {(name, p): tables.static_probabilities(m, s, progress=False) for name, m in models.items()
             for p, s in specs.items()}
 
 
 def static_runs(models: Mapping[str, object], specs: Mapping[str, TemplateSpec], *, n_boot: int = 1000,
                 seed: int = 0) -> pd.DataFrame:
     """The measures of every static variant on every probe (:func:`static_probabilities`,
-    :func:`report.measures_table`), with their relative change against ``orig`` (``diff_*``)."""
-    return report.measures_table(static_probabilities(models, specs), ("variant", "probe"),
+    :func:`tables.measures_table`), with their relative change against ``orig`` (``diff_*``)."""
+    return tables.measures_table(static_probabilities(models, specs), ("variant", "probe"),
                                  baseline={"variant": "orig"}, n_boot=n_boot, seed=seed)
 
 
@@ -279,15 +279,15 @@ def static_kind(variants) -> list[str]:
 
 def static_table(runs: pd.DataFrame) -> pd.DataFrame:
     """Each probe's own rows — the unprojected model, its own projection, the random control averaged over
-    its directions (:func:`report.averaged`) — beside the paper's GloVe rows (Tables 1, 3, 5, 8, 9),
-    sorted by probe and kind. ``runs`` is :func:`report.measures_table` of the static variants."""
+    its directions (:func:`tables.averaged`) — beside the paper's GloVe rows (Tables 1, 3, 5, 8, 9),
+    sorted by probe and kind. ``runs`` is :func:`tables.measures_table` of the static variants."""
     runs = runs.assign(kind=static_kind(runs["variant"]))
-    table = report.averaged(runs, ["kind", "probe"])
-    paper = (report.reference("measures").query("table in [1, 3, 5, 8, 9] and embedding == 'GloVe'")
+    table = tables.averaged(runs, ["kind", "probe"])
+    paper = (tables.reference("measures").query("table in [1, 3, 5, 8, 9] and embedding == 'GloVe'")
              .assign(kind=lambda t: t["variant"].map({"orig": "orig", "rand": "rand"})
                      .fillna(t["probe"].map(PAPER_KIND)))
              .set_index(["kind", "probe"]))
-    table = table.join(paper[list(report.MEASURES)].add_prefix("paper "), on=["kind", "probe"])
+    table = table.join(paper[list(tables.MEASURES)].add_prefix("paper "), on=["kind", "probe"])
     own = table["kind"].isin(["orig", "rand"]) | (table["kind"].str[1:] == table["probe"].str[:3])
     return captioned(table[own].sort_values(["probe", "kind"]),
                      "Tables 1, 3, 5, 8 and 9 (GloVe): each probe's measures for the static model (orig), its own "
@@ -300,7 +300,7 @@ def diff_view(table: pd.DataFrame, columns: Sequence[str], *, paper: bool = True
     """A table of measures, their diffs (%) and, with ``paper``, the paper's values, ``columns`` first (a
     Styler; missing values shown as ``na_rep``), captioned with ``caption`` or the one ``table`` carries
     (:func:`static_table`, :func:`table15`)."""
-    cols = [*columns, *report.MEASURES, *DIFF_COLUMNS, *(_paper_columns() if paper else [])]
+    cols = [*columns, *tables.MEASURES, *DIFF_COLUMNS, *(_paper_columns() if paper else [])]
     styler = table[cols].style.format(_fmt(diffs=True, paper=paper), na_rep=na_rep).hide(axis="index")
     text = caption or table.attrs.get("caption")
     return captioned(styler, text) if text else styler
@@ -328,7 +328,7 @@ def accuracy_table(models: Mapping[str, object], train: Sequence):
     acc = pd.DataFrame([{"variant": n, "held-out accuracy": m.metadata.get("heldout_accuracy"),
                          "best epoch": m.metadata.get("best_epoch"), "trained on": f"{len(train):,} pairs"}
                         for n, m in models.items()])
-    paper = report.reference("accuracy").query("table == 10").set_index("variant")[["dev", "test"]]
+    paper = tables.reference("accuracy").query("table == 10").set_index("variant")[["dev", "test"]]
     return captioned(acc.join(paper.add_prefix("paper "), on="variant").style.format(
         {"held-out accuracy": "{:.3f}", "paper dev": "{:.2f}", "paper test": "{:.2f}"}, na_rep=MISSING).hide(
         axis="index"), "Table 10: held-out accuracy and best epoch of every static variant, beside the paper's "
@@ -337,7 +337,7 @@ def accuracy_table(models: Mapping[str, object], train: Sequence):
 
 def word_pair_means(models: Mapping[str, object], pairs: Sequence, variants: Sequence[str] = ("orig", "-nat")):
     """Mean entail / neutral / contradiction probabilities of some static variants over every template of
-    one word pair (:func:`report.word_pair_pairs`; the paper's rude × Iraqi example; a Styler)."""
+    one word pair (:func:`tables.word_pair_pairs`; the paper's rude × Iraqi example; a Styler)."""
     sentences = [(p.premise, p.hypothesis) for p in pairs]
     means = {name: models[name].predict(sentences, progress=False, threads=1).mean(0) for name in variants}
     first = pairs[0]
@@ -362,8 +362,8 @@ def lab_effect(vectors, *, n_boot: int = 1000, seed: int = 0, smoke: bool = Fals
     models = {"biased": lab.lab_model(vectors, **size), "control": lab.lab_model(vectors, variant="control", **size),
               "biased, d projected": lab.lab_model(vectors, project=True, **size),
               "control, d projected": lab.lab_model(vectors, variant="control", project=True, **size)}
-    spec = report.TemplateSpec("gender", sample=sample, seed=seed)
-    effect = lab.planted_effect({k: report.static_probabilities(m, spec, progress=False) for k, m in models.items()},
+    spec = tables.TemplateSpec("gender", sample=sample, seed=seed)
+    effect = lab.planted_effect({k: tables.static_probabilities(m, spec, progress=False) for k, m in models.items()},
                                 n_boot=n_boot, seed=seed)
     return captioned(effect.style.format(precision=3).format("{:,}", subset=["pairs"]).hide(axis="index"),
                      f"The planted-bias lab on {sample:,} gender pairs: each static lab model's measures on the "
@@ -404,20 +404,20 @@ def table15_runs(model: str, spec: TemplateSpec, *, proj_finetuned: str | None, 
                  random_controls: int, n_boot: int = 1000, seed: int = 0, **options
                  ) -> tuple[dict[tuple[str, int], pd.DataFrame], pd.DataFrame]:
     """(:func:`table15_probabilities`, their measures per variant and repeat with the relative change
-    against ``orig`` — :func:`report.measures_table`); ``options`` go to :func:`load_probabilities`."""
+    against ``orig`` — :func:`tables.measures_table`); ``options`` go to :func:`load_probabilities`."""
     variants = table15_probabilities(model, spec, proj_finetuned=proj_finetuned, rand_finetuned=rand_finetuned,
                                      random_controls=random_controls, **options)
-    runs = report.measures_table(variants, ("variant", "repeat"), baseline={"variant": "orig"}, n_boot=n_boot,
+    runs = tables.measures_table(variants, ("variant", "repeat"), baseline={"variant": "orig"}, n_boot=n_boot,
                                  seed=seed)
     return variants, runs
 
 
 def table15(runs: pd.DataFrame) -> pd.DataFrame:
-    """Table 15: :func:`report.averaged` per variant of ``runs`` (:func:`report.measures_table` of
+    """Table 15: :func:`tables.averaged` per variant of ``runs`` (:func:`tables.measures_table` of
     :func:`table15_probabilities`), beside the paper's BERT rows."""
-    table = report.averaged(runs, ["variant"])
-    paper = report.reference("measures").query("table == 15").set_index("variant")
-    return captioned(table.join(paper[list(report.MEASURES)].add_prefix("paper "), on="variant"),
+    table = tables.averaged(runs, ["variant"])
+    paper = tables.reference("measures").query("table == 15").set_index("variant")
+    return captioned(table.join(paper[list(tables.MEASURES)].add_prefix("paper "), on="variant"),
                      "Table 15 (gender): the contextual model with the he − she direction (proj) or random ones "
                      "(rand) removed from its word pieces at test time or also in fine-tuning: measures, change "
                      "against orig, the paper's BERT rows")
@@ -426,7 +426,7 @@ def table15(runs: pd.DataFrame) -> pd.DataFrame:
 def random_spread(runs: pd.DataFrame):
     """Every random-direction run of Table 15 on its own (a Styler)."""
     spread = runs[runs["variant"].str.startswith("rand")]
-    return captioned(spread[["variant", "repeat", *report.MEASURES]].style.format(_fmt()).hide(axis="index"),
+    return captioned(spread[["variant", "repeat", *tables.MEASURES]].style.format(_fmt()).hide(axis="index"),
                      "Table 15's random directions one by one: the measures of every random-direction run")
 
 
@@ -470,7 +470,7 @@ def layers_table(model: str, spec: TemplateSpec, variants: Mapping[tuple[str, in
     (:func:`table15_probabilities`); ``options`` go to :func:`load_probabilities`."""
     probs = {k: variants[k] for k in [("orig", 0), ("proj@test", 0)]}
     probs[("proj all layers", 0)] = load_probabilities(model, spec, projection="layers:all", **options)
-    layers = report.measures_table(probs, ("variant", "repeat"), baseline={"variant": "orig"}, n_boot=n_boot,
+    layers = tables.measures_table(probs, ("variant", "repeat"), baseline={"variant": "orig"}, n_boot=n_boot,
                                    seed=seed)
     return diff_view(layers, ["variant"], paper=False, na_rep=None,
                      caption="The gender direction removed from the input word pieces (proj@test) or from every "

@@ -344,6 +344,30 @@ def rd_table(sr: pd.DataFrame, g1: Sequence[str], g2: Sequence[str], words: Sequ
     return table[["word", "side", "mean_g1", "mean_g2", "rd_paper", "rd_code", "p", "q"]]
 
 
+#: The columns of :func:`rd_table` (and of the empty table :func:`rd_between` returns when no word differs).
+RD_COLUMNS = ("word", "side", "mean_g1", "mean_g2", "rd_paper", "rd_code", "p", "q")
+#: The permutation tests' seed: the authors' 10 (``p_test.py``).
+PERMUTATION_SEED = 10
+
+
+def permutation_options(n1: int, n2: int, *, n_perm: int, p_method: str = "auto", seed: int = PERMUTATION_SEED) -> dict:
+    """Keyword arguments of :func:`rd_table` for groups of n1 and n2 names: the test chosen by
+    :func:`permutation_method` and the seed (the authors' 10)."""
+    return dict(n_perm=n_perm, method=permutation_method(n1, n2, n_perm, p_method), seed=seed)
+
+
+def rd_between(sr: pd.DataFrame, groups: Mapping[str, Sequence[str]], g1: str, g2: str, *, n_perm: int,
+               p_method: str = "auto", seed: int = PERMUTATION_SEED) -> tuple[pd.DataFrame, str | None]:
+    """:func:`rd_table` of groups g1 vs g2 with :func:`permutation_options`, and None; on a grid so small that no
+    word's success rates differ between the groups, an empty table with :data:`RD_COLUMNS` and why. The book's
+    SODAPOP chapter and :func:`stereoprobe.sodapop.report` both compare groups this way."""
+    try:
+        settings = permutation_options(len(groups[g1]), len(groups[g2]), n_perm=n_perm, p_method=p_method, seed=seed)
+        return rd_table(sr, groups[g1], groups[g2], **settings), None
+    except MetricsError as err:
+        return pd.DataFrame(columns=list(RD_COLUMNS)), f"{g1} vs {g2}: {err}"
+
+
 def kmeans_accuracy(X, y_true, seed: int = 0) -> float:
     """Binary KMeans "classification accuracy" (``process_distractor_results.py``; An et al. 2023, Table 2/9).
 

@@ -42,7 +42,6 @@ import numpy as np
 import pandas as pd
 
 from ..display import MISSING, captioned, show
-from ..errors import MetricsError
 from . import abc, analysis, contexts, distractors, names
 from .probe import GridConfig, ProbeRun, rescore, run_probe
 from .success import sr_matrix
@@ -64,14 +63,14 @@ __all__ = [
 #: Percentages as the chapter prints them.
 PCT = "{:.1%}"
 #: The columns of :func:`analysis.rd_table` (also those of an empty table).
-RD_COLUMNS = ("word", "side", "mean_g1", "mean_g2", "rd_paper", "rd_code", "p", "q")
+RD_COLUMNS = analysis.RD_COLUMNS
 #: Words listed per side of a pair (the paper's top-15 lists, Tables 3, 10–21).
 TOP_K = 15
 #: The group pairs of the ABC comparison (Table 5): every other group against the European Americans
 #: of the same gender.
 ABC_PAIRS = tuple((g, "EA_" + g[-1]) for g in ("AA_f", "AS_f", "HS_f", "AA_m", "AS_m", "HS_m"))
 #: The permutation seed of the authors' ``p_test.py``.
-PERMUTATION_SEED = 10
+PERMUTATION_SEED = analysis.PERMUTATION_SEED
 #: Table 9's model columns, in the paper's order.
 TABLE9_MODELS = ("bert", "inlp_race", "inlp_gender", "sd_race", "sd_gender", "dropout", "cda_race", "cda_gender")
 
@@ -107,10 +106,7 @@ def run_summary(profile: str, all_groups: Mapping[str, Sequence[str]], groups: M
             f"{n_analysis} per group analysed; writer {mlm}, answerer {mcq_model}")
 
 
-def permutation_options(n1: int, n2: int, *, n_perm: int, p_method: str = "auto") -> dict:
-    """Keyword arguments of :func:`analysis.rd_table` for groups of n1 and n2 names: the test chosen by
-    :func:`analysis.permutation_method` and the authors' seed 10."""
-    return dict(n_perm=n_perm, method=analysis.permutation_method(n1, n2, n_perm, p_method), seed=PERMUTATION_SEED)
+permutation_options = analysis.permutation_options
 
 
 def versions() -> dict[str, str]:
@@ -465,15 +461,12 @@ def show_sr_tsne(srs: Mapping[str, pd.DataFrame], groups: Mapping[str, Sequence[
 # -- words: relative difference and permutation tests ---------------------------------------------------------------
 def rd_for(sr: pd.DataFrame, groups: Mapping[str, Sequence[str]], g1: str, g2: str, *, n_perm: int,
            p_method: str = "auto") -> pd.DataFrame:
-    """:func:`analysis.rd_table` of groups g1 vs g2 with the chapter's permutation settings
-    (:func:`permutation_options`). On a grid so small that no word's success rates differ between the
-    groups, prints why and returns an empty table with the same columns."""
-    try:
-        settings = permutation_options(len(groups[g1]), len(groups[g2]), n_perm=n_perm, p_method=p_method)
-        return analysis.rd_table(sr, groups[g1], groups[g2], **settings)
-    except MetricsError as err:
-        print(f"{g1} vs {g2}: {err}")
-        return pd.DataFrame(columns=list(RD_COLUMNS))
+    """:func:`analysis.rd_between` of groups g1 vs g2 (the authors' permutation seed). On a grid so small that no
+    word's success rates differ between the groups, prints why and returns an empty table with the same columns."""
+    table, why = analysis.rd_between(sr, groups, g1, g2, n_perm=n_perm, p_method=p_method)
+    if why:
+        print(why)
+    return table
 
 
 def side_by_side(table: pd.DataFrame, k: int = TOP_K) -> pd.DataFrame:

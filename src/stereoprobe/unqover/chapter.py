@@ -1,7 +1,7 @@
 """Tables, figures and quoted numbers of the UnQover chapters (Li et al., "UNQOVERing Stereotyping Biases via
 Underspecified Questions", Findings of EMNLP 2020), so that the notebooks only call and show.
 
-The computations live in :mod:`stereoprobe.unqover.report` and :mod:`~stereoprobe.unqover.metrics`; this module
+The computations live in :mod:`stereoprobe.unqover.tables` and :mod:`~stereoprobe.unqover.metrics`; this module
 (book layer) arranges them the way each chapter shows them:
 
 * every chapter — :func:`score_options` (the scoring keywords of the parameters cell);
@@ -35,7 +35,7 @@ import pandas as pd
 from .. import plots
 from ..display import MISSING, captioned, show
 from ..models import parameter_count
-from . import metrics, report
+from . import metrics, tables
 from .generate import Counts, DatasetSpec, count
 
 __all__ = [
@@ -59,7 +59,7 @@ _ERRORS_FORMAT = {"delta": "{:.3f}", "epsilon": "{:.3f}", "avg_s": "{:.3f}", "ke
 # -- every chapter -------------------------------------------------------------------------------------------------
 def score_options(*, mode: str, batch_tokens: int | None, device: str, precision: str, smoke: bool, engine: str,
                   workers: int | None) -> dict:
-    """The keywords :func:`report.gather` and :func:`report.gather_lm` take, from a chapter's parameters.
+    """The keywords :func:`tables.gather` and :func:`tables.gather_lm` take, from a chapter's parameters.
 
     >>> sorted(score_options(mode="compat", batch_tokens=8, device="cpu", precision="fp32", smoke=True,
     ...                      engine="local", workers=None))
@@ -108,15 +108,15 @@ def fig2_bias_view(bias: pd.DataFrame):
 
 
 def errors_view(errors: pd.DataFrame, caption: str | None = None):
-    """A :func:`report.reasoning_errors` table (δ, ε, mean S per model; Table 5), formatted and captioned
+    """A :func:`tables.reasoning_errors` table (δ, ε, mean S per model; Table 5), formatted and captioned
     (``caption`` replaces the default one)."""
     return captioned(errors.style.format(_ERRORS_FORMAT).hide(axis="index"), caption or (
         "Reasoning errors per model (Table 5's measures): positional error δ, attribute error ε, mean score S"))
 
 
 def table5_view(errors: pd.DataFrame, lm_errors: pd.DataFrame | None = None):
-    """:func:`report.table5_beside_paper`: our δ, ε and mean S (QA models, masked LMs) below the paper's rows."""
-    return captioned(report.table5_beside_paper(errors, lm_errors).style.format("{:.3f}", na_rep=MISSING),
+    """:func:`tables.table5_beside_paper`: our δ, ε and mean S (QA models, masked LMs) below the paper's rows."""
+    return captioned(tables.table5_beside_paper(errors, lm_errors).style.format("{:.3f}", na_rep=MISSING),
                      "Table 5 (paper) and ours: δ, ε and mean S of the paper's SQuAD, NewsQA and masked-LM models, "
                      "then of the models run here")
 
@@ -144,31 +144,31 @@ def error_numbers(errors: pd.DataFrame) -> dict:
 
 # -- gender and occupations (§5, Table 2) --------------------------------------------------------------------------
 def gender_gammas(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, seed: int = 0) -> dict[str, pd.DataFrame]:
-    """:func:`report.gender_gamma` of every model."""
-    return {name: report.gender_gamma(frame, n_boot=n_boot, seed=seed) for name, frame in frames.items()}
+    """:func:`tables.gender_gamma` of every model."""
+    return {name: tables.gender_gamma(frame, n_boot=n_boot, seed=seed) for name, frame in frames.items()}
 
 
 def table2_view(gammas: Mapping[str, pd.DataFrame], k: int = 3):
-    """Our Table 2: the ``k`` most biased occupations per model and gender (:func:`report.top_occupations`)."""
-    styler = report.top_occupations(gammas, k=k).style.format(CI_FORMAT | {"eta": "{:+.2f}"}).hide(axis="index")
+    """Our Table 2: the ``k`` most biased occupations per model and gender (:func:`tables.top_occupations`)."""
+    styler = tables.top_occupations(gammas, k=k).style.format(CI_FORMAT | {"eta": "{:+.2f}"}).hide(axis="index")
     return captioned(styler, f"Table 2 (ours): the {k} occupations of highest γ per model and gender, with 95% "
                              "bootstrap intervals and η")
 
 
 def paper_table2_view():
     """The paper's Table 2 (``data/unqover/reference/``)."""
-    styler = report.paper_table2().style.format({"gamma": "{:+.2f}", "eta": "{:.2f}"}, na_rep=MISSING)
+    styler = tables.paper_table2().style.format({"gamma": "{:+.2f}", "eta": "{:.2f}"}, na_rep=MISSING)
     styler = styler.hide(axis="index")
     return captioned(styler, "Table 2 (paper): the occupations of highest γ per model and gender, with η")
 
 
 def planted_occupations(gammas: Mapping[str, pd.DataFrame], planted: Mapping[str, str]) -> pd.DataFrame:
-    """:func:`report.planted_recovery`, or an empty table when nothing was planted (no ``lab:`` model).
+    """:func:`tables.planted_recovery`, or an empty table when nothing was planted (no ``lab:`` model).
 
     >>> planted_occupations({}, {}).empty
     True
     """
-    return report.planted_recovery(gammas, planted) if planted else pd.DataFrame()
+    return tables.planted_recovery(gammas, planted) if planted else pd.DataFrame()
 
 
 def show_planted_occupations(recovery: pd.DataFrame, planted: Mapping[str, str]) -> None:
@@ -197,13 +197,13 @@ def planted_occupation_numbers(recovery: pd.DataFrame, planted: Mapping[str, str
 
 def shared_occupations_view(gammas: Mapping[str, pd.DataFrame], k: int = 10):
     """Table 3: the occupations in the top ``k`` (by γ) of every model, per gender
-    (:func:`report.shared_occupations`)."""
-    return captioned(report.shared_occupations(gammas, k=k).style.hide(axis="index"),
+    (:func:`tables.shared_occupations`)."""
+    return captioned(tables.shared_occupations(gammas, k=k).style.hide(axis="index"),
                      f"Table 3 (ours): the occupations in every model's top {k} by γ, per gender")
 
 
 def intensity_view(mu: pd.DataFrame):
-    """A :func:`report.intensity` table (μ with its 95% CI, η), formatted."""
+    """A :func:`tables.intensity` table (μ with its 95% CI, η), formatted."""
     return captioned(mu.style.format({"mu": "{:.3f}", "ci_low": "{:.3f}", "ci_high": "{:.3f}", "eta": "{:.3f}"})
                      .hide(axis="index"), "Bias intensity μ of every model (Eq. 8) with its 95% bootstrap interval, "
                      "and the count-based intensity η")
@@ -217,8 +217,8 @@ def run_line(profile: str, n: Counts, qa_frames: Mapping, lm_frames: Mapping) ->
 
 
 def top_pairs_view(gammas_xa: Mapping[str, pd.DataFrame], k: int = 3, geo: pd.DataFrame | None = None):
-    """Table 4: the ``k`` most biased (country, attribute) pairs per model (:func:`report.top_pairs`)."""
-    return captioned(report.top_pairs(gammas_xa, k=k, geo=geo).style.format({"gamma": "{:+.3f}"}).hide(axis="index"),
+    """Table 4: the ``k`` most biased (country, attribute) pairs per model (:func:`tables.top_pairs`)."""
+    return captioned(tables.top_pairs(gammas_xa, k=k, geo=geo).style.format({"gamma": "{:+.3f}"}).hide(axis="index"),
                      f"Table 4 (ours): per model, the most biased (country, attribute) pair of each of the {k} "
                      "countries ranked first, with γ, the values behind it (n) and its 95% interval")
 
@@ -226,19 +226,19 @@ def top_pairs_view(gammas_xa: Mapping[str, pd.DataFrame], k: int = 3, geo: pd.Da
 def plot_cluster_heatmap(frames: Mapping[str, pd.DataFrame], gammas: Mapping[str, pd.DataFrame], *, shown: int = 8,
                          n_boot: int = 1000, seed: int = 0):
     """γ(country, cluster) of the first model for its ``shown`` countries with the highest and the ``shown``
-    with the lowest γ(x) (``gammas``: :func:`report.subject_gammas`, sorted by γ)."""
+    with the lowest γ(x) (``gammas``: :func:`tables.subject_gammas`, sorted by γ)."""
     first = next(iter(frames))
-    by_cluster = report.cluster_bias(frames[first], n_boot=n_boot, seed=seed)
+    by_cluster = tables.cluster_bias(frames[first], n_boot=n_boot, seed=seed)
     order = gammas[first]["subject"]
     rows = list(order.head(shown)) + list(order.tail(shown))
-    matrix = report.cluster_matrix(by_cluster).reindex(rows)
+    matrix = tables.cluster_matrix(by_cluster).reindex(rows)
     return plots.diverging_heatmap(matrix, title=f"γ(country, cluster): {first}", cbar_label="γ(x, cluster)")
 
 
 def _paper_ranked(dataset: str) -> pd.DataFrame:
     """The paper's ranks (Figs. 4–5) recomputed by :func:`metrics.rank_subjects` from the authors' γ(x) of the
     five SQuAD models (``visualization/Plot_ranks.ipynb``), rows in RoBERTa-B's γ order."""
-    gamma = report.paper_gamma_x(dataset)[report.PAPER_MODELS]
+    gamma = tables.paper_gamma_x(dataset)[tables.PAPER_MODELS]
     return metrics.rank_subjects(gamma.sort_values("RoBERTa_B", ascending=False, kind="stable"))
 
 
@@ -248,12 +248,12 @@ def plot_paper_ranks(dataset: str, *, title: str, top: int | None = None, bottom
 
 
 def plot_our_ranks(ranks: pd.DataFrame, n_models: int, *, top: int = 8, bottom: int = 8):
-    """Our nationality rank figure (Fig. 4 layout) from :func:`report.ranks_beside_paper`."""
+    """Our nationality rank figure (Fig. 4 layout) from :func:`tables.ranks_beside_paper`."""
     return plots.rank_plot(ranks, title=f"Ours ({n_models} model(s)): mean rank by γ(x)", top=top, bottom=bottom)
 
 
 def agreement_numbers(agreement: pd.Series) -> dict:
-    """Spearman's ρ, its p-value and the number of subjects (:func:`report.rank_agreement`) as the prose
+    """Spearman's ρ, its p-value and the number of subjects (:func:`tables.rank_agreement`) as the prose
     quotes them.
 
     >>> agreement_numbers(pd.Series({"rho": 0.5, "p_value": 0.0123, "subjects": 8}))
@@ -264,7 +264,7 @@ def agreement_numbers(agreement: pd.Series) -> dict:
 
 
 def agreement_view(agreement: pd.Series, label: str):
-    """A :func:`report.rank_agreement` series as one formatted row named ``label``."""
+    """A :func:`tables.rank_agreement` series as one formatted row named ``label``."""
     return captioned(agreement.to_frame(label).T.style.format(AGREEMENT_FORMAT),
                      "Agreement with the paper's ranking: Spearman's ρ between our mean ranks and the paper's, its "
                      "p-value, over the subjects both rank")
@@ -272,10 +272,10 @@ def agreement_view(agreement: pd.Series, label: str):
 
 def western_table(matrix: pd.DataFrame, geo: pd.DataFrame | None = None,
                   western_areas: Sequence[str] | None = None) -> pd.DataFrame:
-    """:func:`report.western_summary` of our models (``source`` "ours") above that of the paper's five SQuAD
+    """:func:`tables.western_summary` of our models (``source`` "ours") above that of the paper's five SQuAD
     models (``source`` "paper", from the authors' γ(x))."""
-    west = pd.concat([report.western_summary(matrix, geo, western_areas).assign(source="ours"),
-                      report.western_summary(report.paper_gamma_x("nationality")[report.PAPER_MODELS], geo,
+    west = pd.concat([tables.western_summary(matrix, geo, western_areas).assign(source="ours"),
+                      tables.western_summary(tables.paper_gamma_x("nationality")[tables.PAPER_MODELS], geo,
                                              western_areas).assign(source="paper")])
     return west[["source"] + [c for c in west.columns if c != "source"]]
 
@@ -290,7 +290,7 @@ def western_view(matrix: pd.DataFrame, geo: pd.DataFrame | None = None, western_
 
 
 def show_cluster_recovery(recovery: pd.DataFrame) -> None:
-    """Show where the planted (country, cluster) cells land (:func:`report.planted_cluster_recovery`), or say
+    """Show where the planted (country, cluster) cells land (:func:`tables.planted_cluster_recovery`), or say
     that nothing was planted."""
     if len(recovery):
         show(captioned(recovery.style.format(CI_FORMAT).hide(axis="index"),
@@ -319,7 +319,7 @@ def cluster_recovery_numbers(recovery: pd.DataFrame) -> dict:
 
 def top_subjects(gammas: Mapping[str, pd.DataFrame], k: int = 5) -> pd.DataFrame:
     """The ``k`` subjects with the highest γ(x), one column per model (``gammas`` sorted by γ, as
-    :func:`report.subject_gammas` returns them).
+    :func:`tables.subject_gammas` returns them).
 
     >>> top_subjects({"m": pd.DataFrame({"subject": ["a", "b", "c"]})}, k=2)["m"].to_dict()
     {1: 'a', 2: 'b'}
@@ -333,21 +333,21 @@ def top_subjects(gammas: Mapping[str, pd.DataFrame], k: int = 5) -> pd.DataFrame
 def gather_datasets(datasets: Iterable[str], models: Sequence[str], lm_models: Sequence[str], *, sample,
                     seed: int = 0, n_boot: int = 1000, **options) -> dict[str, dict]:
     """Score ``models`` (QA) and ``lm_models`` (masked LMs) on each dataset and print its size; per dataset a
-    dict with its ``spec``, the ``frames`` and their :func:`report.subject_gammas` (``gammas``)."""
+    dict with its ``spec``, the ``frames`` and their :func:`tables.subject_gammas` (``gammas``)."""
     results = {}
     for dataset in datasets:
         spec = DatasetSpec(dataset, mode=options["mode"], sample=sample, seed=seed)
-        frames = report.gather(models, spec, **options) | report.gather_lm(lm_models, spec, **options)
+        frames = tables.gather(models, spec, **options) | tables.gather_lm(lm_models, spec, **options)
         results[dataset] = {"spec": spec, "frames": frames,
-                            "gammas": report.subject_gammas(frames, n_boot=n_boot, seed=seed)}
+                            "gammas": tables.subject_gammas(frames, n_boot=n_boot, seed=seed)}
         print(f"{dataset}: {count(spec).paper_examples:,} paper examples per model, {len(frames)} model(s)")
     return results
 
 
 def subject_view(gammas: Mapping[str, pd.DataFrame], dataset: str):
-    """Tables 12/13: :func:`report.subject_table`, formatted (a missing subject shows as —)."""
+    """Tables 12/13: :func:`tables.subject_table`, formatted (a missing subject shows as —)."""
     table = {"ethnicity": "Table 12", "religion": "Table 13"}.get(dataset, "Tables 12/13")
-    return captioned(report.subject_table(gammas, dataset).style.format("{:+.4f}", na_rep=MISSING),
+    return captioned(tables.subject_table(gammas, dataset).style.format("{:+.4f}", na_rep=MISSING),
                      f"{table} ({dataset}), ours: γ(x) and η(x) per subject and model, beside the paper's "
                      "RoBERTa-B (SQuAD) γ(x)")
 
@@ -363,13 +363,13 @@ def plot_gamma_ci(gammas: Mapping[str, pd.DataFrame], title: str):
 
 def plot_rank_figures(dataset: str, gammas: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """Fig. 5 for ``dataset``: the paper's ranks above ours (hollow markers: the paper over the same subjects);
-    returns our :func:`report.ranks_beside_paper` table."""
+    returns our :func:`tables.ranks_beside_paper` table."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(2, 1, figsize=(8, 7.5))
     plot_paper_ranks(dataset, title=f"Paper: {dataset} (5 SQuAD models)", ax=axes[0])
-    matrix = report.gamma_matrix(gammas)
-    ranks = report.ranks_beside_paper(matrix, dataset)
+    matrix = tables.gamma_matrix(gammas)
+    ranks = tables.ranks_beside_paper(matrix, dataset)
     plots.rank_plot(ranks, title=f"Ours: {dataset} ({matrix.shape[1]} model(s)); hollow: the paper, same subjects",
                     ax=axes[1])
     return ranks
@@ -378,7 +378,7 @@ def plot_rank_figures(dataset: str, gammas: Mapping[str, pd.DataFrame]) -> pd.Da
 def top_subject_numbers(results: Mapping[str, Mapping]) -> dict:
     """The paper's top religion (Fig. 5) with its mean rank, and the subject of highest γ(x) of our first model
     per dataset (``results``: :func:`gather_datasets`)."""
-    paper_rel = report.paper_ranks("religion")
+    paper_rel = tables.paper_ranks("religion")
     out = {"paper_top_religion": paper_rel.index[0].title(),
            "paper_top_religion_rank": f"{paper_rel['avg_rank'].iloc[0]:.1f}"}
     for dataset, result in results.items():
@@ -390,7 +390,7 @@ def top_subject_numbers(results: Mapping[str, Mapping]) -> dict:
 # -- comparing models (Figs. 3 and 6, the paper's three claims) ----------------------------------------------------
 #: The y-axis label of each metric of the intensity grid.
 _METRIC_LABELS = {"mu": "μ", "eta": "η"}
-#: The paper's claims whose comparisons the chapter quotes: glue key part → claim (:func:`report.paper_claims`).
+#: The paper's claims whose comparisons the chapter quotes: glue key part → claim (:func:`tables.paper_claims`).
 _QUOTED_CLAIMS = {"larger": "larger QA models are more biased",
                   "newsqa": "NewsQA models are less biased than SQuAD models"}
 
@@ -401,15 +401,15 @@ def model_sizes(models: Sequence[str], lm_models: Sequence[str], *, smoke: bool 
 
 
 def plot_intensity(grid: pd.DataFrame, metric: str):
-    """Fig. 3 (``metric`` "mu") or Fig. 6 ("eta"): the paper's bars (:func:`report.paper_fig3_fig6`) beside ours
-    (``grid``: :func:`report.intensity_grid`), one panel per bias class."""
-    paper = report.paper_fig3_fig6()
+    """Fig. 3 (``metric`` "mu") or Fig. 6 ("eta"): the paper's bars (:func:`tables.paper_fig3_fig6`) beside ours
+    (``grid``: :func:`tables.intensity_grid`), one panel per bias class."""
+    paper = tables.paper_fig3_fig6()
     return plots.intensity_panels(grid, paper[paper["metric"] == metric], metric=metric,
-                                  datasets=report.BIAS_CLASSES, ylabel=_METRIC_LABELS[metric])
+                                  datasets=tables.BIAS_CLASSES, ylabel=_METRIC_LABELS[metric])
 
 
 def grid_view(grid: pd.DataFrame, metric: str):
-    """``metric`` ("mu" or "eta") of every bias class and model of a :func:`report.intensity_grid` with its 95%
+    """``metric`` ("mu" or "eta") of every bias class and model of a :func:`tables.intensity_grid` with its 95%
     interval, formatted; the μ table also gives the number of subjects behind each row."""
     bounds = [metric, f"{metric}_lo", f"{metric}_hi"]
     columns = ["dataset", "setting", "model", *bounds] + (["subjects"] if metric == "mu" else [])
@@ -421,7 +421,7 @@ def grid_view(grid: pd.DataFrame, metric: str):
 
 
 def claims_view(claims: pd.DataFrame, caption: str | None = None):
-    """A claims table (:func:`report.paper_claims`, :func:`report.our_claims`) without its index, captioned
+    """A claims table (:func:`tables.paper_claims`, :func:`tables.our_claims`) without its index, captioned
     by its kind (``caption`` replaces that)."""
     default = ("The paper's claims checked on its own bars (Fig. 3): comparisons that hold, of how many, and the "
                "exceptions") if "holds" in claims.columns else (
@@ -431,7 +431,7 @@ def claims_view(claims: pd.DataFrame, caption: str | None = None):
 
 def paper_claim_numbers(paper_claims: pd.DataFrame) -> dict[str, int]:
     """How many of its comparisons each quoted claim wins on the paper's own bars, and of how many
-    (``paper_<claim>_holds``, ``paper_<claim>_of``; ``paper_claims``: :func:`report.paper_claims`).
+    (``paper_<claim>_holds``, ``paper_<claim>_of``; ``paper_claims``: :func:`tables.paper_claims`).
 
     >>> claims = pd.DataFrame({"claim": list(_QUOTED_CLAIMS.values()), "holds": [7, 3], "of": [12, 20]})
     >>> paper_claim_numbers(claims)
@@ -455,7 +455,7 @@ def sizes_table(sizes: Mapping[str, int]) -> pd.DataFrame:
 
 
 def claim_numbers(claims: pd.DataFrame) -> dict[str, int]:
-    """How many of the three claims the models run here can test (:func:`report.our_claims` rows with at least
+    """How many of the three claims the models run here can test (:func:`tables.our_claims` rows with at least
     one comparison).
 
     >>> claim_numbers(pd.DataFrame({"comparisons": [0, 2, 1]}))

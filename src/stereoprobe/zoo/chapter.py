@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from ..display import captioned
-from ..unqover import report
+from ..unqover import tables
 from . import recipes
 
 __all__ = ["card_numbers", "fills_view", "mu_numbers", "paper_models_view", "side_by_side_table",
@@ -78,12 +78,12 @@ def paper_models_view():
 
 # -- one UnQover result, three kinds of model ----------------------------------------------------------------------
 def side_by_side_table(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """One row per model of ``frames`` (:func:`report.gather` on the gender dataset): μ with its 95% CI, δ and the
-    three top occupations per gender with their γ (:func:`report.side_by_side`)."""
-    gammas = {name: report.gender_gamma(frame, n_boot=n_boot, seed=seed) for name, frame in frames.items()}
-    mu = report.intensity(frames, n_boot=n_boot, seed=seed).set_index("model")
-    top = report.top_occupations(gammas, k=3)
-    return report.side_by_side(mu, top, report.reasoning_errors(frames))
+    """One row per model of ``frames`` (:func:`tables.gather` on the gender dataset): μ with its 95% CI, δ and the
+    three top occupations per gender with their γ (:func:`tables.side_by_side`)."""
+    gammas = {name: tables.gender_gamma(frame, n_boot=n_boot, seed=seed) for name, frame in frames.items()}
+    mu = tables.intensity(frames, n_boot=n_boot, seed=seed).set_index("model")
+    top = tables.top_occupations(gammas, k=3)
+    return tables.side_by_side(mu, top, tables.reasoning_errors(frames))
 
 
 def side_by_side_view(side: pd.DataFrame):

@@ -1,0 +1,142 @@
+"""How a probe runs, apart from what it studies: one frozen object that every entry point takes.
+
+A study is a model, a dataset and a sample; a run is where and how it is computed — device, precision, the token
+budget of a batch, CPU threads, the engine and its workers, the score store and progress bars. The three probes'
+``report`` functions (:func:`stereoprobe.unqover.report`, :func:`stereoprobe.nli.report`,
+:func:`stereoprobe.sodapop.report`), the command line and the book's chapters all take one :class:`RunOptions`,
+so the same settings are spelled once, checked once, and give the same numbers wherever they are used. No
+setting here changes a score beyond floating-point noise except ``precision`` (and it enters the score store's
+key, so bf16 and fp32 scores are kept apart).
+
+>>> RunOptions()
+RunOptions(device='auto', precision='auto', batch_tokens=None, threads=None, engine='local', workers=None, store=None, progress=None, smoke=False)
+>>> RunOptions(device="cpu", batch_tokens=2048).replace(precision="fp32").precision
+'fp32'
+>>> RunOptions(device="gpu")
+Traceback (most recent call last):
+stereoprobe.errors.StereoprobeError: RunOptions device='gpu' is not a device; pass auto, cpu, cuda, cuda:N (GPU N) or mps.
+>>> RunOptions(workers=2)
+Traceback (most recent call last):
+stereoprobe.errors.StereoprobeError: workers=2 needs engine='ray'; the local engine runs in this one process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from .choices import PRECISIONS, is_device
+from .errors import StereoprobeError
+
+
+def _positive_int(name: str, value: Any, example: str) -> None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise StereoprobeError(f"RunOptions {name}={value!r} is not a positive integer; pass e.g. {example}, or None "
+                               "for the default.")
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """Where and how a probe computes its scores (not what it studies).
+
+    * ``device`` — ``auto`` (a GPU if torch sees one, else the CPU), ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
+    * ``precision`` — ``auto`` (bf16 on a GPU that has it, else fp16; fp32 on a CPU), ``fp32``, ``bf16`` or
+      ``fp16``. SODAPOP reads ``auto`` as fp32: its top-10 fills are tie-sensitive.
+    * ``batch_tokens`` — padded tokens per batch; None: 2,048 on a CPU, 65,536 on a GPU
+      (:data:`stereoprobe.batching.DEFAULT_BATCH_TOKENS`).
+    * ``threads`` — torch's CPU threads while the probe runs (restored afterwards); None: torch's own choice.
+    * ``engine`` / ``workers`` — ``local`` (this process) or ``ray`` (Ray Data workers: this machine's GPUs, or the
+      cluster at ``RAY_ADDRESS``; ``workers`` of them, default one per GPU). Identical results.
+    * ``store`` — the score-store folder (a path or a :class:`~stereoprobe.store.ScoreStore`); None:
+      ``scores/`` in the stereoprobe cache folder. Every forward pass is stored once and reused.
+    * ``progress`` — progress bars; None: on unless ``STEREOPROBE_PROGRESS=0``.
+    * ``smoke`` — resolve ``zoo:`` and ``lab:`` names to their seconds-sized smoke builds (tests, the smoke
+      profile of the book).
+    """
+
+    device: str = "auto"
+    precision: str = "auto"
+    batch_tokens: int | None = None
+    threads: int | None = None
+    engine: str = "local"
+    workers: int | None = None
+    store: Any = None
+    progress: bool | None = None
+    smoke: bool = False
+
+    def __post_init__(self):
+        from .engine import check_engine
+
+        if not is_device(self.device):
+            raise StereoprobeError(f"RunOptions device={self.device!r} is not a device; pass auto, cpu, cuda, cuda:N "
+                                   "(GPU N) or mps.")
+        if self.precision not in PRECISIONS:
+            raise StereoprobeError(f"RunOptions precision={self.precision!r} is not known; pass one of "
+                                   f"{', '.join(PRECISIONS)}.")
+        _positive_int("batch_tokens", self.batch_tokens, "2048")
+        _positive_int("threads", self.threads, "1")
+        check_engine(self.engine, self.workers)
+        if self.store is not None and not isinstance(self.store, (str, os.PathLike)) and not hasattr(self.store, "run"):
+            raise StereoprobeError(f"RunOptions store={self.store!r} is neither a folder path nor a ScoreStore; pass "
+                                   "a path, or None for the cache folder's scores/.")
+
+    def replace(self, **changes) -> "RunOptions":
+        """A copy with ``changes`` (checked like a new one)."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def show_progress(self) -> bool:
+        """Whether progress bars show (``progress``, or the ``STEREOPROBE_PROGRESS`` default)."""
+        from .batching import progress_enabled
+
+        return progress_enabled() if self.progress is None else bool(self.progress)
+
+    def score_store(self):
+        """The :class:`~stereoprobe.store.ScoreStore` scores go to (None: the scorers' default, the cache's)."""
+        from .store import ScoreStore
+
+        if self.store is None or hasattr(self.store, "run"):
+            return self.store
+        return ScoreStore(Path(self.store))
+
+    def scorer_kwargs(self) -> dict[str, Any]:
+        """The keywords of the store-level scorers (``score_dataset``, ``score_pairs``, ``run_probe``, …)."""
+        return dict(batch_tokens=self.batch_tokens, device=self.device, precision=self.precision,
+                    store=self.score_store(), engine=self.engine, workers=self.workers, progress=self.show_progress,
+                    smoke=self.smoke)
+
+    @contextlib.contextmanager
+    def applied(self) -> Iterator["RunOptions"]:
+        """Inside the block torch uses ``threads`` CPU threads (when set); the previous count is restored."""
+        if self.threads is None:
+            yield self
+            return
+        import torch
+
+        before = torch.get_num_threads()
+        torch.set_num_threads(self.threads)
+        try:
+            yield self
+        finally:
+            torch.set_num_threads(before)
+
+
+def as_options(options: "RunOptions | None" = None, **overrides) -> RunOptions:
+    """``options`` (default :class:`RunOptions`) with the ``overrides`` that are not None — how the entry points
+    accept both one object and the occasional keyword.
+
+    >>> as_options(None, device="cpu").device, as_options(RunOptions(precision="fp32"), device=None).precision
+    ('cpu', 'fp32')
+    """
+    if options is not None and not isinstance(options, RunOptions):
+        raise StereoprobeError(f"options={options!r} is not a RunOptions; pass stereoprobe.RunOptions(device=..., ...).")
+    base = options or RunOptions()
+    changes = {k: v for k, v in overrides.items() if v is not None}
+    return base.replace(**changes) if changes else base
+
+
+__all__ = ["RunOptions", "as_options"]

@@ -1,0 +1,141 @@
+"""SODAPOP from Python: :func:`report`, what ``stereoprobe sodapop report`` runs.
+
+For names of the eight groups (race × gender; An et al. 2023, §3.1) in Social IQa probe contexts, a masked LM
+writes distractors, a multiple-choice model answers the questions with them (both through caches: the
+distractors per unit, every logit in the score store), and the report compares groups word by word: the
+success rate of each distractor word per name, the relative difference between two groups, and a permutation
+test with multiple-testing control (§3.3). Two kinds of table:
+
+* ``units`` — one row per (name, context): group, answer length, the cost of generation, candidates, MCQs and
+  the model's accuracy;
+* ``rd_<G1>_<G2>`` — one row per word that differs between the groups: mean success rates, the relative
+  difference (the paper's and the code's), p and q.
+
+>>> import tempfile
+>>> from stereoprobe import RunOptions, sodapop
+>>> run = RunOptions(device="cpu", progress=False, store=tempfile.mkdtemp())
+>>> rep = sodapop.report("zoo:minilm-mcq", "zoo:minilm-mlm", names_per_group=2, depth=1, cap=10, n_perm=100,
+...                      pairs=["AA_m:EA_m"], options=run)
+>>> list(rep), len(rep["units"]), int(rep["units"]["mcqs"].sum())  # 2 names × 8 groups × context 3
+(['units', 'rd_AA_m_EA_m'], 16, 80)
+>>> rep.files()
+['sodapop_units.csv', 'sodapop_rd_AA_m_EA_m.csv']
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ..errors import StereoprobeError
+from ..naming import model_labels
+from ..options import RunOptions, as_options
+from ..reports import Report
+from .names import GROUPS
+
+#: The comparisons of the book's SODAPOP chapter (the paper's Tables 4 and 21), the default ``pairs``.
+DEFAULT_PAIRS = ("AA_f:EA_f", "EA_f:EA_m")
+
+
+def parse_pair(value: str | Sequence[str]) -> tuple[str, str]:
+    """``"AA_f:EA_f"`` (or a pair of group names) as two different SODAPOP groups.
+
+    >>> parse_pair("AA_f:EA_f"), parse_pair(("EA_f", "EA_m"))
+    (('AA_f', 'EA_f'), ('EA_f', 'EA_m'))
+    """
+    groups = value.split(":") if isinstance(value, str) else list(value)
+    if len(groups) != 2 or not set(groups) <= set(GROUPS) or groups[0] == groups[1]:
+        raise StereoprobeError(f"{value!r} is not two different groups G1:G2; pass e.g. AA_f:EA_f "
+                               f"(groups: {', '.join(GROUPS)}).")
+    return groups[0], groups[1]
+
+
+def check_contexts(contexts: Sequence[int] | int | None, option: str = "contexts") -> list[int] | None:
+    """The probe contexts asked for (line indices of the Social IQa slice; None: all 50), each checked."""
+    from .contexts import probe_context_indices
+
+    if contexts is None:
+        return None
+    chosen = [contexts] if isinstance(contexts, int) else list(contexts)
+    valid = probe_context_indices()
+    bad = [i for i in chosen if i not in valid]
+    if bad or not chosen:
+        raise StereoprobeError(f"{option} {bad[0] if bad else '[]'} is not a SODAPOP probe context (a line asking "
+                               f"'How would you describe Bethany?'); choose among {', '.join(map(str, valid[:8]))}, … "
+                               "or all of them (None).")
+    return chosen
+
+
+def report(mcq_model: str = "zoo:minilm-mcq", mlm: str = "zoo:minilm-mlm", *, names_per_group: int = 8,
+           contexts: Sequence[int] | int | None = (3,), depth: int = 2, cap: int | None = 600,
+           dedup: bool | None = None, pairs: Sequence[str | Sequence[str]] = DEFAULT_PAIRS, min_count: int = 1,
+           n_perm: int = 100_000, seed: int = 10, options: RunOptions | None = None) -> Report:
+    """Distractors for names × contexts, the per-unit accuracy, and the relative difference of words between groups.
+
+    ``mcq_model``: the multiple-choice model under test; ``mlm``: the masked LM that writes the distractors (hub ids,
+    folders, ``zoo:`` or ``lab:`` names). ``names_per_group`` (1–25) first names of each group, ``contexts`` (probe
+    line indices, None for all 50), ``depth`` (recursion depth k, 1–5; the paper's 3), ``cap`` (distractors kept per
+    unit, at least 2, None for all), ``dedup`` (None: only with several contexts), ``pairs`` (groups to compare),
+    ``min_count`` (a word enters the vocabulary if it occurs more often for every name; the paper's 50), ``n_perm``
+    (permutations per word; exact when the splits are fewer), ``seed`` (distractor shuffle and permutations; the
+    authors' 10). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`; ``precision="auto"`` is fp32
+    here, the top-10 fills being tie-sensitive). The tables are those of ``stereoprobe sodapop report``; ``extra``
+    holds the :class:`~stereoprobe.sodapop.probe.ProbeRun` (``run``) and the success-rate matrix (``sr``).
+    """
+    from ..batching import resolve_precision
+    from ..engine import worker_device
+    from ..models import load
+    from . import analysis, names
+    from .probe import GridConfig, run_probe
+    from .success import sr_matrix
+
+    # every input is checked before anything is generated, scored or written
+    for what, value, low, high in (("names_per_group", names_per_group, 1, 25), ("depth", depth, 1, 5),
+                                   ("min_count", min_count, 0, None), ("n_perm", n_perm, 1, None),
+                                   ("seed", seed, 0, None)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < low or (high and value > high):
+            raise StereoprobeError(f"{what}={value!r} must be an integer from {low}{f' to {high}' if high else ' up'}.")
+    if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 2):
+        raise StereoprobeError(f"cap={cap!r} is not one number of at least 2 (distractors come in pairs); pass e.g. "
+                               "600, or None for all.")
+    models = list(dict.fromkeys((mcq_model, mlm)))  # one folder as both: refused when it is loaded
+    label = dict(zip(models, model_labels(models)))
+    compared = [parse_pair(p) for p in (pairs or DEFAULT_PAIRS)]
+    chosen = check_contexts(contexts)
+    if dedup is None:  # the chapter: every raw candidate for one context, unique ones over several
+        dedup = chosen is None or len(chosen) > 1
+    grid = GridConfig(names_per_group=names_per_group, contexts=chosen, depth=depth, cap=cap, dedup=dedup, seed=seed)
+    grid.generation()
+    groups = grid.groups()
+    grid.probe_contexts()
+    run = as_options(options)
+    if run.precision == "auto":
+        run = run.replace(precision="fp32")
+    resolve_precision(worker_device(run.device, run.engine), run.precision)
+    load(mcq_model, "mcq", device="cpu", smoke=run.smoke)  # a wrong head stops here, before any distractor
+
+    with run.applied():
+        probe = run_probe(mcq_model, mlm, grid, **run.scorer_kwargs())
+    outcomes, accuracy = probe.outcomes()
+    units = probe.units_table().merge(accuracy[["name", "context", "accuracy"]], on=["name", "context"])
+    units.insert(0, "group", units["name"].map(names.group_of(groups)))
+    units.insert(0, "model", label[mcq_model])
+    sr = sr_matrix(outcomes, min_count=min_count)
+    tables, notes, headings = {"units": units}, [], {"units": "units (names × contexts)"}
+    for g1, g2 in compared:  # as the chapter: exact permutation test when there are at most n_perm splits
+        table, why = analysis.rd_between(sr, groups, g1, g2, n_perm=n_perm, seed=seed)
+        if why:
+            notes.append(why)
+        table = table.copy()
+        table.insert(0, "model", label[mcq_model])
+        key = f"rd_{g1}_{g2}"
+        tables[key] = table
+        flagged = int((table["q"] < 0.05).sum()) if len(table) else 0
+        headings[key] = f"{g1} vs {g2}: {len(table)} words with a relative difference, {flagged} with q < 0.05"
+    title = (f"model {label[mcq_model]} (distractors by {label[mlm]}): {len(units)} units (names × contexts), "
+             f"{int(units['mcqs'].sum()):,} MCQs, mean accuracy {units['accuracy'].mean():.3f}; vocabulary "
+             f"{sr.shape[1]} words (min count {min_count})")
+    return Report(title, tables, stems={k: f"sodapop_{k}" for k in tables}, headings=headings, notes=notes,
+                  extra={"run": probe, "sr": sr, "groups": groups})
+
+
+__all__ = ["DEFAULT_PAIRS", "check_contexts", "parse_pair", "report"]
