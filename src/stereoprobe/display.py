@@ -141,7 +141,7 @@ def _keep_hyphenated(text: str) -> str:
         w = m.group(0)
         return _NO_BREAK.format(w) if "-" in w and len(w) <= 40 else w
 
-    return _HYPHENATED.sub(word, _html.escape(str(text)))
+    return _HYPHENATED.sub(word, _html.escape(str(text), quote=False))
 
 
 def _cell_text(value) -> str:
@@ -151,7 +151,7 @@ def _cell_text(value) -> str:
         return f"{value:,}"
     if _is_number(value):
         return float_format([value]).format(value)
-    return _html.escape(str(value))
+    return _html.escape(str(value), quote=False)
 
 
 def _default_format(column: pd.Series, kind: str) -> Format:
@@ -342,7 +342,7 @@ def table_html(table) -> str:
         if styler.caption is None and data.attrs.get("caption"):
             styler.set_caption(data.attrs["caption"])
     if isinstance(styler.caption, str):  # plain text ("q < 0.05"): pandas writes a caption unescaped
-        styler.set_caption(_html.escape(styler.caption))
+        styler.set_caption(_html.escape(styler.caption, quote=False))
     return styler.to_html()
 
 
