@@ -174,6 +174,7 @@ def test_every_table_says_what_it_is():
     assert scores.caption.startswith("Fig. 2 (paper)") and "0.73" in scores.to_html()
     bias = chapter.fig2_bias_view(metrics.comparative_bias(paired))
     assert "+0.1575" in bias.to_html() and "Eq. 6" in bias.caption
+    assert ">—<" in bias.to_html() and ">None<" not in bias.to_html()  # the attribute has no cluster
     errors = chapter.errors_view(_errors())
     assert "δ" in errors.caption and chapter.errors_view(_errors(), caption="masked LMs").caption == "masked LMs"
     table5 = chapter.table5_view(_errors(), _errors(("zoo:minilm-mlm",)))

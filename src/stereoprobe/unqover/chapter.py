@@ -29,12 +29,13 @@ the order the chapter glues them.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
 from .. import plots
-from ..display import captioned, show, styled
+from ..display import MISSING, captioned, show, styled
 from ..models import parameter_count
 from . import metrics, report
 from .generate import Counts, DatasetSpec, count
@@ -102,8 +103,11 @@ def fig2_scores_view(scores: pd.DataFrame):
 
 
 def fig2_bias_view(bias: pd.DataFrame):
-    """The subject biases B and the comparative bias C of the worked example (:func:`metrics.comparative_bias`)."""
-    return captioned(styled(bias, {"B_xa": "{:+.4f}", "B_xb": "{:+.4f}", "C": "{:+.4f}"}).hide(axis="index"),
+    """The subject biases B and the comparative bias C of the worked example (:func:`metrics.comparative_bias`;
+    its attribute has no cluster: "None" in the authors' files, shown as —)."""
+    no_cluster = {"attr_cluster": lambda v: MISSING if v == "None" else html.escape(str(v), quote=False)}
+    return captioned(styled(bias, {"B_xa": "{:+.4f}", "B_xb": "{:+.4f}", "C": "{:+.4f}"} | no_cluster)
+                     .hide(axis="index"),
                      "Fig. 2 worked through: subject biases B(xa), B(xb) (Eq. 5) and comparative bias C(xa, xb) "
                      "(Eq. 6) of the example")
 
