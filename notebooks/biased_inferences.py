@@ -78,8 +78,10 @@ profile = "cpu"
 
 # %% tags=["hide-input"]
 from stereoprobe.assets import load_embeddings
-from stereoprobe.display import glue_all
+from stereoprobe.display import glue_all, use_book_style
 from stereoprobe.nli import chapter, tables
+
+use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
 specs = tables.probe_specs(sample=sample, seed=seed)
 options = dict(batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models, progress=False,

@@ -59,8 +59,10 @@ profile = "cpu"
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 
-from stereoprobe.display import glue_all
+from stereoprobe.display import glue_all, use_book_style
 from stereoprobe.unqover import chapter, tables
+
+use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
 options = chapter.score_options(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
                                 smoke=smoke_models, engine=engine, workers=workers)

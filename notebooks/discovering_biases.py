@@ -84,8 +84,10 @@ smoke_models = False
 profile = "cpu"
 
 # %% tags=["hide-input"]
-from stereoprobe.display import glue_all
+from stereoprobe.display import glue_all, use_book_style
 from stereoprobe.sodapop import chapter
+
+use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
 options = dict(batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models, progress=False,
                engine=engine, workers=workers)

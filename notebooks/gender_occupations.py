@@ -60,9 +60,11 @@ profile = "cpu"
 import matplotlib.pyplot as plt
 
 from stereoprobe import plots
-from stereoprobe.display import glue_all
+from stereoprobe.display import glue_all, use_book_style
 from stereoprobe.unqover import chapter, tables
 from stereoprobe.unqover.generate import DatasetSpec, count
+
+use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
 spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
 n = count(spec)

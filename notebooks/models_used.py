@@ -62,10 +62,12 @@ smoke_models = False
 profile = "cpu"
 
 # %% tags=["hide-input"]
-from stereoprobe.display import glue_all
+from stereoprobe.display import glue_all, use_book_style
 from stereoprobe.unqover import tables
 from stereoprobe.unqover.generate import DatasetSpec
 from stereoprobe.zoo import chapter, recipes
+
+use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
 # %%
 cards = recipes.cards()

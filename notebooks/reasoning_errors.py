@@ -69,9 +69,11 @@ smoke_models = False  # tests: tiny lab models (when `models` names any)
 profile = "cpu"
 
 # %% tags=["hide-input"]
-from stereoprobe.display import glue_all, show
+from stereoprobe.display import glue_all, show, use_book_style
 from stereoprobe.unqover import chapter, metrics, tables
 from stereoprobe.unqover.generate import DatasetSpec, count
+
+use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
 spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
 n = count(spec)

@@ -43,6 +43,14 @@ def test_the_plumbing_cell_after_the_parameters_is_hidden(chapter):
     assert re.search(r"^(import|from) \S", cell.source, re.MULTILINE), f"{chapter.stem}: no import in {cell.source!r}"
 
 
+@pytest.mark.parametrize("chapter", NOTEBOOKS, ids=[c.stem for c in NOTEBOOKS])
+def test_the_plumbing_cell_opts_in_to_the_book_tables(chapter):
+    """Importing stereoprobe leaves a kernel's tables alone (tests/test_display.py); a chapter asks for the
+    book's rendering in its set-up cell."""
+    cell = _first_cell_after_parameters(chapter.source)
+    assert re.search(r"^use_book_style\(\)", cell.source, re.MULTILINE), f"{chapter.stem}: call use_book_style()"
+
+
 # -- exercises and the "What this chapter needs" box ----------------------------------------------------------------
 #: A MyST colon fence that opens a directive (``:::{exercise}``, ``:::{solution} label`` …) and its options.
 _FENCE = re.compile(r"^(?P<colons>:{3,})\{(?P<name>[\w-]+)\}[ \t]*(?P<arg>.*?)\s*$")

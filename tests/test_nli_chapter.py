@@ -129,9 +129,13 @@ def test_word_pair_means_and_description():
 
 def test_accuracy_table_lists_every_variant_beside_table10():
     models = {n: SimpleNamespace(metadata={"heldout_accuracy": 0.8, "best_epoch": 2}) for n in ("orig", "-gen", "rand0")}
-    t = chapter.accuracy_table(models, [None] * 3000).data.set_index("variant")
-    assert t.at["orig", "trained on"] == "3,000 pairs" and t.at["-gen", "paper test"] == 87.20
+    view = chapter.accuracy_table(models, [None] * 3000)
+    t = view.data.set_index("variant")
+    assert t.at["orig", "training pairs"] == 3000 and t.at["-gen", "paper test"] == 87.20
+    assert pd.api.types.is_integer_dtype(t["training pairs"])  # a number, shown thousands separated
     assert np.isnan(t.at["rand0", "paper dev"])
+    html = view.to_html()
+    assert ">3,000<" in html and ">—<" in html and "nan" not in html.lower()
 
 
 def _small_vectors() -> Embeddings:

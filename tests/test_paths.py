@@ -63,7 +63,9 @@ def test_one_version_number_everywhere():
     citation = yaml.safe_load((REPO / "CITATION.cff").read_text())
     assert citation["version"] == version and citation["license"] == pyproject["project"]["license"]
     changelog = (REPO / "CHANGELOG.md").read_text()
-    assert re.search(r"^## (\S+)", changelog, re.M).group(1) == version
+    headings = re.findall(r"^## (\S+)", changelog, re.M)
+    released = headings[1:] if headings[0] == "Unreleased" else headings  # changes not yet released come first
+    assert released[0] == version and "Unreleased" not in released
 
 
 def test_citation_lists_the_three_papers_as_the_book_cites_them():

@@ -111,6 +111,18 @@ def test_top_pairs_keeps_the_best_pair_of_each_new_country():
     assert list(top.columns) == ["model", "rank", "country", "area", "cluster", "attribute", "gamma", "n"]
 
 
+def test_top_pairs_carry_the_interval_as_numbers():
+    table = _cells([("Iraq", "were thieves", "crime", 0.30, 1.0, 9), ("Peru", "were poor", "poor", 0.20, 0.5, 1)])
+    table["gamma_lo"], table["gamma_hi"] = [0.1, np.nan], [0.45, np.nan]  # one value: no interval
+    top = tables.top_pairs({"m": table}, k=2)
+    assert list(top.columns) == ["model", "rank", "country", "area", "cluster", "attribute", "gamma", "ci_low",
+                                 "ci_high", "n"]
+    assert top["ci_low"].dtype == float and top["ci_high"].dtype == float
+    first = top.iloc[0]
+    assert first["ci_low"] <= first["gamma"] <= first["ci_high"]
+    assert top["ci_low"].isna().tolist() == [False, True]
+
+
 def test_cluster_bias_pools_attributes_count_weighted():
     rng = np.random.default_rng(0)
     rows = []

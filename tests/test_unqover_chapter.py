@@ -129,7 +129,8 @@ def test_model_sizes_count_each_model_once_in_order():
     assert list(sizes) == ["zoo:minilm-qa", "zoo:minilm-mlm"]
     assert all(20e6 < n < 25e6 for n in sizes.values())  # MiniLM-L6: 22.7 M with the heads
     assert sizes["zoo:minilm-mlm"] > sizes["zoo:minilm-qa"]  # the masked LM's head is larger than the span head
-    assert chapter.sizes_table(sizes)["parameters"].tolist() == [f"{n:,}" for n in sizes.values()]
+    table = chapter.sizes_table(sizes)
+    assert table["parameters"].tolist() == list(sizes.values()) and table["parameters"].dtype == "int64"
 
 
 def test_grid_view_shows_the_metric_with_its_interval():
@@ -137,7 +138,7 @@ def test_grid_view_shows_the_metric_with_its_interval():
     assert list(mu.data.columns) == ["dataset", "setting", "model", "mu", "mu_lo", "mu_hi", "subjects"]
     assert list(eta.data.columns) == ["dataset", "setting", "model", "eta", "eta_lo", "eta_hi"]
     html = mu.to_html()
-    assert "0.280" in html and "0.320" in html and ">140<" in html
+    assert ">[0.280,<" in html and ">0.320]<" in html and ">mu 95% CI<" in html and ">140<" in html
 
 
 def test_plot_intensity_draws_four_panels_beside_the_paper():
@@ -173,6 +174,7 @@ def test_every_table_says_what_it_is():
     assert scores.caption.startswith("Fig. 2 (paper)") and "0.73" in scores.to_html()
     bias = chapter.fig2_bias_view(metrics.comparative_bias(paired))
     assert "+0.1575" in bias.to_html() and "Eq. 6" in bias.caption
+    assert ">—<" in bias.to_html() and ">None<" not in bias.to_html()  # the attribute has no cluster
     errors = chapter.errors_view(_errors())
     assert "δ" in errors.caption and chapter.errors_view(_errors(), caption="masked LMs").caption == "masked LMs"
     table5 = chapter.table5_view(_errors(), _errors(("zoo:minilm-mlm",)))

@@ -61,8 +61,21 @@ def test_zoo_view_has_one_column_per_model(cards):
     table = chapter.zoo_view(cards).data
     assert list(table.columns) == list(cards) == ["zoo:minilm-mlm", "zoo:minilm-qa", "zoo:minilm-nli",
                                                   "zoo:minilm-mcq"]
-    assert {"task", "training data", "part", "held-out quality"} <= set(table.index)
-    assert table.loc["held-out quality", "zoo:minilm-mcq"].startswith("accuracy ")
+    assert {"task", "training data", "part (MB)", "train examples", "held-out accuracy"} <= set(table.index)
+    assert table.loc["held-out accuracy", "zoo:minilm-mcq"] == cards["zoo:minilm-mcq"]["metrics"]["accuracy"]
+    assert table.loc["train examples", "zoo:minilm-qa"] == cards["zoo:minilm-qa"]["data"]["n_train"]
+    assert pd.isna(table.loc["held-out top1", "zoo:minilm-mcq"])  # not a metric of its head
+    html = chapter.zoo_view(cards).to_html()
+    assert f">{cards['zoo:minilm-mcq']['metrics']['accuracy']:.3f}<" in html and ">nan<" not in html.lower()
+
+
+def test_zoo_table_holds_numbers(cards):
+    table = recipes.zoo_table(cards)
+    numbers = ["train examples", "held-out examples", "steps", "batch size", "trained params (M)",
+               "train time (min)", "part (MB)"]
+    assert all(pd.api.types.is_numeric_dtype(table[c]) for c in numbers)
+    assert all(pd.api.types.is_float_dtype(table[c]) for c in table.columns if c.startswith("held-out ")
+               and c != "held-out examples")
 
 
 def test_fills_and_paper_models_views(cards):
@@ -84,9 +97,12 @@ def test_side_by_side_table_measures_the_planted_bias(side):
     row = side.iloc[0]
     assert row["top female occupations (γ)"] == "nurse (+0.20), clerk (+0.05), hunter (-0.10)"
     assert row["top male occupations (γ)"] == "hunter (+0.10), clerk (-0.05), nurse (-0.20)"
-    assert row["mu 95% CI"] == "[0.200, 0.200]"
+    assert list(side.columns[:5]) == ["model", "mu", "ci_low", "ci_high", "delta"]
+    assert side[["mu", "ci_low", "ci_high"]].dtypes.eq(float).all()
+    assert (side["ci_low"] <= side["mu"]).all() and (side["mu"] <= side["ci_high"]).all()
+    assert (row["ci_low"], row["ci_high"]) == pytest.approx((0.2, 0.2))
     html = chapter.side_by_side_view(side).to_html()
-    assert "0.200" in html and "lab:qa-biased" in html
+    assert ">0.200<" in html and ">[0.200,<" in html and ">0.200]<" in html and "lab:qa-biased" in html
 
 
 def test_side_by_side_table_is_the_report_pipeline():

@@ -36,7 +36,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..display import MISSING, captioned, show
+from ..display import MISSING, captioned, show, styled
 from . import measures, tables
 from .score import load_probabilities
 from .templates import TemplateSpec, iter_pairs
@@ -87,15 +87,15 @@ def run_summary(profile: str, models: Sequence[str], specs: Mapping[str, Templat
 def count_view():
     """:func:`tables.count_table` formatted."""
     counts = ("premise words", "hypothesis words", "templates", "pairs", "formula value")
-    return captioned(tables.count_table().style.format({c: "{:,}" for c in counts}).hide(axis="index"),
+    return captioned(styled(tables.count_table(), dict.fromkeys(counts, "{:,}")).hide(axis="index"),
                      "The pair sets of every probe and list choice: words, templates and pairs, beside the paper's "
                      "formula and the count it states")
 
 
 def first_pairs(specs: Mapping[str, TemplateSpec]):
     """The first pair of every probe, as the sentences are written (a Styler)."""
-    return captioned(pd.DataFrame([p._asdict() for p in (next(iter_pairs(s)) for s in specs.values())])[
-        ["pair_type", "premise", "hypothesis", "template_type"]].style.hide(axis="index"),
+    return captioned(styled(pd.DataFrame([p._asdict() for p in (next(iter_pairs(s)) for s in specs.values())])[
+        ["pair_type", "premise", "hypothesis", "template_type"]]).hide(axis="index"),
         "The first pair of every probe, premise and hypothesis as they are written (gold label: neutral)")
 
 
@@ -122,7 +122,7 @@ def measures_beside_paper(contextual: pd.DataFrame):
                        paper.rename(columns={"embedding": "model"}).assign(source="paper")], ignore_index=True)
     shown = shown[["source", "model", "probe", "pairs", *tables.MEASURES]].sort_values(["probe", "source"],
                                                                                       kind="stable")
-    return captioned(shown.style.format(_fmt() | {"pairs": "{:,.0f}"}, na_rep=MISSING).hide(axis="index"),
+    return captioned(styled(shown, _fmt() | {"pairs": "{:,.0f}"}).hide(axis="index"),
                      "Tables 1, 3 and 5: the neutrality measures NN, FN, T:0.5 and T:0.7 of every model and probe "
                      "(1 = always neutral), beside the paper's unprojected rows")
 
@@ -173,11 +173,11 @@ def show_top_templates(probs: Mapping[tuple[str, str], pd.DataFrame], probes: Se
         for model in models:
             for label in ("entail", "contradiction"):
                 t = tables.top_templates(probs[(model, probe)], label, k=k)
-                show(t.style.format(fmt).hide(axis="index").set_caption(
+                show(styled(t, fmt).hide(axis="index").set_caption(
                     f"{model} · {probe}: the {k} most {most[label]} templates, mean probabilities{table}"))
         paper = f"Table {_EXAMPLES_TABLE[probe]}" if probe in _EXAMPLES_TABLE else probe
-        show(tables.paper_pairs_here(probs[(models[0], probe)], probe)
-             .style.format(fmt | {"prob_lo": "{:.2f}", "prob_hi": "{:.2f}"}, na_rep=MISSING).hide(axis="index")
+        show(styled(tables.paper_pairs_here(probs[(models[0], probe)], probe),
+                    fmt | {"prob_lo": "{:.2f}", "prob_hi": "{:.2f}"}).hide(axis="index")
              .set_caption(f"The paper's examples ({paper}, {probe}; prob_lo–prob_hi: the probabilities it prints "
                           f"for GloVe) and {models[0]} on the same templates (n: times scored here)"))
 
@@ -195,7 +195,7 @@ def show_least_neutral(probs: Mapping[tuple[str, str], pd.DataFrame], probes: Se
                        k: int = 10) -> None:
     """:func:`least_neutral_pairs` of ``model`` for every probe."""
     for probe in probes:
-        show(least_neutral_pairs(probs[(model, probe)], k).style.format({c: FMT3 for c in measures.PROB_COLUMNS})
+        show(styled(least_neutral_pairs(probs[(model, probe)], k), dict.fromkeys(measures.PROB_COLUMNS, FMT3))
              .hide(axis="index").set_caption(f"{model} · {probe}: the {k} least neutral word pairs, mean "
                                              "probabilities over their n scored templates"))
 
@@ -208,7 +208,7 @@ def table7_beside_paper(vectors):
     t7 = pd.concat([tables.table7(vectors, method).assign(method=method) for method in projection.SUBSPACE_METHODS])
     paper = tables.reference("table7").query("table == 7").set_index("set")
     t7 = t7.join(paper[["s2/s1", "s3/s1", "s4/s1", "cosine"]].add_prefix("paper "), on="set")
-    return captioned(t7.style.format(precision=2).hide(axis="index"),
+    return captioned(styled(t7, precision=2).hide(axis="index"),
                      "Table 7: the principal-value ratios s2/s1, s3/s1, s4/s1 and the cosine of each word set's "
                      "bias subspace, by both recipes (method), beside the paper")
 
@@ -301,7 +301,7 @@ def diff_view(table: pd.DataFrame, columns: Sequence[str], *, paper: bool = True
     Styler; missing values shown as ``na_rep``), captioned with ``caption`` or the one ``table`` carries
     (:func:`static_table`, :func:`table15`)."""
     cols = [*columns, *tables.MEASURES, *DIFF_COLUMNS, *(_paper_columns() if paper else [])]
-    styler = table[cols].style.format(_fmt(diffs=True, paper=paper), na_rep=na_rep).hide(axis="index")
+    styler = styled(table[cols], _fmt(diffs=True, paper=paper), na_rep=na_rep).hide(axis="index")
     text = caption or table.attrs.get("caption")
     return captioned(styler, text) if text else styler
 
@@ -317,7 +317,7 @@ def static_numbers(table: pd.DataFrame) -> dict[str, str]:
 
 def nn_by_variant(runs: pd.DataFrame):
     """NN of every variant on every probe (a Styler)."""
-    return captioned(runs.pivot_table(index="variant", columns="probe", values="NN", sort=False).style.format(FMT3),
+    return captioned(styled(runs.pivot_table(index="variant", columns="probe", values="NN", sort=False), FMT3),
                      "NN of every static variant (rows: orig, each projection, each random direction) on every "
                      "probe (columns)")
 
@@ -326,13 +326,13 @@ def accuracy_table(models: Mapping[str, object], train: Sequence):
     """Held-out accuracy and best epoch of every static variant, beside the paper's SNLI dev/test accuracy
     (Table 10; a Styler)."""
     acc = pd.DataFrame([{"variant": n, "held-out accuracy": m.metadata.get("heldout_accuracy"),
-                         "best epoch": m.metadata.get("best_epoch"), "trained on": f"{len(train):,} pairs"}
+                         "best epoch": m.metadata.get("best_epoch"), "training pairs": len(train)}
                         for n, m in models.items()])
     paper = tables.reference("accuracy").query("table == 10").set_index("variant")[["dev", "test"]]
-    return captioned(acc.join(paper.add_prefix("paper "), on="variant").style.format(
-        {"held-out accuracy": "{:.3f}", "paper dev": "{:.2f}", "paper test": "{:.2f}"}, na_rep=MISSING).hide(
-        axis="index"), "Table 10: held-out accuracy and best epoch of every static variant, beside the paper's "
-                       "SNLI dev and test accuracy (%)")
+    return captioned(styled(acc.join(paper.add_prefix("paper "), on="variant"), {
+        "held-out accuracy": "{:.3f}", "best epoch": "{:.0f}", "paper dev": "{:.2f}", "paper test": "{:.2f}"}).hide(
+        axis="index"), "Table 10: held-out accuracy, best epoch and training pairs of every static variant, beside "
+                       "the paper's SNLI dev and test accuracy (%)")
 
 
 def word_pair_means(models: Mapping[str, object], pairs: Sequence, variants: Sequence[str] = ("orig", "-nat")):
@@ -342,7 +342,7 @@ def word_pair_means(models: Mapping[str, object], pairs: Sequence, variants: Seq
     means = {name: models[name].predict(sentences, progress=False, threads=1).mean(0) for name in variants}
     first = pairs[0]
     words = f"{getattr(first, 'premise_filler', '?')} × {getattr(first, 'hypothesis_filler', '?')}"
-    return captioned(pd.DataFrame(means, index=["entail", "neutral", "contradiction"]).T.style.format(FMT3),
+    return captioned(styled(pd.DataFrame(means, index=["entail", "neutral", "contradiction"]).T, FMT3),
                      f"{words}: each static variant's mean probabilities over the {len(pairs):,} templates")
 
 
@@ -365,7 +365,7 @@ def lab_effect(vectors, *, n_boot: int = 1000, seed: int = 0, smoke: bool = Fals
     spec = tables.TemplateSpec("gender", sample=sample, seed=seed)
     effect = lab.planted_effect({k: tables.static_probabilities(m, spec, progress=False) for k, m in models.items()},
                                 n_boot=n_boot, seed=seed)
-    return captioned(effect.style.format(precision=3).format("{:,}", subset=["pairs"]).hide(axis="index"),
+    return captioned(styled(effect, {"pairs": "{:,}"}, precision=3).hide(axis="index"),
                      f"The planted-bias lab on {sample:,} gender pairs: each static lab model's measures on the "
                      "planted occupations' pairs and on the others, and its mean entailment (E) and contradiction "
                      "(C) by the hypothesis word's gender")
@@ -426,7 +426,7 @@ def table15(runs: pd.DataFrame) -> pd.DataFrame:
 def random_spread(runs: pd.DataFrame):
     """Every random-direction run of Table 15 on its own (a Styler)."""
     spread = runs[runs["variant"].str.startswith("rand")]
-    return captioned(spread[["variant", "repeat", *tables.MEASURES]].style.format(_fmt()).hide(axis="index"),
+    return captioned(styled(spread[["variant", "repeat", *tables.MEASURES]], _fmt()).hide(axis="index"),
                      "Table 15's random directions one by one: the measures of every random-direction run")
 
 
@@ -435,7 +435,7 @@ def zoo_accuracy(names: Sequence[str | None]):
     from ..zoo.recipes import read_card
 
     accuracy = {name: read_card(name)["metrics"]["accuracy"] for name in names if name and name.startswith("zoo:")}
-    return captioned(pd.Series(accuracy, name="held-out accuracy").to_frame().style.format("{:.3f}"),
+    return captioned(styled(pd.Series(accuracy, name="held-out accuracy").to_frame(), "{:.3f}"),
                      "Held-out accuracy of the zoo NLI models, from their model cards")
 
 
@@ -457,7 +457,7 @@ def layer_diagnostics(model: str, *, device: str = "auto", smoke: bool = False):
     from .contextual import layer_diagnostics as diagnostics
 
     loaded = load(model, "nli", device=device, smoke=smoke)
-    return captioned(diagnostics(loaded.model, loaded.tokenizer).style.format(precision=3).hide(axis="index"),
+    return captioned(styled(diagnostics(loaded.model, loaded.tokenizer), precision=3).hide(axis="index"),
                      "The he/she difference layer by layer: its size (absolute, relative), its direction's cosine "
                      "with the previous layer's and the word pieces', σ2/σ1 (cf. Table 12), and the share removed by "
                      "projecting the input word pieces or every layer")

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..display import MISSING, captioned, show
+from ..display import captioned, show, styled
 from . import abc, analysis, contexts, distractors, names
 from .probe import GridConfig, ProbeRun, rescore, run_probe
 from .success import sr_matrix
@@ -138,7 +138,7 @@ def show_contexts() -> None:
     """Print :func:`length_summary` and show :func:`context_table` (without its index)."""
     table = context_table()
     print(length_summary(table))
-    show(captioned(table.style.hide(axis="index"),
+    show(captioned(styled(table).hide(axis="index"),
                    f"The {len(table)} probe contexts: the context, its correct answer, the answer's length L in word "
                    "tokens, and whether the context refers to its person as she/her"))
 
@@ -154,11 +154,11 @@ def substitution_example(name: str = "Jamel", index: int = contexts.SINGLE_CONTE
 
 def name_groups_table(all_groups: Mapping[str, Sequence[str]], groups: Mapping[str, Sequence[str]]):
     """The eight name groups: who, how many names, how many analysed, the first six (a Styler)."""
-    return pd.DataFrame({"group": list(all_groups), "who": [names.label(g) for g in all_groups],
-                         "names": [len(v) for v in all_groups.values()],
-                         "analysed": [len(groups[g]) for g in all_groups],
-                         "first names": [", ".join(v[:6]) + ", …" for v in all_groups.values()]}
-                        ).style.hide(axis="index").set_caption(
+    return styled(pd.DataFrame({"group": list(all_groups), "who": [names.label(g) for g in all_groups],
+                                "names": [len(v) for v in all_groups.values()],
+                                "analysed": [len(groups[g]) for g in all_groups],
+                                "first names": [", ".join(v[:6]) + ", …" for v in all_groups.values()]}
+                               )).hide(axis="index").set_caption(
         "The eight name groups: who they are, the names in each list, the names analysed here, and the first six")
 
 
@@ -193,8 +193,8 @@ def table1_view(t1: pd.DataFrame):
 
     shown = pd.concat({"here": t1[["train", "test", "chance", "majority", "n_train", "n_test"]],
                        "paper (BERT, 622 names)": PAPER_TABLE1}, names=["source"])
-    return shown.style.format("{:.1f}", subset=["train", "test", "chance", "majority"]).format(
-        "{:.0f}", subset=["n_train", "n_test"], na_rep=MISSING).set_caption(
+    return styled(shown, dict.fromkeys(["train", "test", "chance", "majority"], "{:.1f}")
+                  | dict.fromkeys(["n_train", "n_test"], "{:.0f}")).set_caption(
         "Table 1: accuracy (%) of a logistic-regression probe predicting a name's gender or race/ethnicity from "
         "its embedding, here and in the paper")
 
@@ -239,8 +239,8 @@ def show_name_tsne(emb: pd.DataFrame, all_groups: Mapping[str, Sequence[str]], *
 def scale_table(lengths: Iterable[int] = (4, 6, 8), depths: Iterable[int] = (1, 2, 3)):
     """Masked inputs and candidates of the authors' recursion per answer length L and depth k (a Styler)."""
     depths = list(depths)
-    return pd.DataFrame([{"L": L, "depth": k, **distractors.scale(L, k)} for L in lengths for k in depths]
-                        ).style.format("{:,}").hide(axis="index").set_caption(
+    return styled(pd.DataFrame([{"L": L, "depth": k, **distractors.scale(L, k)} for L in lengths for k in depths]),
+                  "{:,}").hide(axis="index").set_caption(
         "The authors' distractor recursion (Algorithm 1) per answer length L and depth k: masked-LM passes, "
         "candidates, and the MCQs they make before any cap")
 
@@ -340,7 +340,7 @@ def cost_table(runs: Mapping[str, ProbeRun]) -> pd.DataFrame:
 
 def cost_view(costs: pd.DataFrame):
     """:func:`cost_table` formatted ("cached" where no MLM pass ran)."""
-    return costs.style.format({c: "{:,.0f}" for c in costs.columns[5:10]} | {
+    return styled(costs, {c: "{:,.0f}" for c in costs.columns[5:10]} | {
         "saving ×": "{:.2f}", "generation s": "{:.0f}", "scoring s": "{:.0f}"}, na_rep="cached").hide(
         axis="index").set_caption(
         "What each run cost: masked-LM passes (the authors' recursion, and those run here; cached: none ran), "
@@ -350,7 +350,7 @@ def cost_view(costs: pd.DataFrame):
 def units_view(run: ProbeRun, rows: int = 8):
     """The first units of a run: multiset sizes beside the scale formula's bounds (a Styler)."""
     counts = ["mlm_passes_compat", "bound_passes", "candidates", "bound_candidates", "unique", "mcqs"]
-    return run.units_table()[["name", "L", *counts]].head(rows).style.format("{:,}", subset=counts).hide(
+    return styled(run.units_table()[["name", "L", *counts]].head(rows), dict.fromkeys(counts, "{:,}")).hide(
         axis="index").set_caption(f"The run's first {rows} units (a name in a context): the multiset sizes beside "
                                   "the scale formula's bounds")
 
@@ -373,7 +373,7 @@ def accuracy_table(single_acc: pd.DataFrame, multi_acc: pd.DataFrame, groups: Ma
 
 def accuracy_view(table: pd.DataFrame):
     """:func:`accuracy_table` in percent."""
-    return table.style.format(PCT, subset=[c for c in table.columns if c != "answer"]).set_caption(
+    return styled(table, {c: PCT for c in table.columns if c != "answer"}).set_caption(
         "Accuracy of the multiple-choice model per probe context (rows, with the correct answer) and name group "
         "(columns); the last row is the single-context run")
 
@@ -406,11 +406,11 @@ def vocabulary_table(sr_single: pd.DataFrame, sr_multi: pd.DataFrame, min_count_
     """Per analysis (single context, multi-context): candidate words (of the first name), min_count,
     vocabulary size and mean SR (a Styler)."""
     analyses = {"single context": (sr_single, min_count_single), "multi-context": (sr_multi, min_count_multi)}
-    return pd.DataFrame({"candidate words (first name)": [sr.attrs["n_candidates"] for sr, _ in analyses.values()],
-                         "min_count": [m for _, m in analyses.values()],
-                         "vocabulary": [sr.shape[1] for sr, _ in analyses.values()],
-                         "mean SR": [sr.to_numpy().mean() for sr, _ in analyses.values()]},
-                        index=list(analyses)).style.format({"mean SR": "{:.3f}"}).set_caption(
+    table = pd.DataFrame({"candidate words (first name)": [sr.attrs["n_candidates"] for sr, _ in analyses.values()],
+                          "min_count": [m for _, m in analyses.values()],
+                          "vocabulary": [sr.shape[1] for sr, _ in analyses.values()],
+                          "mean SR": [sr.to_numpy().mean() for sr, _ in analyses.values()]}, index=list(analyses))
+    return styled(table, {"mean SR": "{:.3f}"}).set_caption(
         "The success-rate vocabularies per analysis: candidate words of the first name, min_count, the words "
         "kept (vocabulary) and their mean success rate SR")
 
@@ -429,7 +429,7 @@ def separability(sr_single: pd.DataFrame, sr_multi: pd.DataFrame, groups: Mappin
 def separability_view(sep: pd.DataFrame):
     """:func:`separability` as a heat table (0.5 = chance, 1 = a perfect split)."""
     cols = ["multi-context", "single context", "paper (BERT)"]
-    return sep[["pair", *cols]].style.format("{:.2f}", subset=cols).background_gradient(
+    return styled(sep[["pair", *cols]], dict.fromkeys(cols, "{:.2f}")).background_gradient(
         cmap="Reds", vmin=0.5, vmax=1.0, subset=cols).hide(axis="index").set_caption(
         "Separability (Tables 2 and 9): KMeans accuracy of splitting each group pair by the names' success-rate "
         "vectors (0.5 = chance, 1 = a perfect split), both runs here and the paper's BERT")
@@ -512,7 +512,7 @@ def show_top_words(sr: pd.DataFrame, groups: Mapping[str, Sequence[str]], pair: 
     label = "Table" if len(paper_tables) == 1 else "Tables"
     fmt = {c: "{:.3f}" for c in [("G1", "rd_paper"), ("G2", "rd_paper")]} | {
         c: "{:.2g}" for c in [("G1", "p"), ("G1", "q"), ("G2", "p"), ("G2", "q")]}
-    show(side_by_side(table, k).style.format(fmt, na_rep=MISSING).set_caption(
+    show(styled(side_by_side(table, k), fmt).set_caption(
         f"Top {k} words by relative difference (RD) toward each group, with p and q — {setting}: "
         f"G1 = {_who(g1)}, G2 = {_who(g2)} (paper {label} {', '.join(paper_tables)})"))
     print(f"paper, {label} {'/'.join(paper_tables)} — {_short(g1)}:", paper_words(paper_tables, "G1"),
@@ -544,7 +544,7 @@ def show_word_tests(srs: Mapping[str, pd.DataFrame], groups: Mapping[str, Sequen
     """:func:`rd_tables` of every pair on every SR matrix, with the words they flag shown
     (:func:`flagged_table`, :func:`flagged_view`); returns the RD tables."""
     rd_all = rd_tables(srs, groups, pairs, n_perm=n_perm, p_method=p_method)
-    show(captioned(flagged_view(flagged_table(rd_all)).style,
+    show(captioned(styled(flagged_view(flagged_table(rd_all))),
                    "Words tested per group pair (rows) and analysis, and how many have a permutation p < 0.05 and "
                    "a Benjamini–Hochberg q < 0.05"))
     return rd_all
@@ -581,9 +581,8 @@ def debias_fit_table(fits: Mapping) -> pd.DataFrame:
 def show_debias_fits(fits: Mapping) -> None:
     """Show :func:`debias_fit_table`, or say that no variant was fitted."""
     if fits:
-        show(captioned(debias_fit_table(fits).style.format(precision=3, na_rep=MISSING)
-                       .format("{:.0f}", subset=["rank removed"], na_rep=MISSING)
-                       .format("{:.1f}", subset=["fit s"], na_rep=MISSING).hide(axis="index"),
+        show(captioned(styled(debias_fit_table(fits), {"rank removed": "{:.0f}", "fit s": "{:.1f}"}, precision=3)
+                       .hide(axis="index"),
                        "The debiased variants as fitted: rank removed, attribute accuracy before and after (beside "
                        "the majority class), variance explained by the bias subspace (SentenceDebias), seconds"))
     else:
@@ -620,10 +619,10 @@ def show_table9(run: ProbeRun, outcomes: pd.DataFrame, accuracy: pd.DataFrame, s
     if not run.variants:
         return None
     t9, changed = debias_tables(run, outcomes, accuracy, sep, groups, min_count=min_count)
-    show(captioned(t9.style.format("{:.2f}").background_gradient(cmap="Reds", vmin=0.5, vmax=1.0),
+    show(captioned(styled(t9, "{:.2f}").background_gradient(cmap="Reds", vmin=0.5, vmax=1.0),
                    "Table 9: separability of each group pair for the model and its debiased variants, here on the "
                    "single context, beside the paper's 50 contexts (0.5 = chance)"))
-    show(captioned(changed.style.format({"accuracy": PCT, "distractors whose 'picked' flag changed": PCT})
+    show(captioned(styled(changed, {"accuracy": PCT, "distractors whose 'picked' flag changed": PCT})
                    .hide(axis="index"),
                    "What each debiased variant changed: mean accuracy, and the share of distractors whose 'picked' "
                    "flag changed (none: the model itself)"))
@@ -679,8 +678,9 @@ def show_abc(associated: Mapping[str, set[str]], pairs: Sequence[tuple[str, str]
     mapping = abc.map_words(words)
     mapped = mapping[mapping["pole"] != 0]
     print(f"{len(words)} associated words, {len(mapped)} mapped to a trait pole")
-    show(captioned(mapped[["word", "trait", "pole", "similarity", "margin", "source"]].sort_values(["trait", "pole"])
-                   .style.format({"similarity": "{:.2f}", "margin": "{:.2f}"}).hide(axis="index"),
+    show(captioned(styled(mapped[["word", "trait", "pole", "similarity", "margin", "source"]]
+                          .sort_values(["trait", "pole"]), {"similarity": "{:.2f}", "margin": "{:.2f}"})
+                   .hide(axis="index"),
                    "The associated words mapped to an ABC trait pole (+1 high, −1 low), with their similarity and "
                    "margin to the pole word and where the mapping comes from"))
     orderings = abc.abc_orderings({g: sorted(v) for g, v in associated.items()}, mapping, pairs)
@@ -730,8 +730,8 @@ def show_lab_runs(run: ProbeRun, lab_models: Sequence[str], groups: Mapping[str,
 def lab_view(summary: pd.DataFrame, planted_word: str = "quiet"):
     """:func:`lab_runs`' summary formatted ("—" where the planted word has no RD)."""
     w = planted_word
-    return summary.style.format({"accuracy": PCT, f"RD({w})": "{:.3f}", f"p({w})": "{:.2g}", f"q({w})": "{:.2g}",
-                                 f"rank of {w}": "{:.0f}"}, na_rep=MISSING).hide(axis="index").set_caption(
+    return styled(summary, {"accuracy": PCT, f"RD({w})": "{:.3f}", f"p({w})": "{:.2g}", f"q({w})": "{:.2g}",
+                            f"rank of {w}": "{:.0f}"}).hide(axis="index").set_caption(
         f"The planted-bias lab: each lab model's accuracy and vocabulary, and the planted word '{w}': its relative "
         "difference, rank, p and q for the planted group")
 

@@ -19,7 +19,8 @@ The computations live in :mod:`stereoprobe.unqover.tables` and :mod:`~stereoprob
   :func:`grid_view`, :func:`claims_view`, :func:`paper_claim_numbers`, :func:`sizes_table`,
   :func:`claim_numbers`.
 
-Functions named ``*_view`` return a pandas Styler with a caption (the cell's result; styling needs jinja2, the
+Functions named ``*_view`` return a pandas Styler with a caption (:func:`stereoprobe.display.styled`: its data stay
+numbers, an interval is two float columns ``ci_low``/``ci_high``; the cell's result; styling needs jinja2, the
 ``book`` extra),
 ``show_*`` display their table themselves, ``plot_*`` draw on a new matplotlib figure (the notebook then calls
 ``plt.show()``), ``*_numbers`` return a {glue key: value} mapping for :func:`stereoprobe.display.glue_all`, in
@@ -28,12 +29,13 @@ the order the chapter glues them.
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
 from .. import plots
-from ..display import MISSING, captioned, show
+from ..display import MISSING, captioned, show, styled
 from ..models import parameter_count
 from . import metrics, tables
 from .generate import Counts, DatasetSpec, count
@@ -51,8 +53,8 @@ __all__ = [
 
 #: The format of a Spearman agreement row (:func:`agreement_view`).
 AGREEMENT_FORMAT = {"rho": "{:+.3f}", "p_value": "{:.3g}", "subjects": "{:.0f}"}
-#: γ with its 95% CI, as the planted-bias tables print it.
-CI_FORMAT = {"gamma": "{:+.3f}", "ci_low": "{:+.3f}", "ci_high": "{:+.3f}"}
+#: γ with its 95% CI (the interval is shown as "[lo, hi]" in γ's format: :func:`stereoprobe.display.styled`).
+CI_FORMAT = {"gamma": "{:+.3f}"}
 _ERRORS_FORMAT = {"delta": "{:.3f}", "epsilon": "{:.3f}", "avg_s": "{:.3f}", "keys": "{:,}"}
 
 
@@ -95,14 +97,17 @@ def fig2_numbers(paired: pd.DataFrame, bias: pd.DataFrame) -> dict:
 def fig2_scores_view(scores: pd.DataFrame):
     """The scores of the paper's worked example (:func:`metrics.example_scores`), as Fig. 2 prints them."""
     shown = scores[["subj1", "subj2", "s1_pos", "s2_pos", "s1_neg", "s2_neg"]]
-    return captioned(shown.style.format(precision=2).hide(axis="index"),
+    return captioned(styled(shown, precision=2).hide(axis="index"),
                      "Fig. 2 (paper): RoBERTa-B (SQuAD) scores S of the subject in slot 1 and in slot 2, for "
                      "“Who was a hunter?” (pos) and its negation (neg), in both name orders")
 
 
 def fig2_bias_view(bias: pd.DataFrame):
-    """The subject biases B and the comparative bias C of the worked example (:func:`metrics.comparative_bias`)."""
-    return captioned(bias.style.format({"B_xa": "{:+.4f}", "B_xb": "{:+.4f}", "C": "{:+.4f}"}).hide(axis="index"),
+    """The subject biases B and the comparative bias C of the worked example (:func:`metrics.comparative_bias`;
+    its attribute has no cluster: "None" in the authors' files, shown as —)."""
+    no_cluster = {"attr_cluster": lambda v: MISSING if v == "None" else html.escape(str(v), quote=False)}
+    return captioned(styled(bias, {"B_xa": "{:+.4f}", "B_xb": "{:+.4f}", "C": "{:+.4f}"} | no_cluster)
+                     .hide(axis="index"),
                      "Fig. 2 worked through: subject biases B(xa), B(xb) (Eq. 5) and comparative bias C(xa, xb) "
                      "(Eq. 6) of the example")
 
@@ -110,13 +115,13 @@ def fig2_bias_view(bias: pd.DataFrame):
 def errors_view(errors: pd.DataFrame, caption: str | None = None):
     """A :func:`tables.reasoning_errors` table (δ, ε, mean S per model; Table 5), formatted and captioned
     (``caption`` replaces the default one)."""
-    return captioned(errors.style.format(_ERRORS_FORMAT).hide(axis="index"), caption or (
+    return captioned(styled(errors, _ERRORS_FORMAT).hide(axis="index"), caption or (
         "Reasoning errors per model (Table 5's measures): positional error δ, attribute error ε, mean score S"))
 
 
 def table5_view(errors: pd.DataFrame, lm_errors: pd.DataFrame | None = None):
     """:func:`tables.table5_beside_paper`: our δ, ε and mean S (QA models, masked LMs) below the paper's rows."""
-    return captioned(tables.table5_beside_paper(errors, lm_errors).style.format("{:.3f}", na_rep=MISSING),
+    return captioned(styled(tables.table5_beside_paper(errors, lm_errors), "{:.3f}"),
                      "Table 5 (paper) and ours: δ, ε and mean S of the paper's SQuAD, NewsQA and masked-LM models, "
                      "then of the models run here")
 
@@ -150,14 +155,14 @@ def gender_gammas(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, see
 
 def table2_view(gammas: Mapping[str, pd.DataFrame], k: int = 3):
     """Our Table 2: the ``k`` most biased occupations per model and gender (:func:`tables.top_occupations`)."""
-    styler = tables.top_occupations(gammas, k=k).style.format(CI_FORMAT | {"eta": "{:+.2f}"}).hide(axis="index")
+    styler = styled(tables.top_occupations(gammas, k=k), CI_FORMAT | {"eta": "{:+.2f}"}).hide(axis="index")
     return captioned(styler, f"Table 2 (ours): the {k} occupations of highest γ per model and gender, with 95% "
                              "bootstrap intervals and η")
 
 
 def paper_table2_view():
     """The paper's Table 2 (``data/unqover/reference/``)."""
-    styler = tables.paper_table2().style.format({"gamma": "{:+.2f}", "eta": "{:.2f}"}, na_rep=MISSING)
+    styler = styled(tables.paper_table2(), {"gamma": "{:+.2f}", "eta": "{:.2f}"})
     styler = styler.hide(axis="index")
     return captioned(styler, "Table 2 (paper): the occupations of highest γ per model and gender, with η")
 
@@ -174,7 +179,7 @@ def planted_occupations(gammas: Mapping[str, pd.DataFrame], planted: Mapping[str
 def show_planted_occupations(recovery: pd.DataFrame, planted: Mapping[str, str]) -> None:
     """Show where the planted occupations land, or say that nothing was planted."""
     if planted:
-        show(captioned(recovery.style.format(CI_FORMAT | {"eta": "{:+.2f}"}).hide(axis="index"),
+        show(captioned(styled(recovery, CI_FORMAT | {"eta": "{:+.2f}"}).hide(axis="index"),
                        "The planted occupations in the lab models: γ toward the planted gender (95% interval), η, "
                        "and its rank among the occupations (of: how many)"))
     else:
@@ -198,14 +203,14 @@ def planted_occupation_numbers(recovery: pd.DataFrame, planted: Mapping[str, str
 def shared_occupations_view(gammas: Mapping[str, pd.DataFrame], k: int = 10):
     """Table 3: the occupations in the top ``k`` (by γ) of every model, per gender
     (:func:`tables.shared_occupations`)."""
-    return captioned(tables.shared_occupations(gammas, k=k).style.hide(axis="index"),
+    return captioned(styled(tables.shared_occupations(gammas, k=k)).hide(axis="index"),
                      f"Table 3 (ours): the occupations in every model's top {k} by γ, per gender")
 
 
 def intensity_view(mu: pd.DataFrame):
     """A :func:`tables.intensity` table (μ with its 95% CI, η), formatted."""
-    return captioned(mu.style.format({"mu": "{:.3f}", "ci_low": "{:.3f}", "ci_high": "{:.3f}", "eta": "{:.3f}"})
-                     .hide(axis="index"), "Bias intensity μ of every model (Eq. 8) with its 95% bootstrap interval, "
+    return captioned(styled(mu, {"mu": "{:.3f}", "eta": "{:.3f}"}).hide(axis="index"),
+                     "Bias intensity μ of every model (Eq. 8) with its 95% bootstrap interval, "
                      "and the count-based intensity η")
 
 
@@ -218,7 +223,7 @@ def run_line(profile: str, n: Counts, qa_frames: Mapping, lm_frames: Mapping) ->
 
 def top_pairs_view(gammas_xa: Mapping[str, pd.DataFrame], k: int = 3, geo: pd.DataFrame | None = None):
     """Table 4: the ``k`` most biased (country, attribute) pairs per model (:func:`tables.top_pairs`)."""
-    return captioned(tables.top_pairs(gammas_xa, k=k, geo=geo).style.format({"gamma": "{:+.3f}"}).hide(axis="index"),
+    return captioned(styled(tables.top_pairs(gammas_xa, k=k, geo=geo), CI_FORMAT).hide(axis="index"),
                      f"Table 4 (ours): per model, the most biased (country, attribute) pair of each of the {k} "
                      "countries ranked first, with γ, the values behind it (n) and its 95% interval")
 
@@ -265,7 +270,7 @@ def agreement_numbers(agreement: pd.Series) -> dict:
 
 def agreement_view(agreement: pd.Series, label: str):
     """A :func:`tables.rank_agreement` series as one formatted row named ``label``."""
-    return captioned(agreement.to_frame(label).T.style.format(AGREEMENT_FORMAT),
+    return captioned(styled(agreement.to_frame(label).T, AGREEMENT_FORMAT),
                      "Agreement with the paper's ranking: Spearman's ρ between our mean ranks and the paper's, its "
                      "p-value, over the subjects both rank")
 
@@ -282,7 +287,7 @@ def western_table(matrix: pd.DataFrame, geo: pd.DataFrame | None = None,
 
 def western_view(matrix: pd.DataFrame, geo: pd.DataFrame | None = None, western_areas: Sequence[str] | None = None):
     """:func:`western_table`, formatted."""
-    return captioned(western_table(matrix, geo, western_areas).style.format(
+    return captioned(styled(western_table(matrix, geo, western_areas),
         {"γ W": "{:+.4f}", "γ non-W": "{:+.4f}", "Δγ": "{:+.4f}", "rank W": "{:.1f}", "middle": "{:.1f}",
          "p": "{:.2g}"}).hide(axis="index"),
         "Western (W) vs non-Western countries per model, ours and the paper's SQuAD models: countries, mean γ(x), "
@@ -293,7 +298,7 @@ def show_cluster_recovery(recovery: pd.DataFrame) -> None:
     """Show where the planted (country, cluster) cells land (:func:`tables.planted_cluster_recovery`), or say
     that nothing was planted."""
     if len(recovery):
-        show(captioned(recovery.style.format(CI_FORMAT).hide(axis="index"),
+        show(captioned(styled(recovery, CI_FORMAT).hide(axis="index"),
                        "The planted (country, cluster) cells in the lab masked LMs: γ (95% interval) and its rank "
                        "among the cells (of: how many)"))
     else:
@@ -347,7 +352,7 @@ def gather_datasets(datasets: Iterable[str], models: Sequence[str], lm_models: S
 def subject_view(gammas: Mapping[str, pd.DataFrame], dataset: str):
     """Tables 12/13: :func:`tables.subject_table`, formatted (a missing subject shows as —)."""
     table = {"ethnicity": "Table 12", "religion": "Table 13"}.get(dataset, "Tables 12/13")
-    return captioned(tables.subject_table(gammas, dataset).style.format("{:+.4f}", na_rep=MISSING),
+    return captioned(styled(tables.subject_table(gammas, dataset), "{:+.4f}"),
                      f"{table} ({dataset}), ours: γ(x) and η(x) per subject and model, beside the paper's "
                      "RoBERTa-B (SQuAD) γ(x)")
 
@@ -417,7 +422,7 @@ def grid_view(grid: pd.DataFrame, metric: str):
             "subjects behind each row") if metric == "mu" else (
             f"Count-based intensity {_METRIC_LABELS.get(metric, metric)} per bias class and model with its 95% "
             "interval (our bars of Fig. 6)")
-    return captioned(grid[columns].style.format({c: "{:.3f}" for c in bounds}).hide(axis="index"), what)
+    return captioned(styled(grid[columns], {metric: "{:.3f}"}).hide(axis="index"), what)
 
 
 def claims_view(claims: pd.DataFrame, caption: str | None = None):
@@ -426,7 +431,7 @@ def claims_view(claims: pd.DataFrame, caption: str | None = None):
     default = ("The paper's claims checked on its own bars (Fig. 3): comparisons that hold, of how many, and the "
                "exceptions") if "holds" in claims.columns else (
                "The paper's claims on the models run here: the comparisons each allows, and the result")
-    return captioned(claims.style.hide(axis="index"), caption or default)
+    return captioned(styled(claims).hide(axis="index"), caption or default)
 
 
 def paper_claim_numbers(paper_claims: pd.DataFrame) -> dict[str, int]:
@@ -446,12 +451,12 @@ def paper_claim_numbers(paper_claims: pd.DataFrame) -> dict[str, int]:
 
 
 def sizes_table(sizes: Mapping[str, int]) -> pd.DataFrame:
-    """:func:`model_sizes` as a one-column table, thousands separated.
+    """:func:`model_sizes` as a one-column table of integers (the book shows them thousands separated).
 
     >>> sizes_table({"zoo:minilm-qa": 22713218}).to_dict()
-    {'parameters': {'zoo:minilm-qa': '22,713,218'}}
+    {'parameters': {'zoo:minilm-qa': 22713218}}
     """
-    return captioned(pd.Series(sizes, name="parameters").map("{:,}".format).to_frame(), "Parameters per model")
+    return captioned(pd.Series(sizes, name="parameters", dtype="int64").to_frame(), "Parameters per model")
 
 
 def claim_numbers(claims: pd.DataFrame) -> dict[str, int]:

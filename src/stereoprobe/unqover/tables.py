@@ -217,12 +217,13 @@ def intensity(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, seed: i
 
 
 def side_by_side(mu: pd.DataFrame, top: pd.DataFrame, errors: pd.DataFrame) -> pd.DataFrame:
-    """One row per model: μ with its CI, δ, the top occupation per gender with γ (the models chapter)."""
+    """One row per model: μ with its 95% CI (``ci_low``, ``ci_high``), δ, and the top occupations per gender,
+    each with its γ (the models chapter)."""
     rows = []
     errs = errors.set_index("model")
     for model in mu.index:
-        row = {"model": model, "mu": mu.loc[model, "mu"], "mu 95% CI": f"[{mu.loc[model, 'ci_low']:.3f}, "
-               f"{mu.loc[model, 'ci_high']:.3f}]", "delta": errs.loc[model, "delta"]}
+        row = {"model": model, "mu": mu.loc[model, "mu"], "ci_low": mu.loc[model, "ci_low"],
+               "ci_high": mu.loc[model, "ci_high"], "delta": errs.loc[model, "delta"]}
         for gender in ("female", "male"):
             best = top[(top.model == model) & (top.gender == gender)].sort_values("rank")
             row[f"top {gender} occupations (γ)"] = ", ".join(f"{r.occupation} ({r.gamma:+.2f})" for r in best.itertuples())
@@ -348,8 +349,9 @@ def top_pairs(gammas_xa: Mapping[str, pd.DataFrame], k: int = 3, geo: pd.DataFra
     The paper shows three different countries per model; its selection rule is not stated (book appendix *Where
     the code and the paper differ*, UnQover: nationality top pairs). Ours: walk the (x, a) pairs by γ(x, a)
     descending and keep the first pair of every new country until ``k`` countries are found. Each row has the
-    country's UN M49 area, the attribute's cluster and ``n``, the number of C values behind the cell (a cell
-    of few values has a degenerate bootstrap interval).
+    country's UN M49 area, the attribute's cluster, γ(x, a) with its 95% CI (``ci_low``, ``ci_high``, when
+    ``gammas_xa`` has ``gamma_lo``/``gamma_hi``) and ``n``, the number of C values behind the cell (a cell of
+    few values has a degenerate bootstrap interval).
     """
     geo = geoscheme() if geo is None else geo
     rows = []
@@ -361,10 +363,10 @@ def top_pairs(gammas_xa: Mapping[str, pd.DataFrame], k: int = 3, geo: pd.DataFra
             seen.append(r.subject)
             row = {"model": name, "rank": len(seen), "country": r.subject,
                    "area": geo["area"].get(r.subject, "—"), "cluster": r.attr_cluster, "attribute": r.attr,
-                   "gamma": r.gamma, "n": r.n}
+                   "gamma": r.gamma}
             if "gamma_lo" in table:
-                row["95% CI"] = f"[{r.gamma_lo:+.3f}, {r.gamma_hi:+.3f}]"
-            rows.append(row)
+                row |= {"ci_low": r.gamma_lo, "ci_high": r.gamma_hi}
+            rows.append(row | {"n": r.n})
             if len(seen) == k:
                 break
     return pd.DataFrame(rows)

@@ -23,13 +23,17 @@ from typing import Any
 
 import pandas as pd
 
-from ..display import captioned
+from ..display import MISSING, captioned, styled
 from ..unqover import tables
 from . import recipes
 
-__all__ = ["card_numbers", "fills_view", "mu_numbers", "paper_models_view", "side_by_side_table",
+__all__ = ["ZOO_FORMAT", "card_numbers", "fills_view", "mu_numbers", "paper_models_view", "side_by_side_table",
            "side_by_side_view", "zoo_view"]
 
+#: How :func:`zoo_view` shows each number of :func:`recipes.zoo_table` (a row of the view); the held-out metrics
+#: are shown with three decimals.
+ZOO_FORMAT = {"train examples": "{:,}", "held-out examples": "{:,}", "steps": "{:,}", "batch size": "{:,}",
+              "trained params (M)": "{:.2f}", "train time (min)": "{:.1f}", "part (MB)": "{:.1f}"}
 #: The models whose μ the chapter quotes: glue key → model.
 MU_MODELS = {"zoo_mu": "zoo:minilm-qa", "lab_mu": "lab:qa-biased"}
 
@@ -37,9 +41,15 @@ MU_MODELS = {"zoo_mu": "zoo:minilm-qa", "lab_mu": "lab:qa-biased"}
 # -- the zoo --------------------------------------------------------------------------------------------------------
 def zoo_view(cards: Mapping[str, Mapping[str, Any]]):
     """:func:`recipes.zoo_table` of the model ``cards`` (:func:`recipes.cards`) with one column per model (a
-    Styler: no truncated cells)."""
-    return captioned(recipes.zoo_table(cards).set_index("model").T.style,
-                     "The zoo's model cards: one column per model (task, training data, size, cost, held-out quality)")
+    Styler: no truncated cells; each row formatted by :data:`ZOO_FORMAT`, a held-out metric with 3 decimals)."""
+    table = recipes.zoo_table(cards).set_index("model").T
+    styler = styled(table)
+    for row in table.index:
+        fmt = ZOO_FORMAT.get(row, "{:.3f}" if row.startswith("held-out ") and row != "held-out examples" else None)
+        if fmt:
+            styler.format(fmt, subset=pd.IndexSlice[[row], :], na_rep=MISSING)
+    return captioned(styler, "The zoo's model cards: one column per model (task, training data, size, cost, "
+                             "held-out quality)")
 
 
 def card_numbers(cards: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
@@ -66,20 +76,21 @@ def card_numbers(cards: Mapping[str, Mapping[str, Any]]) -> dict[str, str]:
 # -- what each model can do, what the papers used instead ----------------------------------------------------------
 def fills_view(cards: Mapping[str, Mapping[str, Any]]):
     """The zoo masked LM's top-5 fills of the plain probes on its card (:func:`recipes.fills_table`)."""
-    return captioned(recipes.fills_table(cards).style.hide(axis="index"),
+    return captioned(styled(recipes.fills_table(cards)).hide(axis="index"),
                      "zoo:minilm-mlm's five most likely fills of each plain probe sentence (from its model card)")
 
 
 def paper_models_view():
     """What each paper probed and the model that stands in for it here (:func:`recipes.paper_models_table`)."""
-    return captioned(recipes.paper_models_table().style.hide(axis="index"),
+    return captioned(styled(recipes.paper_models_table()).hide(axis="index"),
                      "What each paper probed, and the model that stands in for it in this book")
 
 
 # -- one UnQover result, three kinds of model ----------------------------------------------------------------------
 def side_by_side_table(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """One row per model of ``frames`` (:func:`tables.gather` on the gender dataset): μ with its 95% CI, δ and the
-    three top occupations per gender with their γ (:func:`tables.side_by_side`)."""
+    """One row per model of ``frames`` (:func:`tables.gather` on the gender dataset): μ with its 95% CI
+    (``ci_low``, ``ci_high``), δ and the three top occupations per gender with their γ
+    (:func:`tables.side_by_side`)."""
     gammas = {name: tables.gender_gamma(frame, n_boot=n_boot, seed=seed) for name, frame in frames.items()}
     mu = tables.intensity(frames, n_boot=n_boot, seed=seed).set_index("model")
     top = tables.top_occupations(gammas, k=3)
@@ -87,8 +98,8 @@ def side_by_side_table(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000
 
 
 def side_by_side_view(side: pd.DataFrame):
-    """:func:`side_by_side_table`, formatted."""
-    return captioned(side.style.format(precision=3).hide(axis="index"),
+    """:func:`side_by_side_table`, formatted (μ with its interval as "[lo, hi]", δ, three decimals)."""
+    return captioned(styled(side, precision=3).hide(axis="index"),
                      "UnQover on the gender–occupation dataset, one row per model: bias intensity μ with its 95% "
                      "bootstrap interval, positional error δ, and the three occupations of highest γ per gender")
 

@@ -583,20 +583,24 @@ _QUALITY = {"mlm": ("top1", "top10"), "qa": ("exact_match", "exact_match_token_t
 
 
 def zoo_table(all_cards: dict[str, dict[str, Any]]):
-    """One row per zoo model: task, data, sizes, cost and held-out quality (the book's zoo table)."""
+    """One row per zoo model: task, data, sizes, cost and held-out quality (the book's zoo table), every number
+    a number: examples, steps and batch size as integers, trained parameters in millions, training time in
+    minutes, the part in MB, and one ``held-out <metric>`` column per quality metric of any model's head
+    (missing where the model's head has no such metric)."""
     import pandas as pd
 
     rows = []
     for name, card in all_cards.items():
         head = card["recipe"]["head"]
         t = card["training"]
-        quality = "; ".join(f"{k.replace('_', ' ')} {card['metrics'][k]:.3f}" for k in _QUALITY[head] if k in card["metrics"])
+        quality = {f"held-out {k.replace('_', ' ')}": card["metrics"][k] for k in _QUALITY[head]
+                   if k in card["metrics"]}
         rows.append({"model": name, "task": card["summary"], "training data": card["data"]["source"],
-                     "train / held-out": f"{card['data']['n_train']:,} / {card['data']['n_heldout']:,}",
-                     "steps × batch": f"{t['steps']} × {t['batch_size']}",
-                     "trained params": f"{(t['trainable']['adapter_params'] + t['trainable']['full_params']) / 1e6:.2f} M",
-                     "train time": f"{t['wall_s']['train'] / 60:.1f} min", "part": f"{card['part']['bytes'] / 1e6:.1f} MB",
-                     "held-out quality": quality})
+                     "train examples": card["data"]["n_train"], "held-out examples": card["data"]["n_heldout"],
+                     "steps": t["steps"], "batch size": t["batch_size"],
+                     "trained params (M)": (t["trainable"]["adapter_params"] + t["trainable"]["full_params"]) / 1e6,
+                     "train time (min)": t["wall_s"]["train"] / 60, "part (MB)": card["part"]["bytes"] / 1e6,
+                     **quality})
     return pd.DataFrame(rows)
 
 
