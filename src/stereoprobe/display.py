@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["INTERVAL_LABEL", "MISSING", "captioned", "float_format", "glue_all", "intervals", "show", "styled",
-           "table_html", "use_book_style"]
+__all__ = ["INTERVAL_LABEL", "MISSING", "captioned", "float_format", "glue_all", "intervals", "method_source", "show",
+           "show_method", "styled", "table_html", "use_book_style"]
 
 #: How the book's tables show a missing value: a paper that printed no number, an interval from fewer than two
 #: values (:func:`stereoprobe.stats.no_interval_from_one`).
@@ -378,6 +378,54 @@ def show(obj: Any) -> None:
         print(obj)
     else:
         display(obj)
+
+
+def method_source(func: Callable, *, docstring: str = "summary") -> str:
+    """The source of ``func`` as it is in the package, for a chapter to show the few lines that compute what it
+    teaches (d2l's ``#@save`` idea, the other way round: the book shows the code, it does not copy it).
+
+    ``docstring="summary"`` keeps the docstring's first line (the formula it implements, where it names one),
+    ``"full"`` all of it, ``"none"`` drops it.
+
+    >>> from stereoprobe.nli.measures import fraction_neutral
+    >>> print(method_source(fraction_neutral))  # doctest: +ELLIPSIS
+    def fraction_neutral(probs: pd.DataFrame, aggregate: str = "pair") -> float:
+        \"\"\"Fraction neutral FN ...\"\"\"
+    ...
+    """
+    import ast
+    import inspect
+    import textwrap
+
+    if docstring not in ("summary", "full", "none"):
+        raise ValueError(f"docstring={docstring!r}; pass 'summary', 'full' or 'none'.")
+    source = textwrap.dedent(inspect.getsource(func))
+    tree = ast.parse(source)
+    node = tree.body[0]
+    first = node.body[0] if node.body else None
+    if docstring == "full" or not (isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant)
+                                   and isinstance(first.value.value, str)):
+        return source.rstrip("\n")
+    lines = source.splitlines()
+    indent = " " * first.col_offset
+    keep = [] if docstring == "none" else [f'{indent}"""{first.value.value.strip().splitlines()[0].strip()}"""']
+    return "\n".join(lines[: first.lineno - 1] + keep + lines[first.end_lineno:]).rstrip("\n")
+
+
+def show_method(*funcs: Callable, docstring: str = "summary") -> None:
+    """Show the source of ``funcs`` (:func:`method_source`) as highlighted Python in a chapter, each under a line
+    naming where it lives (``stereoprobe.unqover.metrics.positional_error``); prints it outside a kernel."""
+    text = "\n\n\n".join(f"# {f.__module__}.{f.__qualname__}\n{method_source(f, docstring=docstring)}" for f in funcs)
+    try:
+        from IPython import get_ipython
+        from IPython.display import Code
+    except ImportError:
+        print(text)
+        return
+    if get_ipython() is None:
+        print(text)
+    else:
+        show(Code(text, language="python"))
 
 
 def glue_all(values: Mapping[str, Any]) -> None:

@@ -81,10 +81,11 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
     ``models``: hub ids, local folders, ``zoo:`` or ``lab:`` names (labelled in the tables as
     :func:`stereoprobe.naming.model_labels` shortens them). ``dataset``: gender, nationality, ethnicity or
     religion. ``sample``: paper examples (an int), a fraction (a float in (0, 1]) or None for all. ``mode``:
-    ``compat`` (the authors' code) or ``clean``. ``variant``: see :data:`MODEL_VARIANTS`. ``n_boot``: bootstrap
-    resamples of the intervals; ``top``: rows per group in ``top_gamma``; ``shard_passes``: passes per score-store
-    shard (default 20,000; the unit of resumption). ``options``: how it runs
-    (:class:`~stereoprobe.options.RunOptions`). The tables are those of ``stereoprobe unqover report``.
+    ``compat`` (the authors' code) or ``clean``. ``variant``: ``qa`` (extractive QA), ``lm`` (masked LMs, each
+    reading the lists of its own tokenizer), ``lm-bert`` or ``lm-roberta``. ``n_boot``: bootstrap resamples of the
+    intervals; ``top``: rows per group in ``top_gamma``; ``shard_passes``: passes per score-store shard (default
+    20,000; the unit of resumption). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`). The
+    tables are those of ``stereoprobe unqover report``.
     """
     from . import tables
     from .score_qa import SHARD_PASSES
