@@ -79,7 +79,8 @@ profile = "cpu"
 # %% tags=["hide-input"]
 from stereoprobe.assets import load_embeddings
 from stereoprobe.display import glue_all, use_book_style
-from stereoprobe.nli import chapter, tables
+from stereoprobe.book.views import nli as chapter
+from stereoprobe.nli import tables
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 

@@ -60,7 +60,8 @@ profile = "cpu"
 import matplotlib.pyplot as plt
 
 from stereoprobe.display import glue_all, use_book_style
-from stereoprobe.unqover import chapter, tables
+from stereoprobe.book.views import unqover as chapter
+from stereoprobe.unqover import tables
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 

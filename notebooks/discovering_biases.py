@@ -85,7 +85,7 @@ profile = "cpu"
 
 # %% tags=["hide-input"]
 from stereoprobe.display import glue_all, use_book_style
-from stereoprobe.sodapop import chapter
+from stereoprobe.book.views import sodapop as chapter
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
@@ -569,7 +569,7 @@ glue_all(chapter.grid_numbers(single, multi))
 #
 # ```python
 # import dataclasses
-# from stereoprobe.sodapop import chapter
+# from stereoprobe.book.views import sodapop as chapter
 # from stereoprobe.sodapop.probe import GridConfig, run_probe
 # from stereoprobe.zoo import lab
 #

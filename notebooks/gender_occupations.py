@@ -61,7 +61,8 @@ import matplotlib.pyplot as plt
 
 from stereoprobe import plots
 from stereoprobe.display import glue_all, use_book_style
-from stereoprobe.unqover import chapter, tables
+from stereoprobe.book.views import unqover as chapter
+from stereoprobe.unqover import tables
 from stereoprobe.unqover.generate import DatasetSpec, count
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
@@ -191,7 +192,8 @@ chapter.intensity_view(mu)
 # The lab models are tiny, so a sweep over sample sizes takes seconds per step:
 #
 # ```python
-# from stereoprobe.unqover import chapter, tables
+# from stereoprobe.book.views import unqover as chapter
+# from stereoprobe.unqover import tables
 # from stereoprobe.unqover.generate import DatasetSpec
 #
 # planted = tables.lab_planted(["lab:qa-biased"], "occupations")

@@ -65,7 +65,8 @@ profile = "cpu"
 from stereoprobe.display import glue_all, use_book_style
 from stereoprobe.unqover import tables
 from stereoprobe.unqover.generate import DatasetSpec
-from stereoprobe.zoo import chapter, recipes
+from stereoprobe.book.views import zoo as chapter
+from stereoprobe.zoo import recipes
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 

@@ -70,7 +70,8 @@ profile = "cpu"
 
 # %% tags=["hide-input"]
 from stereoprobe.display import glue_all, show, use_book_style
-from stereoprobe.unqover import chapter, metrics, tables
+from stereoprobe.book.views import unqover as chapter
+from stereoprobe.unqover import metrics, tables
 from stereoprobe.unqover.generate import DatasetSpec, count
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]

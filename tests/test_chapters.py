@@ -1,5 +1,4 @@
-"""Every chapter notebook of the book stays thin: its logic lives in the package (the probes' ``chapter`` modules,
-``stereoprobe.zoo.chapter``), the notebook only calls and shows, and its plumbing (imports, option set-up) sits in
+"""Every chapter notebook of the book stays thin: its logic lives in the package (``stereoprobe.book.views``), the notebook only calls and shows, and its plumbing (imports, option set-up) sits in
 a cell of its own whose input the page hides."""
 
 from __future__ import annotations

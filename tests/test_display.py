@@ -172,7 +172,8 @@ if sys.argv[1] == "import":
     import importlib, pkgutil
     import stereoprobe
     for mod in pkgutil.walk_packages(stereoprobe.__path__, "stereoprobe."):  # every module, the probes' too
-        importlib.import_module(mod.name)
+        if not mod.name.endswith(".__main__"):  # `python -m` entry points run a command when imported
+            importlib.import_module(mod.name)
 frame = pd.DataFrame({"model": ["a", "b"], "gamma": [0.123456789, float("nan")], "n": [1000, 2]})
 options = {key: repr(pd.get_option(key)) for key in pd._config.config._registered_options}
 data, _ = shell.display_formatter.format(frame)

@@ -18,10 +18,11 @@ PROBES = ("unqover", "sodapop", "nli")
 
 
 def layer(module: str) -> str:
-    """``stereoprobe.nli.static`` → probes. The top-level helper modules (paths, models, assets, …) are the core;
-    a probe's ``chapter`` module (the logic of its book chapter, which may use zoo models) is the book's."""
+    """``stereoprobe.nli.static`` → probes: a module's layer is its folder. ``book/`` (the chapters' front ends,
+    parameters, execution, staging, publishing) and ``cli`` are the book layer, ``zoo/`` the zoo, a probe's folder
+    the probes, and the top-level helper modules (paths, models, assets, …) the core."""
     parts = module.split(".")[1:]
-    if parts[:1] in (["book"], ["cli"], ["publish"], ["__main__"]) or "chapter" in parts:
+    if parts[:1] in (["book"], ["cli"], ["__main__"]):
         return "book"
     if parts[:1] == ["zoo"]:
         return "zoo"

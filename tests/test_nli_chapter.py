@@ -1,4 +1,4 @@
-"""The Bias-NLI chapter's tables (stereoprobe.nli.chapter) on synthetic probabilities and measures, and the
+"""The Bias-NLI chapter's tables (stereoprobe.book.views.nli) on synthetic probabilities and measures, and the
 chapter notebook staying thin."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ import pandas as pd
 import pytest
 
 from stereoprobe.assets import Embeddings
-from stereoprobe.nli import chapter, measures, projection, tables
+from stereoprobe.book.views import nli as chapter
+from stereoprobe.nli import measures, projection, tables
 from stereoprobe.nli import wordlists as wl
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "biased_inferences.py"
@@ -247,5 +248,5 @@ def test_table15_runs_score_every_variant_and_repeat(monkeypatch):
 
 def test_the_chapter_notebook_only_calls_the_package(logic_lines):
     lines = logic_lines(NOTEBOOK)
-    assert len(lines) <= 40, f"{len(lines)} logic lines: move logic into stereoprobe.nli.chapter"
+    assert len(lines) <= 40, f"{len(lines)} logic lines: move logic into stereoprobe.book.views.nli"
     assert not [line for line in lines if re.match(r"\s*(def|class|for|while|if) ", line)]

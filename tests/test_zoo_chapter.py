@@ -1,4 +1,4 @@
-"""The "Models used" chapter's tables and quoted numbers (stereoprobe.zoo.chapter) on the committed model cards
+"""The "Models used" chapter's tables and quoted numbers (stereoprobe.book.views.zoo) on the committed model cards
 and on small score tables whose μ is known."""
 
 from __future__ import annotations
@@ -10,7 +10,8 @@ import pandas as pd
 import pytest
 
 from stereoprobe.unqover import tables
-from stereoprobe.zoo import chapter, recipes
+from stereoprobe.book.views import zoo as chapter
+from stereoprobe.zoo import recipes
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "models_used.py"
 COLS = ["subj1", "subj2", "cluster1", "cluster2", "tid", "attr_cluster", "attr", "s1_pos", "s2_pos", "s1_neg",

@@ -687,7 +687,8 @@ def publish_cmd(
     The branch gets exactly the HTML and a .nojekyll file, one commit per publish.
     Exit status: 0 done, 1 git could not commit or push, 2 bad input (nothing built, not a git checkout, no remote).
     """
-    from . import book, publish
+    from . import book
+    from .book import publish
 
     folder = book.book_root(root)
     try:

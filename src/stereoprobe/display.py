@@ -1,4 +1,4 @@
-"""What the chapter modules (``stereoprobe.sodapop.chapter``, ``stereoprobe.nli.chapter``, …) need from the
+"""What the chapter modules (``stereoprobe.book.views.sodapop``, ``stereoprobe.book.views.nli``, …) need from the
 notebook kernel: show a table where the chapter is, give it a caption, and glue numbers into its prose.
 
 Tables hold numbers: a point estimate and its interval are float columns (``gamma``, ``ci_low``, ``ci_high``),

@@ -41,10 +41,10 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..display import captioned, show, styled
-from . import abc, analysis, contexts, distractors, names
-from .probe import GridConfig, ProbeRun, rescore, run_probe
-from .success import sr_matrix
+from stereoprobe.display import captioned, show, styled
+from stereoprobe.sodapop import abc, analysis, contexts, distractors, names
+from stereoprobe.sodapop.probe import GridConfig, ProbeRun, rescore, run_probe
+from stereoprobe.sodapop.success import sr_matrix
 
 __all__ = [
     "ABC_PAIRS", "PCT", "PERMUTATION_SEED", "RD_COLUMNS", "TABLE9_MODELS", "TOP_K", "accuracy_table",
@@ -166,8 +166,8 @@ def name_groups_table(all_groups: Mapping[str, Sequence[str]], groups: Mapping[s
 def name_embeddings(encoder: str, all_groups: Mapping[str, Sequence[str]], *, n_contexts: int, seed: int = 0,
                     device: str = "auto") -> pd.DataFrame:
     """Contextual embeddings of every seed name (``encoder`` loaded as a base model; cached on disk)."""
-    from .. import models
-    from .embeddings import name_embeddings as embed
+    from stereoprobe import models
+    from stereoprobe.sodapop.embeddings import name_embeddings as embed
 
     loaded = models.load(encoder, "base", device=device)
     return embed(loaded.model, loaded.tokenizer, [n for v in all_groups.values() for n in v], n_contexts=n_contexts,
@@ -179,7 +179,7 @@ def show_table1(encoder: str, all_groups: Mapping[str, Sequence[str]], *, n_cont
     """Embed every seed name (:func:`name_embeddings`), fit Table 1 on them
     (:func:`stereoprobe.sodapop.embeddings.table1`, split seeded by ``seed``), show it beside the paper
     (:func:`table1_view`) and return (the embeddings, Table 1)."""
-    from .embeddings import table1
+    from stereoprobe.sodapop.embeddings import table1
 
     emb = name_embeddings(encoder, all_groups, n_contexts=n_contexts, seed=seed, device=device)
     t1 = table1(emb, all_groups, seed=seed)
@@ -189,7 +189,7 @@ def show_table1(encoder: str, all_groups: Mapping[str, Sequence[str]], *, n_cont
 
 def table1_view(t1: pd.DataFrame):
     """:func:`stereoprobe.sodapop.embeddings.table1` beside the paper's Table 1 (a Styler)."""
-    from .embeddings import PAPER_TABLE1
+    from stereoprobe.sodapop.embeddings import PAPER_TABLE1
 
     shown = pd.concat({"here": t1[["train", "test", "chance", "majority", "n_train", "n_test"]],
                        "paper (BERT, 622 names)": PAPER_TABLE1}, names=["source"])
@@ -211,7 +211,7 @@ def plot_name_tsne(emb: pd.DataFrame, all_groups: Mapping[str, Sequence[str]], *
     import matplotlib.pyplot as plt
     import seaborn as sns
 
-    from .embeddings import tsne_names
+    from stereoprobe.sodapop.embeddings import tsne_names
 
     xy = tsne_names(emb.to_numpy(), list(emb.index), all_groups, seed=seed)
     xy["race"] = xy["group"].map(names.race_of).map(names.RACES)
@@ -273,8 +273,8 @@ def fit_debias_variants(mcq_model: str, *, n_iterations: int, max_sentences: int
                         device: str = "auto", smoke: bool = False) -> dict:
     """INLP and SentenceDebias, each for race and gender, fitted on the multiple-choice model's encoder:
     {variant name: :class:`~stereoprobe.sodapop.debias.DebiasFit`} (cached on disk)."""
-    from .. import models
-    from . import debias
+    from stereoprobe import models
+    from stereoprobe.sodapop import debias
 
     mcq = models.load(mcq_model, "mcq", device=device, smoke=smoke)
     fits = {}

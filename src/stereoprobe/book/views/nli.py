@@ -36,10 +36,10 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ..display import MISSING, captioned, show, styled
-from . import measures, tables
-from .score import load_probabilities
-from .templates import TemplateSpec, iter_pairs
+from stereoprobe.display import MISSING, captioned, show, styled
+from stereoprobe.nli import measures, tables
+from stereoprobe.nli.score import load_probabilities
+from stereoprobe.nli.templates import TemplateSpec, iter_pairs
 
 __all__ = [
     "DIFF_COLUMNS", "FMT3", "PAPER_KIND", "accuracy_table", "contextual_measures", "contextual_numbers",
@@ -203,7 +203,7 @@ def show_least_neutral(probs: Mapping[tuple[str, str], pd.DataFrame], probes: Se
 # -- the static model on GloVe --------------------------------------------------------------------------------------
 def table7_beside_paper(vectors):
     """Table 7 (principal-value ratios and cosines) with both subspace recipes, beside the paper (a Styler)."""
-    from . import projection
+    from stereoprobe.nli import projection
 
     t7 = pd.concat([tables.table7(vectors, method).assign(method=method) for method in projection.SUBSPACE_METHODS])
     paper = tables.reference("table7").query("table == 7").set_index("set")
@@ -216,7 +216,7 @@ def table7_beside_paper(vectors):
 def training_corpus(snli_train=None, snli_dev=None, *, smoke: bool = False) -> tuple[list, list]:
     """(train, held-out) of the static model: SNLI-format files when given, else the project's offline NLI
     corpus (3,000 + 300 pairs with ``smoke``)."""
-    from . import static
+    from stereoprobe.nli import static
 
     if snli_train:
         return static.read_snli(snli_train), static.read_snli(snli_dev)
@@ -229,7 +229,7 @@ def static_directions(vectors, n_random: int) -> dict[str, np.ndarray | None]:
     """What each retrained variant removes: ``orig`` nothing, ``-gen``/``-nat``/``-rel`` the bias directions
     (:func:`tables.bias_directions`), ``rand<i>`` the first principal direction of 20 random words (the
     authors' GloVe control, seed 1)."""
-    from . import projection
+    from stereoprobe.nli import projection
 
     directions = {"orig": None, **{f"-{b[:3]}": tables.bias_directions(vectors, b) for b in tables.BIASES}}
     randoms = projection.random_word_pc_directions(vectors.vectors, n=n_random, seed=1)
@@ -239,7 +239,7 @@ def static_directions(vectors, n_random: int) -> dict[str, np.ndarray | None]:
 def train_static_variants(vectors, train: Sequence, held: Sequence, directions: Mapping[str, np.ndarray | None], *,
                           smoke: bool = False) -> dict:
     """One static model per direction set, trained from scratch (cached on disk; one epoch with ``smoke``)."""
-    from . import static
+    from stereoprobe.nli import static
 
     settings = dict(epochs=1) if smoke else {}
     return {name: static.cached_train(train, held, vectors, directions=d, name=f"static{name}", threads=1,
@@ -356,7 +356,7 @@ def lab_effect(vectors, *, n_boot: int = 1000, seed: int = 0, smoke: bool = Fals
     """The lab's four static models (biased, control, and both with the lab direction projected out and
     retrained) scored on ``sample`` gender pairs (30,000 hold 587 planted pairs):
     :func:`stereoprobe.nli.lab.planted_effect` (a Styler)."""
-    from . import lab
+    from stereoprobe.nli import lab
 
     size = dict(n_train=3000, n_heldout=300, epochs=1, progress=False) if smoke else dict(progress=False)
     models = {"biased": lab.lab_model(vectors, **size), "control": lab.lab_model(vectors, variant="control", **size),
@@ -375,7 +375,7 @@ def lab_effect(vectors, *, n_boot: int = 1000, seed: int = 0, smoke: bool = Fals
 def ensure_zoo_models(names: Sequence[str | None]) -> None:
     """Train the zoo variants among ``names`` that have no part yet (only ``minilm-nli-proj`` and
     ``minilm-nli-rand0`` are committed; the others take about 8 minutes each on 2 CPU cores)."""
-    from ..zoo import recipes
+    from stereoprobe.zoo import recipes
 
     for name in names:
         if name and name.startswith("zoo:") and not recipes.part_path(name).is_file():
@@ -432,7 +432,7 @@ def random_spread(runs: pd.DataFrame):
 
 def zoo_accuracy(names: Sequence[str | None]):
     """The held-out accuracy on the zoo cards of the zoo models among ``names`` (a Styler)."""
-    from ..zoo.recipes import read_card
+    from stereoprobe.zoo.recipes import read_card
 
     accuracy = {name: read_card(name)["metrics"]["accuracy"] for name in names if name and name.startswith("zoo:")}
     return captioned(styled(pd.Series(accuracy, name="held-out accuracy").to_frame(), "{:.3f}"),
@@ -453,8 +453,8 @@ def layer_diagnostics(model: str, *, device: str = "auto", smoke: bool = False):
     """How much of the he/she difference is left in every layer after removing the gender direction from
     the input word pieces or from every layer (:func:`stereoprobe.nli.contextual.layer_diagnostics`; a
     Styler)."""
-    from ..models import load
-    from .contextual import layer_diagnostics as diagnostics
+    from stereoprobe.models import load
+    from stereoprobe.nli.contextual import layer_diagnostics as diagnostics
 
     loaded = load(model, "nli", device=device, smoke=smoke)
     return captioned(styled(diagnostics(loaded.model, loaded.tokenizer), precision=3).hide(axis="index"),

@@ -23,9 +23,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..display import MISSING, captioned, styled
-from ..unqover import tables
-from . import recipes
+from stereoprobe.display import MISSING, captioned, styled
+from stereoprobe.unqover import tables
+from stereoprobe.zoo import recipes
 
 __all__ = ["ZOO_FORMAT", "card_numbers", "fills_view", "mu_numbers", "paper_models_view", "side_by_side_table",
            "side_by_side_view", "zoo_view"]

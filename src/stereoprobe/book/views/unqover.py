@@ -34,11 +34,11 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from .. import plots
-from ..display import MISSING, captioned, show, styled
-from ..models import parameter_count
-from . import metrics, tables
-from .generate import Counts, DatasetSpec, count
+from stereoprobe import plots
+from stereoprobe.display import MISSING, captioned, show, styled
+from stereoprobe.models import parameter_count
+from stereoprobe.unqover import metrics, tables
+from stereoprobe.unqover.generate import Counts, DatasetSpec, count
 
 __all__ = [
     "AGREEMENT_FORMAT", "CI_FORMAT", "agreement_numbers", "agreement_view", "claim_numbers", "claims_view",
