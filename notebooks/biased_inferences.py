@@ -66,27 +66,24 @@ random_retrains = 2  # random directions for the retrained static controls (pape
 contextual_model = "zoo:minilm-nli"  # the model of the contextual projection section (Table 15)
 proj_finetuned = "zoo:minilm-nli-proj"  # the same model fine-tuned with the projection (None: skip)
 rand_finetuned = ["zoo:minilm-nli-rand0"]  # ... fine-tuned with random projections (paper: 8; zoo: rand0-rand7)
-batch_tokens = None  # token budget per batch (None: 2048 on a CPU, 65536 on a GPU)
-device = "auto"
-precision = "auto"
-engine = "local"  # local | ray: score shards on Ray Data workers (this machine's GPUs, or the cluster at RAY_ADDRESS)
-workers = None  # Ray workers (None: one per GPU)
+# how it runs (stereoprobe.RunOptions), apart from what it studies; a profile sets it with its device, precision,
+# batch_tokens (None: 2048 on a CPU, 65536 on a GPU), engine (local | ray), workers and smoke_models
+run = {"device": "auto", "precision": "auto", "batch_tokens": None, "engine": "local", "workers": None, "smoke": False}
 seed = 0
 n_boot = 1000
-smoke_models = False
 profile = "cpu"
 
 # %% tags=["hide-input"]
 from stereoprobe.assets import load_embeddings
-from stereoprobe.display import glue_all, use_book_style
+from stereoprobe import RunOptions
+from stereoprobe.display import glue_all, show_method, use_book_style
 from stereoprobe.book.views import nli as chapter
 from stereoprobe.nli import tables
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
 specs = tables.probe_specs(sample=sample, seed=seed)
-options = dict(batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models, progress=False,
-               engine=engine, workers=workers)
+options = RunOptions(**run, progress=False).scorer_kwargs()
 
 # %%
 print(chapter.run_summary(profile, nli_models, specs))
@@ -114,6 +111,14 @@ chapter.first_pairs(specs)
 # %% [markdown]
 # ## How neutral is a contextual NLI model? (Tables 1, 3, 5)
 #
+# The measures, as the package computes them (`stereoprobe.nli.measures`) from each pair's entailment,
+# neutral and contradiction probabilities e, n, c:
+
+# %% tags=["hide-input"]
+show_method("stereoprobe.nli.measures.net_neutral", "stereoprobe.nli.measures.fraction_neutral",
+            "stereoprobe.nli.measures.threshold_neutral", "stereoprobe.nli.measures._indicators")
+
+# %% [markdown]
 # Each model scores the same sample of every probe. The intervals are percentile bootstrap 95%
 # intervals over sentence pairs. The paper's rows (GloVe, ELMo, BERT trained on SNLI) are shown for
 # scale; our models are trained on other data, so only the *pattern* can be compared: gender far from
@@ -192,7 +197,7 @@ chapter.table7_beside_paper(vectors)
 
 # %%
 train_set, static_models = chapter.train_static_models(vectors, snli_train, snli_dev, random_retrains,
-                                                       smoke=smoke_models)  # orig, -gen, -nat, -rel, rand0, rand1, …
+                                                       smoke=options["smoke"])  # orig, -gen, -nat, -rel, rand0, rand1, …
 
 # %%
 runs = chapter.static_runs(static_models, specs, n_boot=n_boot, seed=seed)
@@ -251,7 +256,7 @@ chapter.word_pair_means(static_models, rude_iraqi_pairs, ["orig", "-nat"])
 # female words, contradicting the male ones), and comes back after the projection.
 
 # %%
-chapter.lab_effect(vectors, n_boot=n_boot, seed=seed, smoke=smoke_models)  # 30,000 gender pairs: 587 planted
+chapter.lab_effect(vectors, n_boot=n_boot, seed=seed, smoke=options["smoke"])  # 30,000 gender pairs: 587 planted
 
 # %% [markdown]
 # The "other" rows of the biased model and its control are identical: same weights, same vectors.
@@ -318,7 +323,7 @@ glue_all(chapter.table15_numbers(chapter.table15(table15_runs)))
 # the mean contextual embedding of "he" and of "she" (in matched template sentences).
 
 # %%
-chapter.layer_diagnostics(contextual_model, device=device, smoke=smoke_models)
+chapter.layer_diagnostics(contextual_model, device=options["device"], smoke=options["smoke"])
 
 # %%
 chapter.layers_table(contextual_model, specs["gender"], variants, n_boot=n_boot, seed=seed, **options)

@@ -46,31 +46,28 @@ models = ["zoo:minilm-qa"]  # QA models: hub ids, local folders, zoo: names
 lm_models = ["zoo:minilm-mlm"]  # masked LMs
 sample = 4000  # paper examples per dataset and model (int), a fraction, or None for all
 mode = "compat"  # compat | clean
-batch_tokens = None  # token budget per batch (None: 2048 on a CPU, 65536 on a GPU)
-device = "auto"
-precision = "auto"
-engine = "local"  # local | ray: score shards on Ray Data workers (this machine's GPUs, or the cluster at RAY_ADDRESS)
-workers = None  # Ray workers (None: one per GPU)
+# how it runs (stereoprobe.RunOptions), apart from what it studies; a profile sets it with its device, precision,
+# batch_tokens (None: 2048 on a CPU, 65536 on a GPU), engine (local | ray), workers and smoke_models
+run = {"device": "auto", "precision": "auto", "batch_tokens": None, "engine": "local", "workers": None, "smoke": False}
 seed = 0
 n_boot = 1000
-smoke_models = False
 profile = "cpu"
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 
+from stereoprobe import RunOptions
 from stereoprobe.display import glue_all, use_book_style
 from stereoprobe.book.views import unqover as chapter
 from stereoprobe.unqover import tables
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
-options = chapter.score_options(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
-                                smoke=smoke_models, engine=engine, workers=workers)
+options = chapter.score_options(mode, RunOptions(**run))
 
 # %%
 grid = tables.intensity_grid(models, lm_models, sample=sample, seed=seed, n_boot=n_boot, **options)
-sizes = chapter.model_sizes(models, lm_models, smoke=smoke_models)
+sizes = chapter.model_sizes(models, lm_models, smoke=options["smoke"])
 print(f"profile {profile}: {len(models)} QA model(s), {len(lm_models)} masked LM(s), 4 bias classes")
 
 # %% [markdown]

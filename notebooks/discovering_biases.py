@@ -74,23 +74,20 @@ debias = True  # score the INLP and SentenceDebias variants (race, gender)
 debias_sentences = 1000  # attribute sentences (INLP) / counterfactual tuples (SentenceDebias) per fit
 inlp_iterations = 30  # INLP classifiers (bias-bench: 80; on CPU later ones remove little)
 mcq_lab_models = ["lab:mcq-biased", "lab:mcq-control"]  # planted-bias lab (biased, control)
-batch_tokens = None  # token budget per batch (None: 2048 on a CPU, 65536 on a GPU)
-device = "auto"
-precision = "fp32"
-engine = "local"  # local | ray: score shards on Ray Data workers (this machine's GPUs, or the cluster at RAY_ADDRESS)
-workers = None  # Ray workers (None: one per GPU)
+# how it runs (stereoprobe.RunOptions), apart from what it studies; a profile sets it with its device, precision,
+# batch_tokens (None: 2048 on a CPU, 65536 on a GPU), engine (local | ray), workers and smoke_models
+run = {"device": "auto", "precision": "fp32", "batch_tokens": None, "engine": "local", "workers": None, "smoke": False}
 seed = 0
-smoke_models = False
 profile = "cpu"
 
 # %% tags=["hide-input"]
-from stereoprobe.display import glue_all, use_book_style
+from stereoprobe import RunOptions
+from stereoprobe.display import glue_all, show_method, use_book_style
 from stereoprobe.book.views import sodapop as chapter
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
-options = dict(batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke_models, progress=False,
-               engine=engine, workers=workers)
+options = RunOptions(**run, progress=False).scorer_kwargs()
 perm = dict(n_perm=n_perm, p_method=p_method)  # analysis.permutation_method: exact or sampled test
 
 # %%
@@ -142,7 +139,7 @@ chapter.name_groups_table(all_groups, groups)
 # `name_contexts` contexts per name.
 
 # %%
-emb, t1 = chapter.show_table1(name_encoder, all_groups, n_contexts=name_contexts, seed=seed, device=device)
+emb, t1 = chapter.show_table1(name_encoder, all_groups, n_contexts=name_contexts, seed=seed, device=options["device"])
 
 # %% mystnb={"image": {"alt": "Scatter plot of a two-dimensional t-SNE map of the first-name embeddings, one point per name, coloured by race/ethnicity (European American, African American, Asian, Hispanic) and marked by gender (dot female, cross male). Regions held by one colour or one marker show that the encoder's embeddings carry the name's group."}}
 chapter.show_name_tsne(emb, all_groups, encoder=name_encoder, n_contexts=name_contexts)
@@ -230,6 +227,12 @@ chapter.runs_accuracy_view(single, multi, order=list(all_groups))
 # word enters the vocabulary only if it occurs more than `min_count` times for **every** name (the
 # paper: 50, which gave it 443 words over 50 contexts). Each name is then a vector of SR values over
 # the vocabulary.
+#
+# The success rate, as the package computes it (`stereoprobe.sodapop.success`, after the authors'
+# `process_person_to_vocab`): a ratio of counts pooled over contexts, not a mean of per-context ratios.
+
+# %% tags=["hide-input"]
+show_method("stereoprobe.sodapop.success.success_rates")
 
 # %%
 sr_single, sr_multi = chapter.show_success_rates(single, multi, min_count_single, min_count_multi)
@@ -280,6 +283,9 @@ chapter.show_sr_tsne({"single context": sr_single, "multi-context": sr_multi}, g
 # on m₁ − m₂ (names shuffled between the groups). The paper tests only the 30 words it prints per
 # pair; here every vocabulary word is tested and **q** is the Benjamini–Hochberg adjusted p-value
 # over them, the one to read when scanning hundreds of words.
+
+# %% tags=["hide-input"]
+show_method("stereoprobe.sodapop.analysis._rd")
 
 # %%
 chapter.show_top_words(sr_single, groups, ("AA_f", "EA_f"), "single context", ["4"], **perm)
@@ -532,8 +538,8 @@ glue_all(chapter.grid_numbers(single, multi))
 # from stereoprobe import models
 # from stereoprobe.sodapop import debias, probe
 #
-# mcq = models.load(mcq_model, "mcq", device=device)
-# pre = models.load("asset:minilm", "base", device=device)      # the pre-trained encoder
+# mcq = models.load(mcq_model, "mcq", device=options["device"])
+# pre = models.load("asset:minilm", "base", device=options["device"])      # the pre-trained encoder
 # fit = debias.fit_debias(mcq.model, mcq.tokenizer, "inlp", "gender", fingerprint=pre.fingerprint,
 #                         encoder_source=(pre.model, pre.tokenizer), n_iterations=inlp_iterations,
 #                         max_sentences=debias_sentences)

@@ -46,20 +46,18 @@ models = ["zoo:minilm-qa"]  # hub ids, local folders, zoo: or lab: names
 lab_models = ["lab:qa-biased", "lab:qa-control"]  # the planted-bias section: a biased model and its control
 sample = 4000  # paper examples of the gender dataset (int), a fraction, or None for all 1,372,000
 mode = "compat"  # compat | clean
-batch_tokens = None  # token budget per batch (None: 2048 on a CPU, 65536 on a GPU)
-device = "auto"
-precision = "auto"
-engine = "local"  # local | ray: score shards on Ray Data workers (this machine's GPUs, or the cluster at RAY_ADDRESS)
-workers = None  # Ray workers (None: one per GPU)
+# how it runs (stereoprobe.RunOptions), apart from what it studies; a profile sets it with its device, precision,
+# batch_tokens (None: 2048 on a CPU, 65536 on a GPU), engine (local | ray), workers and smoke_models
+run = {"device": "auto", "precision": "auto", "batch_tokens": None, "engine": "local", "workers": None, "smoke": False}
 seed = 0
 n_boot = 1000  # bootstrap resamples for the CIs
-smoke_models = False
 profile = "cpu"
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 
 from stereoprobe import plots
+from stereoprobe import RunOptions
 from stereoprobe.display import glue_all, use_book_style
 from stereoprobe.book.views import unqover as chapter
 from stereoprobe.unqover import tables
@@ -70,8 +68,7 @@ use_book_style()  # tables as the book shows them: numbers right, text left, int
 spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
 n = count(spec)
 glue_all({"n_examples": f"{n.paper_examples:,}"})
-options = chapter.score_options(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
-                                smoke=smoke_models, engine=engine, workers=workers)
+options = chapter.score_options(mode, RunOptions(**run))
 
 # %%
 frames = tables.gather(models, spec, **options)
@@ -110,7 +107,7 @@ chapter.paper_table2_view()
 # and finds nothing of that size in the control.
 
 # %%
-planted = tables.lab_planted(lab_models, "occupations", smoke=smoke_models)
+planted = tables.lab_planted(lab_models, "occupations", smoke=options["smoke"])
 recovery = chapter.planted_occupations(lab_gammas, planted)
 chapter.show_planted_occupations(recovery, planted)
 

@@ -51,17 +51,15 @@
 side_by_side = ["lab:qa-biased", "zoo:minilm-qa"]  # models for the UnQover comparison (the gpu profile adds a paper model)
 sample = 4000  # paper examples of the gender dataset (int), a fraction, or None for all 1,372,000
 mode = "compat"  # compat | clean
-batch_tokens = None  # token budget per batch (None: 2048 on a CPU, 65536 on a GPU)
-device = "auto"
-precision = "auto"
-engine = "local"  # local | ray: score shards on Ray Data workers (this machine's GPUs, or the cluster at RAY_ADDRESS)
-workers = None  # Ray workers (None: one per GPU)
+# how it runs (stereoprobe.RunOptions), apart from what it studies; a profile sets it with its device, precision,
+# batch_tokens (None: 2048 on a CPU, 65536 on a GPU), engine (local | ray), workers and smoke_models
+run = {"device": "auto", "precision": "auto", "batch_tokens": None, "engine": "local", "workers": None, "smoke": False}
 seed = 0
 n_boot = 1000
-smoke_models = False
 profile = "cpu"
 
 # %% tags=["hide-input"]
+from stereoprobe import RunOptions
 from stereoprobe.display import glue_all, use_book_style
 from stereoprobe.unqover import tables
 from stereoprobe.unqover.generate import DatasetSpec
@@ -129,8 +127,7 @@ chapter.paper_models_view()
 
 # %%
 spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
-frames = tables.gather(side_by_side, spec, mode=mode, batch_tokens=batch_tokens, device=device,
-                       precision=precision, smoke=smoke_models, engine=engine, workers=workers)
+frames = tables.gather(side_by_side, spec, mode=mode, **RunOptions(**run).scorer_kwargs())
 side = chapter.side_by_side_table(frames, n_boot=n_boot, seed=seed)
 chapter.side_by_side_view(side)
 

@@ -50,21 +50,19 @@ lm_models = ["zoo:minilm-mlm"]  # masked LMs (the LM variant: country_bert / cou
 lab_lm_models = ["lab:mlm-biased", "lab:mlm-control"]  # planted-bias section: a biased masked LM and its control
 sample = 4000  # paper examples per model (int), a fraction, or None for all 1,154,232 (LM: 507,870)
 mode = "compat"  # compat | clean
-batch_tokens = None  # token budget per batch (None: 2048 on a CPU, 65536 on a GPU)
-device = "auto"
-precision = "auto"
-engine = "local"  # local | ray: score shards on Ray Data workers (this machine's GPUs, or the cluster at RAY_ADDRESS)
-workers = None  # Ray workers (None: one per GPU)
+# how it runs (stereoprobe.RunOptions), apart from what it studies; a profile sets it with its device, precision,
+# batch_tokens (None: 2048 on a CPU, 65536 on a GPU), engine (local | ray), workers and smoke_models
+run = {"device": "auto", "precision": "auto", "batch_tokens": None, "engine": "local", "workers": None, "smoke": False}
 seed = 0
 n_boot = 1000
 top_k = 3  # countries per model in Table 4
 western_areas = None  # None: the geoscheme's `western` flag; or a list of M49 areas, e.g. ["Western Europe"]
-smoke_models = False
 profile = "cpu"
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 
+from stereoprobe import RunOptions
 from stereoprobe.display import glue_all, use_book_style
 from stereoprobe.book.views import unqover as chapter
 from stereoprobe.unqover import tables
@@ -73,8 +71,7 @@ from stereoprobe.unqover.generate import DatasetSpec, count
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
 spec = DatasetSpec("nationality", mode=mode, sample=sample, seed=seed)
-options = chapter.score_options(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
-                                smoke=smoke_models, engine=engine, workers=workers)
+options = chapter.score_options(mode, RunOptions(**run))
 
 # %%
 qa_frames = tables.gather(models, spec, **options)
@@ -176,7 +173,7 @@ chapter.western_view(matrix, geo, western_areas)
 
 # %%
 lab_frames = tables.gather_lm(lab_lm_models, spec, **options)
-planted = tables.lab_planted(lab_lm_models, "country_clusters", smoke=smoke_models)
+planted = tables.lab_planted(lab_lm_models, "country_clusters", smoke=options["smoke"])
 recovery = tables.planted_cluster_recovery(lab_frames, planted, n_boot=n_boot, seed=seed)
 chapter.show_cluster_recovery(recovery)
 

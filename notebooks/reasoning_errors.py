@@ -58,18 +58,16 @@ models = ["zoo:minilm-qa"]  # hub ids, local folders, zoo: or lab: names
 lm_models = ["zoo:minilm-mlm"]  # masked LMs for the LM rows (BERT family: lm-bert lists; names with "roberta": lm-roberta)
 sample = 4000  # paper examples of the gender dataset (int), a fraction, or None for all 1,372,000
 mode = "compat"  # compat: the authors' code bit for bit; clean: padding masked, standard pair encoding
-batch_tokens = None  # token budget per batch (None: 2048 on a CPU, 65536 on a GPU)
-device = "auto"  # auto | cpu | cuda
-precision = "auto"  # auto | fp32 | bf16 | fp16
-engine = "local"  # local | ray: score shards on Ray Data workers (this machine's GPUs, or the cluster at RAY_ADDRESS)
-workers = None  # Ray workers (None: one per GPU)
+# how it runs (stereoprobe.RunOptions), apart from what it studies; a profile sets it with its device, precision,
+# batch_tokens (None: 2048 on a CPU, 65536 on a GPU), engine (local | ray), workers and smoke_models
+run = {"device": "auto", "precision": "auto", "batch_tokens": None, "engine": "local", "workers": None, "smoke": False}
 seed = 0  # sampling and bootstrap seed
 n_boot = 1000  # bootstrap resamples (not used in this chapter's point estimates)
-smoke_models = False  # tests: tiny lab models (when `models` names any)
 profile = "cpu"
 
 # %% tags=["hide-input"]
-from stereoprobe.display import glue_all, show, use_book_style
+from stereoprobe import RunOptions
+from stereoprobe.display import glue_all, show, show_method, use_book_style
 from stereoprobe.book.views import unqover as chapter
 from stereoprobe.unqover import metrics, tables
 from stereoprobe.unqover.generate import DatasetSpec, count
@@ -77,6 +75,7 @@ from stereoprobe.unqover.generate import DatasetSpec, count
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
 spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
+options = RunOptions(**run).scorer_kwargs()
 n = count(spec)
 glue_all(chapter.count_numbers(n, models, mode))
 
@@ -107,6 +106,15 @@ show(chapter.fig2_bias_view(bias))
 # reads the question would not move a score by 0.26 when the names swap.
 
 # %% [markdown]
+# The code that computed them, as it stands in the package (`stereoprobe.unqover.metrics`): per paper
+# example, `S` holds the eight scores (subject a or b, order e1 or e2, question pos or neg), and δ and ε are the
+# two averages of the equations above, written out term by term.
+
+# %% tags=["hide-input"]
+show_method("stereoprobe.unqover.metrics._key_errors", "stereoprobe.unqover.metrics.positional_error",
+            "stereoprobe.unqover.metrics.attribute_error")
+
+# %% [markdown]
 # ## Scoring the gender–occupation dataset
 #
 # Each model scores {glue:text}`n_examples` paper examples ({glue:text}`n_passes` forward passes;
@@ -115,8 +123,7 @@ show(chapter.fig2_bias_view(bias))
 # stored once per (model, dataset, mode): rerunning this notebook reads them back.
 
 # %%
-frames = tables.gather(models, spec, mode=mode, batch_tokens=batch_tokens, device=device, precision=precision,
-                       smoke=smoke_models, engine=engine, workers=workers)
+frames = tables.gather(models, spec, mode=mode, **options)
 errors = tables.reasoning_errors(frames)
 chapter.errors_view(errors)
 
@@ -139,8 +146,7 @@ glue_all(chapter.error_numbers(errors))
 # avg S"; *clean* mode reads the subject token's probability directly.
 
 # %%
-lm_frames = tables.gather_lm(lm_models, spec, mode=mode, batch_tokens=batch_tokens, device=device,
-                             precision=precision, smoke=smoke_models, engine=engine, workers=workers)
+lm_frames = tables.gather_lm(lm_models, spec, mode=mode, **options)
 lm_errors = tables.reasoning_errors(lm_frames)
 chapter.errors_view(lm_errors)
 

@@ -115,12 +115,13 @@ def one_torch_thread():
 
 def _logic_lines(path: Path) -> list[str]:
     """Non-blank, non-comment lines of the code cells, the parameters cell and the opt-in to the book's tables
-    (``use_book_style()``, plumbing every chapter has: tests/test_chapters.py) excluded."""
+    (``use_book_style()``, plumbing every chapter has: tests/test_chapters.py) and ``show_method(...)`` (it shows the
+    package's source, computes nothing) excluded."""
     out, kind = [], None
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.startswith("# %%"):
             kind = "markdown" if "[markdown]" in line else "params" if re.search(r"tags=\[.*parameters", line) else "code"
-        elif kind == "code" and line.strip() and not line.strip().startswith(("#", "use_book_style()")):
+        elif kind == "code" and line.strip() and not line.strip().startswith(("#", "use_book_style()", "show_method(")):
             out.append(line)
     return out
 

@@ -29,6 +29,7 @@ from stereoprobe.book import (
     resolve_parameters,
     run_notebooks,
 )
+from stereoprobe.book.execute import _read_notebook, solution_code
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.paths import checkout_root
 
@@ -37,11 +38,28 @@ ROOT = checkout_root()
 NOTEBOOKS = [c for c in chapters() if c.kind == "notebook"]
 
 
+#: What the worked solutions' code needs to run at the smoke profile's size (run_notebooks(solutions=...)): smaller
+#: sweeps, the lab's smoke builds, a temporary file, and the zoo models where a solution reads the gpu profile's
+#: paper models ("-squad"). Everything else of every solution runs as printed.
+SMOKE_SOLUTION_EDITS = {
+    "gender-ex-1": [("(2000, 1000, 500, 250, 125, 60)", "(60,)")],
+    "sodapop-ex-4": [("(8, 12, 16, 20, 25)", "(2,)"), ('dict(device="cpu", progress=False)',
+                                                       'dict(device="cpu", progress=False, smoke=True)'),
+                     ("cap=600", "cap=10"), ("depth=2", "depth=1")],
+    "sodapop-ex-5": [("from stereoprobe.sodapop import abc\n",
+                      "from stereoprobe.sodapop import abc\nimport os, tempfile\n"
+                      "my_abc = os.path.join(tempfile.mkdtemp(), 'my_abc.tsv')\n"), ('"my_abc.tsv"', "my_abc")],
+    "ethnicity-ex-4": [('n.endswith("-squad")', "True")],
+    "nationality-ex-4": [('name.endswith("-squad")', "True")],
+}
+
+
 @pytest.fixture(scope="module")
 def smoke_executed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[Path]]:
-    """Execute every chapter notebook once with the smoke profile (shared by the tests below)."""
+    """Execute every chapter notebook once with the smoke profile, each followed by its worked solutions' code
+    (hidden cells), shared by the tests below."""
     build = tmp_path_factory.mktemp("book")
-    paths = run_notebooks("smoke", out_dir=build / "executed", timeout=900)
+    paths = run_notebooks("smoke", out_dir=build / "executed", timeout=900, solutions=SMOKE_SOLUTION_EDITS)
     return build, paths
 
 
@@ -68,6 +86,11 @@ def test_smoke_profile_executes_every_chapter_notebook(smoke_executed: tuple[Pat
         assert any(c.get("outputs") for c in code), f"{path.name} has no outputs"
         unexecuted = [c for c in code if "".join(c["source"]).strip() and not c.get("execution_count")]
         assert not unexecuted, f"{path.name} has unexecuted code cells"
+        # every worked solution's code ran after the chapter, in its kernel, hidden from the page
+        ran = [c for c in code if "solution" in c.get("metadata", {}).get("tags", [])]
+        expected = solution_code(_read_notebook(next(c.source for c in NOTEBOOKS if f"{c.stem}.ipynb" == path.name)))
+        assert len(ran) == len(expected), f"{path.name}: {len(ran)} solution cells ran, {len(expected)} written"
+        assert all("remove-cell" in c["metadata"]["tags"] for c in ran)
         # the downloadable copy holds no progress bar either (the kernel runs with TQDM_DISABLE=1)
         stderr = "".join("".join(o.get("text", "")) for c in code for o in c.get("outputs", [])
                          if o.get("name") == "stderr")
@@ -494,3 +517,9 @@ def _read(path: Path):
     import jupytext
 
     return jupytext.read(path)
+
+
+def test_every_smoke_edit_names_a_worked_solution_of_the_book() -> None:
+    labels = {label for c in NOTEBOOKS for label, _ in solution_code(_read_notebook(c.source))}
+    assert len(labels) >= 15  # the chapters' worked solutions with code
+    assert set(SMOKE_SOLUTION_EDITS) <= labels, f"stale edits: {sorted(set(SMOKE_SOLUTION_EDITS) - labels)}"

@@ -175,3 +175,23 @@ def test_the_instructors_page_links_to_labelled_exercises():
     assert refs, "book/instructors.md refers to no exercise by label"
     unknown = sorted({r for r in refs if "-ex-" in r} - labels)
     assert not unknown, f"book/instructors.md refers to exercises that do not exist: {unknown}"
+
+
+#: The method each chapter teaches, shown from the package's own source (display.show_method), not copied.
+SHOWN_METHODS = {"reasoning_errors": ("unqover.metrics._key_errors", "unqover.metrics.positional_error",
+                                      "unqover.metrics.attribute_error"),
+                 "discovering_biases": ("sodapop.success.success_rates", "sodapop.analysis._rd"),
+                 "biased_inferences": ("nli.measures.net_neutral", "nli.measures.fraction_neutral",
+                                       "nli.measures._indicators")}
+
+
+@pytest.mark.parametrize("stem", sorted(SHOWN_METHODS))
+def test_the_chapter_shows_the_code_of_the_method_it_teaches(stem):
+    from stereoprobe.display import _function, method_source
+
+    source = next(c for c in NOTEBOOKS if c.stem == stem).source.read_text(encoding="utf-8")
+    shown = re.findall(r'"(stereoprobe\.[\w.]+)"', " ".join(re.findall(r"^show_method\(((?:.|\n)*?)\)$", source,
+                                                                     re.MULTILINE)))
+    assert {f"stereoprobe.{name}" for name in SHOWN_METHODS[stem]} <= set(shown), f"{stem} shows {shown}"
+    for name in shown:  # each names a function of the package whose source can be shown
+        assert method_source(_function(name)).startswith(f"def {name.rpartition('.')[2]}(")

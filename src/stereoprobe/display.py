@@ -388,10 +388,13 @@ def method_source(func: Callable, *, docstring: str = "summary") -> str:
     ``"full"`` all of it, ``"none"`` drops it.
 
     >>> from stereoprobe.nli.measures import fraction_neutral
-    >>> print(method_source(fraction_neutral))  # doctest: +ELLIPSIS
-    def fraction_neutral(probs: pd.DataFrame, aggregate: str = "pair") -> float:
-        \"\"\"Fraction neutral FN ...\"\"\"
-    ...
+    >>> lines = method_source(fraction_neutral).splitlines()
+    >>> len(lines), lines[0]
+    (4, 'def fraction_neutral(probs: pd.DataFrame, aggregate: str = "pair") -> float:')
+    >>> for line in lines[2:]:  # the docstring's first line stands between
+    ...     print(line)
+        e, n, c = _units(probs, aggregate)
+        return float(_indicators(e, n, c, ())["FN"].mean())
     """
     import ast
     import inspect
@@ -412,9 +415,30 @@ def method_source(func: Callable, *, docstring: str = "summary") -> str:
     return "\n".join(lines[: first.lineno - 1] + keep + lines[first.end_lineno:]).rstrip("\n")
 
 
-def show_method(*funcs: Callable, docstring: str = "summary") -> None:
-    """Show the source of ``funcs`` (:func:`method_source`) as highlighted Python in a chapter, each under a line
-    naming where it lives (``stereoprobe.unqover.metrics.positional_error``); prints it outside a kernel."""
+def _function(ref: Callable | str) -> Callable:
+    """A function, or one named by its dotted path (``"stereoprobe.nli.measures.net_neutral"``)."""
+    if callable(ref):
+        return ref
+    import importlib
+
+    module, _, name = ref.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, ValueError):
+        raise ValueError(f"{ref!r} names no function; pass a dotted path such as "
+                         "'stereoprobe.nli.measures.net_neutral'.") from None
+
+
+def show_method(*funcs: Callable | str, docstring: str = "summary") -> None:
+    """Show the source of ``funcs`` (functions or their dotted paths; :func:`method_source`) as highlighted Python
+    in a chapter, each under a line naming where it lives (``stereoprobe.unqover.metrics.positional_error``);
+    prints it outside a kernel.
+
+    >>> show_method("stereoprobe.nli.measures.net_neutral")  # doctest: +ELLIPSIS
+    # stereoprobe.nli.measures.net_neutral
+    def net_neutral(...
+    """
+    funcs = tuple(_function(f) for f in funcs)
     text = "\n\n\n".join(f"# {f.__module__}.{f.__qualname__}\n{method_source(f, docstring=docstring)}" for f in funcs)
     try:
         from IPython import get_ipython

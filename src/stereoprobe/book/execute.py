@@ -357,6 +357,43 @@ def _execute_one(
         nbformat.write(executed, fh)
 
 
+#: A worked solution: a MyST ``{solution}`` directive (in a chapter's markdown) and the Python blocks inside it.
+_SOLUTION = re.compile(r"^:::\{solution\}\s+(\S+)\s*\n(.*?)^:::\s*$", re.MULTILINE | re.DOTALL)
+_PYTHON_BLOCK = re.compile(r"^```python\s*\n(.*?)^```\s*$", re.MULTILINE | re.DOTALL)
+
+
+def solution_code(nb: Any) -> list[tuple[str, str]]:
+    r"""(label, code) of every ```` ```python ```` block inside a ``{solution}`` directive of ``nb``'s markdown cells,
+    in order: the code a reader of a worked solution is told to run after the chapter.
+
+    >>> import nbformat
+    >>> nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
+    ...     ":::{solution} ex-1\n:class: dropdown\n\nRun\n\n```python\nprint(1)\n```\n:::")])
+    >>> solution_code(nb)
+    [('ex-1', 'print(1)\n')]
+    """
+    found = []
+    for cell in nb.cells:
+        if cell.cell_type == "markdown":
+            for label, body in _SOLUTION.findall(cell.source):
+                found += [(label, code) for code in _PYTHON_BLOCK.findall(body)]
+    return found
+
+
+def _append_solutions(nb: Any, edits: Mapping[str, Sequence[tuple[str, str]]]) -> None:
+    """Append ``nb``'s worked solutions (:func:`solution_code`, edited by ``edits``) as hidden code cells."""
+    import nbformat
+
+    for label, code in solution_code(nb):
+        for old, new in edits.get(label, ()):
+            if old not in code:
+                raise StereoprobeError(f"The edit {old!r} of solution {label} matches nothing in its code; update "
+                                       "the edit to the solution's current code.")
+            code = code.replace(old, new)
+        nb.cells.append(nbformat.v4.new_code_cell(f"# the worked solution {label}\n{code}",
+                                                  metadata={"tags": ["remove-cell", "solution"]}))
+
+
 def run_notebooks(
     profile: str,
     only: Sequence[str] | None = None,
@@ -369,6 +406,7 @@ def run_notebooks(
     start_timeout: float = 120,
     root: Path | None = None,
     force: bool = False,
+    solutions: Mapping[str, Sequence[tuple[str, str]]] | bool = False,
 ) -> list[Path]:
     """Execute the chapter notebooks of ``_toc.yml`` with a parameter profile.
 
@@ -388,6 +426,10 @@ def run_notebooks(
     progress : print one line per notebook and papermill's per-cell progress bar.
     force : execute even the chapters whose executed copy has the current :func:`execution_key` (by default
         those are only refreshed with the current prose, :func:`reuse_execution`).
+    solutions : also run each chapter's worked solutions (:func:`solution_code`) after it, in its kernel, as
+        cells tagged ``remove-cell`` (the page never shows them); a mapping ``{solution label: [(old, new), …]}``
+        edits their code first (the tests run them at the smoke profile's sizes). A failing solution fails the
+        chapter, naming its label.
 
     Returns the paths of the executed notebooks, in toc order.
 
@@ -399,6 +441,10 @@ def run_notebooks(
     notebooks = [c for c in chapters(root) if c.kind == "notebook"]
     loaded = {c.stem: _read_notebook(c.source) for c in notebooks}
     declared = {stem: notebook_parameters(nb) for stem, nb in loaded.items()}
+    if solutions:
+        edits = solutions if isinstance(solutions, Mapping) else {}
+        for nb in loaded.values():
+            _append_solutions(nb, edits)
     for c in notebooks:
         if _parameters_cell_index(loaded[c.stem]) < 0:
             raise StereoprobeError(f"Notebook {_rel(c.source, root)} has no cell tagged 'parameters': "

@@ -107,7 +107,16 @@ KNOWN_PARAMETERS: dict[str, Callable[[Any], Any]] = {
     "seed": _check_int(None),
     "n_boot": _check_int(0),
     "smoke_models": _check_bool,
+    "engine": _check_choice(("local", "ray")),
+    "workers": _check_int(1, allow_none=True),
+    "threads": _check_int(1, allow_none=True),
 }
+
+#: The profile keys that say how a chapter runs, and the :class:`stereoprobe.RunOptions` field each one sets. A
+#: profile (and ``--set``) spells them flat, as before; a chapter declares one parameter ``run`` and receives them
+#: gathered into it (only those the profile sets: ``RunOptions(**run)`` fills in the rest).
+RUN_KEYS = {"device": "device", "precision": "precision", "batch_tokens": "batch_tokens", "threads": "threads",
+            "engine": "engine", "workers": "workers", "smoke_models": "smoke"}
 
 #: Keys a profile may not set: ``profile`` is injected, ``notebooks`` holds the overrides.
 _RESERVED = ("profile", "notebooks")
@@ -321,9 +330,13 @@ def resolve_parameters(
     top-level keys, unknown notebook names, parameters a notebook does not declare and
     invalid values of the shared parameters raise :class:`StereoprobeError`.
 
+    A notebook that declares ``run`` receives the profile's :data:`RUN_KEYS` gathered into it.
+
     >>> declared = {"nb": {"models": "[]", "sample": "None", "profile": "'cpu'"}}
     >>> resolve_parameters("smoke", {"sample": 10, "seed": 1}, declared)
     {'nb': {'sample': 10, 'profile': 'smoke'}}
+    >>> resolve_parameters("cpu", {"device": "cpu", "smoke_models": False}, {"nb": {"run": "dict()"}})
+    {'nb': {'run': {'device': 'cpu', 'smoke': False}}}
     >>> resolve_parameters("smoke", {"sample": 10, "color": "red"}, declared)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
@@ -357,7 +370,8 @@ def resolve_parameters(
                                        f"use one of {', '.join(declared)}.")
             if not isinstance(params, Mapping):
                 raise StereoprobeError(f"{label}: notebooks.{stem} must be a mapping of parameter names to values.")
-            extra = sorted(k for k in params if k not in declared[stem] or k == "profile")
+            extra = sorted(k for k in params if (k not in declared[stem] or k == "profile")
+                           and not (k in RUN_KEYS and "run" in declared[stem]))
             if extra:
                 raise StereoprobeError(
                     f"{label}: notebook {stem!r} does not declare {', '.join(repr(k) for k in extra)} "
@@ -383,6 +397,10 @@ def resolve_parameters(
                 merged[key] = check(f"{label} (notebooks.{stem})", key, value)
         if "profile" in params:
             merged["profile"] = profile_name
+        if "run" in params and "run" not in merged:
+            run = {field: merged[key] for key, field in RUN_KEYS.items() if key in merged}
+            if run:
+                merged["run"] = run
         result[stem] = {k: v for k, v in merged.items() if k in params}
     return result
 

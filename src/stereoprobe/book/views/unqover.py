@@ -59,16 +59,15 @@ _ERRORS_FORMAT = {"delta": "{:.3f}", "epsilon": "{:.3f}", "avg_s": "{:.3f}", "ke
 
 
 # -- every chapter -------------------------------------------------------------------------------------------------
-def score_options(*, mode: str, batch_tokens: int | None, device: str, precision: str, smoke: bool, engine: str,
-                  workers: int | None) -> dict:
-    """The keywords :func:`tables.gather` and :func:`tables.gather_lm` take, from a chapter's parameters.
+def score_options(mode: str, run) -> dict:
+    """The keywords :func:`tables.gather` and :func:`tables.gather_lm` take: the chapter's ``mode`` and its
+    :class:`~stereoprobe.RunOptions` ``run``.
 
-    >>> sorted(score_options(mode="compat", batch_tokens=8, device="cpu", precision="fp32", smoke=True,
-    ...                      engine="local", workers=None))
-    ['batch_tokens', 'device', 'engine', 'mode', 'precision', 'smoke', 'workers']
+    >>> from stereoprobe import RunOptions
+    >>> sorted(score_options("compat", RunOptions(device="cpu", batch_tokens=8, smoke=True)))
+    ['batch_tokens', 'device', 'engine', 'mode', 'precision', 'progress', 'smoke', 'store', 'workers']
     """
-    return dict(mode=mode, batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke,
-                engine=engine, workers=workers)
+    return {"mode": mode, **run.scorer_kwargs()}
 
 
 def _glue_key(model: str) -> str:
