@@ -1,0 +1,97 @@
+"""The Python API: one frozen RunOptions, the probes' report functions, and the command line as a thin layer over them.
+
+The doctests of stereoprobe.unqover.api, stereoprobe.nli.api and stereoprobe.sodapop.api run the three reports on
+the lab and zoo models; here: the run options' checks, the reports' equality with the CLI's CSV files, and the
+package's public names.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+import stereoprobe
+from stereoprobe import RunOptions
+from stereoprobe.errors import StereoprobeError
+from stereoprobe.reports import Report
+
+
+def test_run_options_are_frozen_and_checked_once():
+    run = RunOptions(device="cpu", batch_tokens=512, threads=1)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        run.device = "cuda"
+    assert run.replace(precision="fp32") == RunOptions(device="cpu", batch_tokens=512, threads=1, precision="fp32")
+    for bad, culprit in [(dict(device="gpu"), "device='gpu'"), (dict(precision="fp8"), "precision='fp8'"),
+                         (dict(batch_tokens=0), "batch_tokens=0"), (dict(threads=True), "threads=True"),
+                         (dict(engine="spark"), "engine='spark'"), (dict(workers=2), "workers=2"),
+                         (dict(store=3), "store=3")]:
+        with pytest.raises(StereoprobeError, match=culprit.replace("(", r"\(")) as e:
+            RunOptions(**bad)
+        assert str(e.value).count(". ") <= 1 and "\n" not in str(e.value)  # one sentence naming the culprit
+
+
+def test_threads_apply_inside_the_block_only():
+    import torch
+
+    before = torch.get_num_threads()
+    with RunOptions(threads=1).applied():
+        assert torch.get_num_threads() == 1
+    assert torch.get_num_threads() == before
+    with RunOptions().applied():  # None: torch's own choice, untouched
+        assert torch.get_num_threads() == before
+
+
+def test_scorer_keywords_carry_every_run_setting(tmp_path):
+    from stereoprobe.store import ScoreStore
+
+    kw = RunOptions(device="cpu", store=tmp_path, progress=False, smoke=True).scorer_kwargs()
+    assert set(kw) == {"batch_tokens", "device", "precision", "store", "engine", "workers", "progress", "smoke"}
+    assert isinstance(kw["store"], ScoreStore) and kw["store"].root == tmp_path and kw["progress"] is False
+
+
+def test_a_report_writes_its_tables_whole(tmp_path):
+    rep = Report("t", {"a": pd.DataFrame({"x": [1.5]}), "b": pd.DataFrame({"y": ["z"]})}, stems={"a": "first_a"})
+    paths = rep.write_csv(tmp_path / "out")
+    assert [p.name for p in paths] == rep.files() == ["first_a.csv", "b.csv"]
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["b.csv", "first_a.csv"]  # no temporary left
+    assert pd.read_csv(paths[0])["x"].tolist() == [1.5] and dict(rep) == rep.tables
+
+
+@pytest.mark.parametrize("probe,names", [("unqover", {"report", "score", "dataset_spec"}),
+                                         ("nli", {"report", "score", "probe_specs"}), ("sodapop", {"report"})])
+def test_each_probe_exports_its_entry_points(probe, names):
+    module = getattr(stereoprobe, probe)
+    assert names <= set(module.__all__) and all(callable(getattr(module, n)) for n in names)
+
+
+def test_import_stereoprobe_stays_light():
+    code = "import sys, stereoprobe; print(sorted(m for m in ('torch', 'pandas', 'transformers') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_report_is_what_the_cli_writes(cli, tmp_path):
+    """``stereoprobe unqover report -o`` and ``nli report -o`` write exactly the API's tables."""
+    from stereoprobe import nli, unqover
+
+    run = RunOptions(device="cpu", progress=False, store=tmp_path / "store")  # the committed builds, as the CLI
+    rep = unqover.report(["lab:qa-biased", "lab:qa-control"], "gender", sample=24, n_boot=50, options=run)
+    rep.write_csv(tmp_path / "api")
+    code, out, err = cli("unqover", "report", "-m", "lab:qa-biased", "-m", "lab:qa-control", "-d", "gender",
+                         "--sample", "24", "--n-boot", "50", "--device", "cpu", "--store", str(tmp_path / "store"),
+                         "-o", str(tmp_path / "cli"))
+    assert code == 0, err
+    for name in rep.files():
+        assert (tmp_path / "api" / name).read_bytes() == (tmp_path / "cli" / name).read_bytes(), name
+    nrep = nli.report(["zoo:minilm-nli"], "gender", sample=40, n_boot=20, options=run)
+    nrep.write_csv(tmp_path / "api_nli")
+    code, _, err = cli("nli", "report", "-m", "zoo:minilm-nli", "-p", "gender", "--sample", "40", "--n-boot", "20",
+                       "--device", "cpu", "--store", str(tmp_path / "store"), "-o", str(tmp_path / "cli_nli"))
+    assert code == 0, err
+    assert (tmp_path / "api_nli" / "nli_gender_neutrality.csv").read_bytes() == \
+        (tmp_path / "cli_nli" / "nli_gender_neutrality.csv").read_bytes()
+    assert sorted(p.name for p in (tmp_path / "cli").iterdir()) == sorted(rep.files()) and "reasoning_errors" in out
