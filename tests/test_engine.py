@@ -42,8 +42,15 @@ def ray_cluster():
 
 
 def _same_runs(a, b):
-    """Two store runs hold the same rows, bit for bit."""
-    pd.testing.assert_frame_equal(a.read(), b.read(), check_exact=True)
+    """Two store runs hold the same rows (ids exactly) and the same scores to float32 rounding.
+
+    On the CPU the project's tests are written on they agree bit for bit; MKL promises that only in its conditional
+    numerical reproducibility mode with aligned buffers, and with torch's generic kernels and ``MKL_CBWR=COMPATIBLE``
+    (tests/test_lab_committed.py's stand-in for another CPU) one NLI probability in 300 moved by 1e-6 between the
+    local process and a Ray worker. So the scores are compared to 1e-5 (relative) and 1e-6 (absolute)."""
+    x, y = a.read(), b.read()
+    assert list(x.columns) == list(y.columns) and len(x) == len(y)
+    pd.testing.assert_frame_equal(x, y, check_exact=False, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.slow

@@ -610,7 +610,9 @@ def _with_threads(fn):
 def lab_model_path(name: str, smoke: bool = False) -> Path:
     """Folder of the lab model ``name``: its committed build (:func:`committed_model`), else its build in the
     cache, trained first if missing."""
-    return committed_model(name, smoke) or build_lab_model(name, smoke=smoke)
+    from ..batching import progress_enabled
+
+    return committed_model(name, smoke) or build_lab_model(name, smoke=smoke, progress=progress_enabled())
 
 
 def load_lab_model(name: str, smoke: bool = False):
