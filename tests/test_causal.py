@@ -123,6 +123,23 @@ def _quiet_and_single_threaded(monkeypatch, tmp_path):
     torch.set_num_threads(before)
 
 
+class NoOffsets:
+    """A tokenizer without character offsets (as a Python-backend one): the same tokens, no offset mapping."""
+
+    is_fast = False
+
+    def __init__(self, tokenizer):
+        self._tokenizer = tokenizer
+
+    def __getattr__(self, name):
+        return getattr(self._tokenizer, name)
+
+    def __call__(self, text, **kwargs):
+        if kwargs.get("return_offsets_mapping"):
+            raise NotImplementedError("return_offset_mapping is not available when using Python tokenizers")
+        return self._tokenizer(text, **kwargs)
+
+
 def reference(model, encoded):
     """Per request: the log-probabilities of its continuation tokens and whether each is the argmax, from ONE
     forward pass over its own sequence through ``model(...).logits`` (lm-evaluation-harness's loop)."""
@@ -167,8 +184,10 @@ def test_scored_tokens_decode_to_the_continuation(built, family):
         head = tok.decode(list(e.ids[:e.start]), skip_special_tokens=True)
         assert head.strip() == e.prompt.strip(), f"the prompt's tokens decode to {head!r}"
         assert (e.ids[0] == tok.bos_token_id) == C.FAMILIES[family].bos
-        # lm-evaluation-harness's way (encode the prompt alone) agrees wherever the offsets rule applies
+        # lm-evaluation-harness's way (encode the prompt alone) agrees wherever the offsets rule applies, and is what
+        # a tokenizer without offsets gets
         assert continuation_tokens(tok, prompt, continuation, offsets=False) == e
+        assert continuation_tokens(NoOffsets(tok), prompt, continuation) == e
 
 
 @pytest.mark.parametrize("family", FAMILIES)

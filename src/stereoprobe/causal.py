@@ -39,6 +39,12 @@ hidden states at the positions that predict a continuation token (each once, how
 predicts), so the model's own head code turns them into logits (``final_logit_softcapping`` of Gemma 2, a
 ``logit_scale``, …, whatever the family applies) and ``[batch, length, vocabulary]`` is never materialised.
 
+Measured (``benchmarks/causal.py``, SmolLM2-135M-Instruct Q4_1 on two shared CPU cores, 360 UnQover- and
+SODAPOP-like chat requests, 4.5x fewer tokens after sharing): 4.8x the requests per second of lm-evaluation-harness's
+loop (one sequence per request, full logits), 1.2x of it from the gathered head alone, the largest |Δ log-probability|
+3e-5, 96 MiB of peak memory above the model's against 1.15 GiB; rows of 1,024 nodes beat 256 (4.3x) and 2,048
+(3.6x, attention grows with the square of the row).
+
 Helpers a prompt-building layer needs: :func:`has_chat_template`, :func:`chat_prompt`, :func:`context_window`,
 :func:`check_fits` and :func:`check_spellable`.
 """
@@ -442,7 +448,7 @@ class CausalScorer:
 
     def __init__(self, model, tokenizer=None, *, batch_tokens: int | None = None, precision: str = "auto",
                  share: bool = True, row_tokens: int | None = None, progress: bool = False):
-        from .batching import _positive_int, batch_tokens_for, resolve_device, resolve_precision
+        from .batching import _positive_int, batch_tokens_for, resolve_precision
 
         name = getattr(model, "name", None)
         if hasattr(model, "tokenizer") and hasattr(model, "fingerprint"):  # a LoadedModel
@@ -459,7 +465,6 @@ class CausalScorer:
             raise StereoprobeError(f"{self.name!r} ({type(model).__name__}) is not a causal LM with an output head; "
                                    "load it with head 'causal' (AutoModelForCausalLM).")
         self.device = next(model.parameters()).device
-        resolve_device(str(self.device))
         self.precision = precision
         self.dtype = resolve_precision(self.device, precision)
         self.batch_tokens = _positive_int("batch_tokens", batch_tokens_for(model, batch_tokens))
@@ -589,16 +594,13 @@ class CausalScorer:
         end = torch.where(end > 0, end, ar + 1)  # padding: its own subtree
         i, j = ar.view(1, -1, 1), ar.view(1, 1, -1)
         full = (j <= i) & (i < end.unsqueeze(1))
-        masks = {"full_attention": full}
         longest = max(max(r.depth) for r in rows) + 1
-        if "sliding_attention" in self.kinds and self.window and longest > self.window:
-            masks["sliding_attention"] = full & (depth.unsqueeze(2) - depth.unsqueeze(1) < self.window)
-        else:
-            masks["sliding_attention"] = full
-        masks = {k: self._format(v.unsqueeze(1)) for k, v in masks.items()}
-        if len(self.kinds) == 1:
-            return masks[next(iter(self.kinds))]
-        return masks
+        if "sliding_attention" not in self.kinds or not self.window or longest <= self.window:
+            return self._format(full.unsqueeze(1))  # every layer sees the same: one mask
+        sliding = self._format((full & (depth.unsqueeze(2) - depth.unsqueeze(1) < self.window)).unsqueeze(1))
+        if self.kinds == {"sliding_attention"}:
+            return sliding
+        return {"full_attention": self._format(full.unsqueeze(1)), "sliding_attention": sliding}
 
     def _format(self, allowed):
         """Boolean (sdpa) or additive float (eager) mask."""
@@ -623,7 +625,7 @@ class CausalScorer:
             return  # a tokenizer that cannot spell the probe: nothing to compare (the requests will say so)
         try:
             packed = self._run(encoded, True, show=False)
-        except (TypeError, ValueError, RuntimeError, KeyError, IndexError) as err:
+        except (TypeError, ValueError, RuntimeError, KeyError, IndexError, AttributeError) as err:
             self._unshare(f"a packed row fails in {type(self.model).__name__}: {str(err).splitlines()[0]}")
             return
         alone = self._run(encoded, False, show=False)
