@@ -1,4 +1,4 @@
-"""Load any model by hub id, local folder or project name (``lab:…``), per head type.
+"""Load any model by hub id, local folder, GGUF file (causal LMs) or project name (``lab:…``), per head type.
 
 Safe by default: safetensors preferred, ``trust_remote_code=False``. Where the hub is unreachable (as on
 the machines this book is built on), a hub id that is not already cached stops with a message that says
@@ -15,18 +15,21 @@ from functools import lru_cache
 from pathlib import Path
 
 from .errors import ModelLoadError, StereoprobeWarning
+from .gguf_files import check_gguf, gguf_fingerprint, gguf_location
 from .providers import PROJECT_PREFIXES, model_provider, require_model_provider
 
-HEADS = ("qa", "mlm", "nli", "mcq", "base")
+HEADS = ("qa", "mlm", "nli", "mcq", "base", "causal")
 _AUTO = {
     "base": "AutoModel",
+    "causal": "AutoModelForCausalLM",
     "qa": "AutoModelForQuestionAnswering",
     "mlm": "AutoModelForMaskedLM",
     "nli": "AutoModelForSequenceClassification",
     "mcq": "AutoModelForMultipleChoice",
 }
 _DESCRIBE = {"base": "an encoder", "qa": "an extractive-QA model (AutoModelForQuestionAnswering)", "mlm": "a masked LM",
-             "nli": "a sequence-classification (NLI) model", "mcq": "a multiple-choice model"}
+             "nli": "a sequence-classification (NLI) model", "mcq": "a multiple-choice model",
+             "causal": "a causal LM (AutoModelForCausalLM)"}
 
 
 @dataclass
@@ -120,7 +123,11 @@ def local_folder(path: str) -> Path | None:
 
 
 def fingerprint_path(path: str) -> str | None:
-    """Fingerprint of a model's files without loading it (None when the files are not local)."""
+    """Fingerprint of a model's files without loading it (None when the files are not local); a GGUF file's ends
+    in its quantisation type (``…-q4_1``), so scores of two quantisations of one model are stored apart."""
+    gguf = gguf_location(path, must_exist=False)
+    if gguf is not None:
+        return gguf_fingerprint(gguf[0] / gguf[1])
     folder = local_folder(path)
     if folder is None:
         return None
@@ -217,7 +224,10 @@ def _missing(info: dict, head: str) -> list[str]:
 
 
 def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> LoadedModel:
-    """Load ``name`` (hub id, local folder, or ``lab:…``) with the ``head`` type (qa, mlm, nli, mcq, base).
+    """Load ``name`` (hub id, local folder, or ``lab:…``) with the ``head`` type (qa, mlm, nli, mcq, base, causal).
+
+    A causal LM may also be a GGUF file (``….gguf``, or a folder whose only weights are one): transformers
+    dequantizes it (the ``gguf`` package must be installed); its fingerprint names its quantisation type.
 
     Stops with one clear :class:`ModelLoadError` when the model cannot be had offline, has no trained head of
     this type (any weight transformers would initialise at random, for any architecture), has only pickle
@@ -233,6 +243,10 @@ def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> 
         raise ModelLoadError(f"Unknown head type {head!r}; choose one of {', '.join(HEADS)}.")
     dev = resolve_device(device)
     path = resolve(name, smoke=smoke)
+    gguf = gguf_location(path) if head == "causal" or path.lower().endswith(".gguf") else None
+    if gguf is not None:
+        check_gguf(gguf[0] / gguf[1], name, head)
+        return _load_gguf(name, path, *gguf, dev)
     local = Path(path).is_dir()
     if not local and (path.startswith((".", "/", "~")) or path.count("/") > 1):
         raise ModelLoadError(f"Model folder {path!r} does not exist; check the path.")
@@ -281,17 +295,67 @@ def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> 
     if head == "mlm" and getattr(model.config, "is_encoder_decoder", False):
         raise ModelLoadError(f"{name!r} is an encoder-decoder ({model.config.model_type}), not a masked LM that "
                              "predicts a word at its mask; pass an encoder masked LM (BERT, RoBERTa, DeBERTa, …).")
+    if head == "causal":
+        _check_causal(model.config, name)
     _check_tokenizer(tokenizer, name, folder)
     model.eval().to(dev)
     fp = fingerprint_path(path) or hashlib.sha256(model.config.to_json_string().encode()).hexdigest()[:16]
     return LoadedModel(name, path, model, tokenizer, fp)
 
 
+def _check_causal(config, name: str) -> None:
+    """Refuse an encoder that transformers would wrap as a decoder (``BertLMHeadModel``…): its weights never learnt
+    to predict the next token."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_MASKED_LM_MAPPING_NAMES
+
+    kind = config.model_type
+    if getattr(config, "is_encoder_decoder", False) or (
+            kind in MODEL_FOR_MASKED_LM_MAPPING_NAMES and not (config.is_decoder or getattr(config, "causal", False))):
+        raise ModelLoadError(f"{name!r} is an {'encoder-decoder' if config.is_encoder_decoder else 'encoder'} "
+                             f"({kind}), not a causal LM trained to predict the next token; pass a decoder-only model "
+                             "(GPT-2, Llama, Qwen, Gemma, …).")
+
+
+def _load_gguf(name: str, path: str, folder: Path, file: str, dev) -> LoadedModel:
+    """A causal LM and its tokenizer from a GGUF file (transformers dequantizes it to float32)."""
+    from functools import partial
+
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from .batching import progress_enabled, quiet_transformers
+
+    bar = gguf_utils.tqdm  # its dequantizing bar is a plain tqdm: silenced as transformers' own bars are
+    try:
+        gguf_utils.tqdm = partial(bar, disable=not progress_enabled())
+        with quiet_transformers():
+            tokenizer = AutoTokenizer.from_pretrained(str(folder), gguf_file=file, trust_remote_code=False)
+            model, info = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=file, output_loading_info=True,
+                                                               trust_remote_code=False)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as err:
+        first = (str(err).splitlines() or [type(err).__name__])[0]
+        raise ModelLoadError(f"Could not load the GGUF file {name!r} as {_DESCRIBE['causal']}: {first}") from err
+    finally:
+        gguf_utils.tqdm = bar
+    fresh = _missing(info, "causal")
+    if fresh:
+        raise ModelLoadError(f"{name!r} is not {_DESCRIBE['causal']}: its GGUF file lacks {fresh[0]}, which would be "
+                             "randomly initialised; pass a complete GGUF model.")
+    _check_tokenizer(tokenizer, name, None)
+    model.eval().to(dev)
+    return LoadedModel(name, path, model, tokenizer, fingerprint_path(str(folder / file)))
+
+
 def load_tokenizer(name: str, *, smoke: bool = False):
     """The tokenizer of a model (hub id in the local cache, folder, ``zoo:``/``lab:`` name) without its weights
     (``AutoTokenizer`` only). None when there is no local copy or its tokenizer does not load: loading the model
     then says what is wrong (:func:`load`)."""
-    folder = local_folder(resolve(name, smoke=smoke))
+    path = resolve(name, smoke=smoke)
+    try:
+        gguf = gguf_location(path, must_exist=False)
+    except ModelLoadError:  # several GGUF files: loading says which to pass
+        return None
+    folder = gguf[0] if gguf else local_folder(path)
     if folder is None:
         return None
     from transformers import AutoTokenizer
@@ -300,7 +364,8 @@ def load_tokenizer(name: str, *, smoke: bool = False):
 
     try:
         with quiet_transformers():
-            return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
+            return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False,
+                                                 **({"gguf_file": gguf[1]} if gguf else {}))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

