@@ -54,6 +54,8 @@ benchmark: $(STAMP)
 	$(PY) benchmarks/memory.py
 	$(PY) benchmarks/zoo_corpora.py
 	$(PY) benchmarks/batch_budget.py
+	$(PY) benchmarks/threads.py
+	$(PY) benchmarks/causal.py
 
 clean:
 	rm -rf _build

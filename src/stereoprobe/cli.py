@@ -778,7 +778,11 @@ def _run_command(command: typer.Typer, argv: list[str] | None, prog_name: str) -
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Entry point of ``stereoprobe``: exits with the status when it is not 0."""
+    """Entry point of ``stereoprobe``: exits with the status when it is not 0. OpenMP threads wait passively unless
+    ``OMP_WAIT_POLICY`` says otherwise (:data:`stereoprobe.options.WAIT_POLICY`: torch is imported after this)."""
+    from .options import prefer_passive_waiting
+
+    prefer_passive_waiting()
     code = _run(app, argv, "stereoprobe")
     if code:
         sys.exit(code)
@@ -786,6 +790,9 @@ def main(argv: list[str] | None = None) -> None:
 
 def book_main(argv: list[str] | None = None) -> int:
     """``python -m stereoprobe.book``: the ``stereoprobe book`` command; returns its exit status."""
+    from .options import prefer_passive_waiting
+
+    prefer_passive_waiting()
     return _run(_book_app, argv, "python -m stereoprobe.book")
 
 

@@ -48,7 +48,9 @@ class RunOptions:
       ``fp16``. SODAPOP reads ``auto`` as fp32: its top-10 fills are tie-sensitive.
     * ``batch_tokens`` — padded tokens per batch; None: 2,048 on a CPU, 65,536 on a GPU
       (:data:`stereoprobe.batching.DEFAULT_BATCH_TOKENS`).
-    * ``threads`` — torch's CPU threads while the probe runs (restored afterwards); None: torch's own choice.
+    * ``threads`` — torch's CPU threads while the probe runs (restored afterwards); None: torch's own choice, one
+      per core, which with passive waiting (:data:`WAIT_POLICY`) is the best choice alone and beside a busy
+      neighbour (measured: ``benchmarks/threads.py``).
     * ``engine`` / ``workers`` — ``local`` (this process) or ``ray`` (Ray Data workers: this machine's GPUs, or the
       cluster at ``RAY_ADDRESS``; ``workers`` of them, default one per GPU). Identical results.
     * ``store`` — the score-store folder (a path or a :class:`~stereoprobe.store.ScoreStore`); None:
@@ -125,6 +127,26 @@ class RunOptions:
             torch.set_num_threads(before)
 
 
+#: OpenMP's wait policy in the processes stereoprobe starts itself (the ``stereoprobe`` command, the book's kernels):
+#: torch's threads sleep at a barrier instead of spinning. Measured on 2 cores (``benchmarks/threads.py``, zoo QA
+#: model, passes/s relative to 2 spinning threads alone): alone 2 threads 1.00, 1 thread 0.53, 2 passive 0.96;
+#: beside a busy nice-19 process 0.98 / 0.54 / 0.73; beside a busy nice-0 process 0.35 / 0.55 / 0.53. Passive
+#: waiting with every core (``threads=None``) is the best worst case of the three, so it is the default: it costs
+#: 4 % alone and saves the 2.9x stall a busy neighbour causes. It must be set before torch starts its thread pool:
+#: a Python session that imported torch already keeps its policy (set ``OMP_WAIT_POLICY=PASSIVE`` before starting
+#: Python, or pass ``RunOptions(threads=1)`` on a shared machine).
+WAIT_POLICY = "PASSIVE"
+
+
+def prefer_passive_waiting(env=os.environ) -> str:
+    """Set ``OMP_WAIT_POLICY`` to :data:`WAIT_POLICY` in ``env`` unless the user chose one; returns the policy.
+
+    >>> prefer_passive_waiting({}), prefer_passive_waiting({"OMP_WAIT_POLICY": "ACTIVE"})
+    ('PASSIVE', 'ACTIVE')
+    """
+    return env.setdefault("OMP_WAIT_POLICY", WAIT_POLICY)
+
+
 def as_options(options: "RunOptions | None" = None, **overrides) -> RunOptions:
     """``options`` (default :class:`RunOptions`) with the ``overrides`` that are not None — how the entry points
     accept both one object and the occasional keyword.
@@ -139,4 +161,4 @@ def as_options(options: "RunOptions | None" = None, **overrides) -> RunOptions:
     return base.replace(**changes) if changes else base
 
 
-__all__ = ["RunOptions", "as_options"]
+__all__ = ["RunOptions", "WAIT_POLICY", "as_options", "prefer_passive_waiting"]

@@ -22,6 +22,7 @@ from typing import Any
 from stereoprobe import paths
 from stereoprobe.atomic import atomic_file, build_lock
 from stereoprobe.errors import StereoprobeError
+from stereoprobe.options import WAIT_POLICY
 from stereoprobe.book.params import (KERNEL_NAME, PORTABLE_KERNELSPEC, Chapter, NotebookExecutionError, _parameters_cell_index,
                                      _read_notebook, _rel, book_root, chapters, load_profile, notebook_parameters,
                                      resolve_parameters)
@@ -53,7 +54,10 @@ def _venv_kernel() -> Iterator[str]:
         # No progress bars in the executed copies (the pages drop stderr, but readers download the .ipynb):
         # the package's own bars, every tqdm bar of the libraries (transformers' "Loading weights"), and the
         # warning tqdm.auto gives at import in a kernel without ipywidgets.
-        spec["env"] = {"STEREOPROBE_PROGRESS": "0", "TQDM_DISABLE": "1", "PYTHONWARNINGS": "ignore:IProgress not found"}
+        spec["env"] = {"STEREOPROBE_PROGRESS": "0", "TQDM_DISABLE": "1", "PYTHONWARNINGS": "ignore:IProgress not found",
+                       # torch's threads sleep at barriers (stereoprobe.options.WAIT_POLICY: measured, the best
+                       # worst case alone and beside a busy neighbour) unless the user chose a policy
+                       "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", WAIT_POLICY)}
         (spec_dir / "kernel.json").write_text(json.dumps(spec, indent=1), encoding="utf-8")
         old = os.environ.get("JUPYTER_PATH")
         os.environ["JUPYTER_PATH"] = tmp if not old else tmp + os.pathsep + old
