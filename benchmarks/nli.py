@@ -48,7 +48,7 @@ def main() -> None:
 
     from stereoprobe.batching import resolve_device
     from stereoprobe.models import load
-    from stereoprobe.nli.score import NLIScorer, score_pairs
+    from stereoprobe.nli.scoring import NLIScorer, score_pairs
     from stereoprobe.nli.templates import TemplateSpec, count, iter_pairs
     from stereoprobe.store import ScoreStore
 

@@ -64,7 +64,15 @@ def test_a_report_writes_its_tables_whole(tmp_path):
 @pytest.mark.parametrize("probe,names", [("unqover", {"report", "score", "dataset_spec"}),
                                          ("nli", {"report", "score", "probe_specs"}), ("sodapop", {"report"})])
 def test_each_probe_exports_its_entry_points(probe, names):
+    """Also after every submodule was imported: a submodule named like an entry point (``nli/score.py`` beside
+    ``nli.score``) would replace the function on the package the moment anything imports it."""
+    import importlib
+    import pkgutil
+
     module = getattr(stereoprobe, probe)
+    for sub in pkgutil.iter_modules(module.__path__):
+        importlib.import_module(f"{module.__name__}.{sub.name}")
+        assert sub.name not in names, f"{module.__name__}.{sub.name} is a module and an entry point"
     assert names <= set(module.__all__) and all(callable(getattr(module, n)) for n in names)
 
 

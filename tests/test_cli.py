@@ -96,7 +96,7 @@ def test_nli_count(cli):
 
 
 def test_nli_score_and_report(cli, tmp_path, monkeypatch, tiny_nli, one_torch_thread):
-    from stereoprobe.nli.score import load_probabilities
+    from stereoprobe.nli.scoring import load_probabilities
     from stereoprobe.nli.templates import TemplateSpec
     from stereoprobe.store import ScoreStore
 

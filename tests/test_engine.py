@@ -11,7 +11,7 @@ import pytest
 
 from stereoprobe.engine import check_engine
 from stereoprobe.errors import StereoprobeError
-from stereoprobe.nli.score import load_probabilities, score_pairs
+from stereoprobe.nli.scoring import load_probabilities, score_pairs
 from stereoprobe.nli.templates import TemplateSpec
 from stereoprobe.sodapop import contexts
 from stereoprobe.sodapop import distractors as D

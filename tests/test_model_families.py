@@ -405,7 +405,7 @@ def test_an_encoder_decoder_is_no_masked_lm(capsys, tmp_path, zoo, family, use):
 def test_nli_label_layouts_give_the_same_probabilities(capsys, tmp_path, zoo, family):
     """One classifier saved three ways (entailment/neutral/contradiction; reversed rows with reversed labels; LABEL_k
     with --label-order): identical per-label probabilities, and the report runs on them."""
-    from stereoprobe.nli.score import load_probabilities
+    from stereoprobe.nli.scoring import load_probabilities
     from stereoprobe.nli.templates import TemplateSpec
     from stereoprobe.store import ScoreStore
 

@@ -96,7 +96,7 @@ def test_bpe_and_sentencepiece_take_the_leading_space_piece(tiny_roberta_qa):
 
 def test_hook_changes_the_output_and_the_context_manager_removes_it(tiny):
     from stereoprobe.models import LoadedModel
-    from stereoprobe.nli.score import NLIScorer
+    from stereoprobe.nli.scoring import NLIScorer
 
     model, tok, folder = tiny
     emb = model.get_input_embeddings()
@@ -255,7 +255,7 @@ def test_layer_directions_from_plain_sentences_and_diagnostics(tiny):
 
 
 def test_projected_probabilities_are_stored_apart_from_the_plain_ones(tiny, tmp_path):
-    from stereoprobe.nli.score import load_probabilities
+    from stereoprobe.nli.scoring import load_probabilities
     from stereoprobe.nli.templates import TemplateSpec
     from stereoprobe.store import ScoreStore
 

@@ -116,7 +116,7 @@ def test_word_pair_pairs_are_all_templates_of_that_cell():
 
 
 def test_top_templates_and_paper_pairs_use_the_template_columns():
-    from stereoprobe.nli.score import pairs_frame
+    from stereoprobe.nli.scoring import pairs_frame
 
     frame = pairs_frame(TemplateSpec("gender", sample=300, seed=1))
     rng = np.random.default_rng(0)

@@ -7,7 +7,7 @@ import pytest
 
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.nli import measures
-from stereoprobe.nli.score import load_probabilities, pairs_frame, score_pairs
+from stereoprobe.nli.scoring import load_probabilities, pairs_frame, score_pairs
 from stereoprobe.nli.templates import TemplateSpec
 from stereoprobe.store import ScoreStore
 
@@ -25,7 +25,7 @@ def test_labels_are_found_through_id2label_in_any_order(tmp_path, tiny_nli):
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     from stereoprobe.models import LoadedModel
-    from stereoprobe.nli.score import NLIScorer
+    from stereoprobe.nli.scoring import NLIScorer
 
     m = AutoModelForSequenceClassification.from_pretrained(model)
     tok = AutoTokenizer.from_pretrained(model)

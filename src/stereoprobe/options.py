@@ -49,7 +49,7 @@ class RunOptions:
     * ``batch_tokens`` — padded tokens per batch; None: 2,048 on a CPU, 65,536 on a GPU
       (:data:`stereoprobe.batching.DEFAULT_BATCH_TOKENS`).
     * ``threads`` — torch's CPU threads while the probe runs (restored afterwards); None: torch's own choice, one
-      per core, which with passive waiting (:data:`WAIT_POLICY`) is the best choice alone and beside a busy
+      per core, which with passive waiting (:data:`~stereoprobe.options.WAIT_POLICY`) is the best choice alone and beside a busy
       neighbour (measured: ``benchmarks/threads.py``).
     * ``engine`` / ``workers`` — ``local`` (this process) or ``ray`` (Ray Data workers: this machine's GPUs, or the
       cluster at ``RAY_ADDRESS``; ``workers`` of them, default one per GPU). Identical results.

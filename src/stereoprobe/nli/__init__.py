@@ -2,7 +2,8 @@
 
 From Python: :func:`report` (the tables of ``stereoprobe nli report``) and :func:`score` (fill the score store),
 both taking a :class:`~stereoprobe.options.RunOptions`. The building blocks live in the submodules: ``templates``
-(the pairs), ``score`` (the classifier scorer), ``measures`` (NN, FN, T:τ), ``projection``, ``static`` and
+(the pairs), ``scoring`` (the classifier scorer; not ``score``, the
+name of the function), ``measures`` (NN, FN, T:τ), ``projection``, ``static`` and
 ``contextual`` (debiasing), ``tables`` (the chapter's tables).
 """
 

@@ -92,7 +92,7 @@ def score(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, s
           options: RunOptions | None = None) -> dict[tuple[str, str], object]:
     """Score each probe's pairs with each model into the score store; returns (model, probe) → its complete
     :class:`~stereoprobe.store.StoreRun`."""
-    from .score import score_pairs
+    from .scoring import score_pairs
 
     models = _models(models)
     specs = probe_specs(probes, sample=sample, seed=seed)
@@ -115,7 +115,7 @@ def report(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, 
     (:class:`~stereoprobe.options.RunOptions`). The tables are those of ``stereoprobe nli report``.
     """
     from . import tables
-    from .score import load_probabilities
+    from .scoring import load_probabilities
 
     models = _models(models)
     labels = model_labels(models, option="model")

@@ -8,7 +8,7 @@ transformer's forward pass:
   SentencePiece tokenizers, i.e. ``Ġhe`` / ``▁he``). :func:`projected` hooks ``get_input_embeddings()``
   so that every word-piece embedding ([CLS]/[SEP] included) is projected *before* the position/type
   embeddings and LayerNorm are added. Any scorer run inside the ``with`` block (e.g.
-  :class:`~stereoprobe.nli.score.NLIScorer` on the same model object) scores the projected model:
+  :class:`~stereoprobe.nli.scoring.NLIScorer` on the same model object) scores the projected model:
   **proj@test**, and with :func:`random_controls` the **rand@test** controls. ``dynamic=True``
   recomputes b from the current he/she rows on every forward (the code's ``--dynamic_debias 1``).
 * **proj@train/test**: the zoo variants ``zoo:minilm-nli-proj`` and ``zoo:minilm-nli-rand0`` … ``rand7``
@@ -231,8 +231,8 @@ def projected(model, directions, *, tokenizer=None) -> Iterator[Any]:
     a :class:`DynamicDirection`, or a spec string (``"gender"``, ``"random:<seed>"``; needs the tokenizer).
     Yields the (k, d) basis (or the DynamicDirection); the hook is removed on exit, even after an error.
 
-    Scoring through :func:`~stereoprobe.nli.score.score_pairs` inside the block does *not* see the hook
-    (it loads its own model instance); use :func:`stereoprobe.nli.score.load_probabilities` with ``projection=`` for stored scores.
+    Scoring through :func:`~stereoprobe.nli.scoring.score_pairs` inside the block does *not* see the hook
+    (it loads its own model instance); use :func:`stereoprobe.nli.scoring.load_probabilities` with ``projection=`` for stored scores.
     """
     emb = _embedding_module(model)
     if isinstance(directions, DynamicDirection):
@@ -506,7 +506,7 @@ def test_time_projection(loaded, projection, sentences: Sequence[str] | None = N
     ``projection``: ``"gender"`` (proj@test), ``"random:<i>"`` (one rand@test control), ``"layers:all"``
     (every layer, :func:`projected_layers`, directions estimated on ``sentences``), or a (k, d) array of
     input directions. The suffix names a digest of the actual directions, so scores stored under it
-    never mix with unprojected ones (:func:`stereoprobe.nli.score.score_pairs` uses both).
+    never mix with unprojected ones (:func:`stereoprobe.nli.scoring.score_pairs` uses both).
     """
     kind = parse_projection(projection, allow_layers=True)[0] if isinstance(projection, str) else "array"
     if kind == "layers":

@@ -181,9 +181,9 @@ def table7(embeddings, method: str = "svd_uncentered") -> pd.DataFrame:
 
 def static_probabilities(model, spec: TemplateSpec, *, progress: bool = True, threads: int | None = 1) -> pd.DataFrame:
     """Per-pair probabilities of a :class:`~stereoprobe.nli.static.StaticNLI` on ``spec``, in the frame of
-    :func:`stereoprobe.nli.score.load_probabilities` (not stored: the static model scores ~14,000 pairs/s).
+    :func:`stereoprobe.nli.scoring.load_probabilities` (not stored: the static model scores ~14,000 pairs/s).
     Stops, listing them, if template words have no vector (they would be read as random OOV vectors)."""
-    from .score import pairs_frame
+    from .scoring import pairs_frame
     from .templates import fillers, iter_pairs
 
     words = [w for side in fillers(spec) for w in side]

@@ -38,7 +38,7 @@ import pandas as pd
 
 from stereoprobe.display import MISSING, captioned, show, styled
 from stereoprobe.nli import measures, tables
-from stereoprobe.nli.score import load_probabilities
+from stereoprobe.nli.scoring import load_probabilities
 from stereoprobe.nli.templates import TemplateSpec, iter_pairs
 
 __all__ = [
