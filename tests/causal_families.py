@@ -33,7 +33,6 @@ Hidden size 32, two layers, four heads (two key/value heads where the family gro
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from dataclasses import dataclass
@@ -41,17 +40,7 @@ from functools import lru_cache
 from pathlib import Path
 
 
-def _encoder_families():
-    name = "stereoprobe_test_families"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("families.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-E = _encoder_families()
+E = sys.modules["stereoprobe_test_families"]  # tests/families.py, loaded first by tests/conftest.py
 corpus, save, copy_without, copy_tokenizer = E.corpus, E.save, E.copy_without, E.copy_tokenizer
 TOKENIZER_FILES = E.TOKENIZER_FILES
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +16,23 @@ os.environ.setdefault("STEREOPROBE_PROGRESS", "0")
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     os.environ.setdefault("OMP_NUM_THREADS",
                           str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
+
+def _helper_module(name: str, filename: str):
+    """Load a helper module of the tests (a file beside this one that is no test file) once, as ``name``."""
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(filename))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+# The model families the tests build (encoders; causal LMs, which reuse the encoders' corpus and savers), importable
+# by these names from any test module: pytest loads this file first.
+_helper_module("stereoprobe_test_families", "families.py")
+_helper_module("stereoprobe_test_causal_families", "causal_families.py")
+
+
 
 _WORDS = """mary james john patricia gerald jennifer alice bob got off the flight to visit lives in same city with
 person over swing is sitting by side sent a letter who was an accountant can never be nurse hunter

@@ -35,17 +35,7 @@ from stereoprobe.causal import (CausalScorer, chat_prompt, check_fits, check_spe
 from stereoprobe.errors import ModelLoadError, StereoprobeError
 
 
-def _families():
-    name = "stereoprobe_test_causal_families"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("causal_families.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-C = _families()
+C = sys.modules["stereoprobe_test_causal_families"]  # loaded by tests/conftest.py
 FAMILIES = list(C.FAMILIES)
 CHAT = [f for f in FAMILIES if C.FAMILIES[f].chat]
 TOL = 1e-4

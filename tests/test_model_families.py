@@ -23,7 +23,6 @@ Models are built once per session (seconds in all); samples are a few examples.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import sys
 from pathlib import Path
@@ -35,17 +34,7 @@ import pytest
 from stereoprobe.choices import MODES
 
 
-def _families():
-    name = "stereoprobe_test_families"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("families.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-F = _families()
+F = sys.modules["stereoprobe_test_families"]  # loaded by tests/conftest.py
 FAMILIES = list(F.FAMILIES)
 QA_FAMILIES = [f for f in FAMILIES if F.FAMILIES[f].head_class("qa") is not None]
 # encoder masked LMs; BART's AutoModelForMaskedLM class is the seq2seq BartForConditionalGeneration, which the
