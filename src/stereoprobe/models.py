@@ -438,3 +438,28 @@ def mask_logits(model, input_ids, attention_mask, masks):
     base = getattr(model, model.base_model_prefix)
     hidden = base(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
     return head(hidden[masks])
+
+
+def is_causal(name: str, *, smoke: bool = False) -> bool:
+    """Whether ``name`` is a causal (decoder-only) LM, from its config alone: a GGUF file, or a config whose
+    architecture is a ``*ForCausalLM`` (``GPT2LMHeadModel``, …) of transformers' causal-LM classes and not a masked
+    or sequence-to-sequence one. False when no config can be read (loading then says what is wrong)."""
+    path = resolve(name, smoke=smoke)
+    try:
+        if gguf_location(path, must_exist=False) is not None:
+            return True
+    except ModelLoadError:  # several GGUF files in one folder: a causal LM whichever is meant
+        return True
+    from transformers import AutoConfig
+    from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
+                                                        MODEL_FOR_MASKED_LM_MAPPING_NAMES)
+
+    from .batching import quiet_transformers
+
+    try:
+        with quiet_transformers():
+            config = AutoConfig.from_pretrained(path, trust_remote_code=False)
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    causal = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()) - set(MODEL_FOR_MASKED_LM_MAPPING_NAMES.values())
+    return any(a in causal or a.endswith("ForCausalLM") for a in (config.architectures or ()))

@@ -1,0 +1,248 @@
+"""UnQover on causal and chat LMs: S(x | τ) from the model's log-probability of x as the answer.
+
+Li et al. (2020) read S(x | τ) from an extractive-QA model's span probabilities or a masked LM's fill; a
+decoder-only LM has neither. It is asked the example's paragraph and question through a prompt template
+(:mod:`stereoprobe.prompts`) and each subject is scored as the continuation of the prompt
+(:class:`stereoprobe.causal.CausalScorer`: log P summed over the subject's tokens, the tokens cut at the boundary
+rule of :func:`stereoprobe.causal.continuation_tokens`). Two scorers, reported apart:
+
+* **answer** — the subject itself after the template's answer cue (``"… Who was a hunter?\\nAnswer:"`` +
+  ``" Gerald"``);
+* **choice** — both subjects listed as options in the prompt, in the paragraph's order (slot 1 first), and the
+  option's label (``" A"``) or its text scored, as the template says. Option order follows the paragraph's
+  order, so the example's two orders also swap the options: the positional error δ measures the two
+  positions together, and γ, μ cancel both (Li et al. 2020, Eq. 5).
+
+Either way S(x1 | τ) = P(x1) / (P(x1) + P(x2)): the two log-probabilities normalised over the example's two
+subjects (the pair's other subject is the only alternative the metric compares; raw sums would favour
+subjects spelled with fewer tokens). δ, ε, avg S, γ, η and μ then follow exactly as for the QA and masked-LM
+variants (:mod:`stereoprobe.unqover.metrics`). The store keeps ``logp1``/``logp2`` per pass, keyed by scorer,
+template digest, chat or plain and precision. Instruct models read the prompt through their own chat template
+(the user turn holds paragraph and question, the assistant turn starts with the answer cue); base models a plain
+prompt (``chat=None`` decides from the tokenizer). Every choice made here is listed in the book's appendix *Where
+the code and the paper differ*.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from ..engine import ShardJob
+from ..errors import StereoprobeError
+from ..models import load, load_tokenizer
+from ..options import RunOptions, as_options
+from ..prompts import PromptTemplate
+from .generate import DatasetSpec, Example, count, example_keys, fingerprint, iter_examples
+
+#: The two causal scorers (module doc).
+SCORERS = ("answer", "choice")
+#: Columns of a causal run: log P of the slot-1 and slot-2 subject (natural log, summed over their tokens).
+CAUSAL_COLUMNS = ("logp1", "logp2")
+#: Passes per store shard.
+SHARD_PASSES = 20_000
+
+
+def task_of(scorer: str) -> str:
+    """The prompt task of a scorer (``answer`` → ``unqover-answer``)."""
+    if scorer not in SCORERS:
+        raise StereoprobeError(f"Unknown causal scorer {scorer!r}; choose answer or choice.")
+    return f"unqover-{scorer}"
+
+
+def requests(template: PromptTemplate, tokenizer, chat: bool, context: str, question: str, ans1: str,
+             ans2: str) -> list[tuple[str, str]]:
+    """The two (prompt, continuation) requests of one pass: slot 1's subject, then slot 2's."""
+    if template.task == "unqover-choice":
+        prompt = template.prompt(tokenizer, chat=chat, paragraph=context, question=question, options=[ans1, ans2])
+        words = template.scored([ans1, ans2])
+    else:
+        prompt = template.prompt(tokenizer, chat=chat, paragraph=context, question=question)
+        words = [ans1, ans2]
+    return [(prompt, template.continuation(prompt, w)) for w in words]
+
+
+def pass_requests(template: PromptTemplate, tokenizer, chat: bool, examples) -> list[tuple[str, str]]:
+    """Requests of the examples' passes in pass order (plain question, then negated), two per pass."""
+    out: list[tuple[str, str]] = []
+    for ex in examples:
+        for question in (ex.question, ex.negated_question):
+            out += requests(template, tokenizer, chat, ex.context, question, ex.ans1, ex.ans2)
+    return out
+
+
+def resolve_chat(tokenizer, chat: bool | None, model: str) -> bool:
+    """Whether prompts go through the chat template: ``chat`` as asked (True needs one), else whether it has one."""
+    from ..causal import has_chat_template
+
+    has = has_chat_template(tokenizer)
+    if chat is None:
+        return has
+    if chat and not has:
+        raise StereoprobeError(f"--chat was asked for, but the tokenizer of {model!r} has no chat template; pass "
+                               "--no-chat (a plain prompt), or the chat model's own tokenizer.")
+    return bool(chat)
+
+
+def check_causal(model: str, spec: DatasetSpec, template: PromptTemplate, chat: bool | None, *,
+                 smoke: bool = False) -> bool | None:
+    """Check from the tokenizer alone (no weights load) that ``model`` can be scored: the chat setting, every subject
+    (and a choice template's labels) spelled without the unknown token and cut cleanly after the answer cue, one
+    example's prompt within the context window. Returns the resolved chat setting (None without a local copy:
+    loading then says what to do)."""
+    from ..causal import continuation_tokens
+    from .score_lm import _subject_texts
+
+    tok = load_tokenizer(model, smoke=smoke)
+    if tok is None:
+        return None
+    use_chat = resolve_chat(tok, chat, model)
+    ex = next(iter_examples(spec, 0, 1), None)
+    if ex is None:
+        return use_chat
+    words = _subject_texts(spec) if template.task == "unqover-answer" or template.score == "option" \
+        else list(template.labels)
+    for word in words:
+        (prompt, cont), _ = requests(template, tok, use_chat, ex.context, ex.question, word, ex.ans2)
+        continuation_tokens(tok, prompt, cont)
+    _check_window(model, tok, requests(template, tok, use_chat, ex.context, ex.negated_question, ex.ans1, ex.ans2),
+                  smoke)
+    return use_chat
+
+
+def _check_window(model: str, tokenizer, reqs, smoke: bool) -> None:
+    from transformers import AutoConfig
+
+    from ..causal import check_fits
+    from ..models import resolve
+
+    try:
+        config = AutoConfig.from_pretrained(resolve(model, smoke=smoke), trust_remote_code=False)
+    except (OSError, ValueError, KeyError, TypeError):  # a GGUF file or no config: the scorer checks each prompt
+        return
+    longest = max(reqs, key=lambda r: len(r[0]) + len(r[1]))
+    check_fits(config, tokenizer, *longest)
+
+
+@dataclass(kw_only=True)
+class CausalJob(ShardJob):
+    """Shard ``i`` of ``spec``'s passes scored by a causal LM with one template (a worker's unit, local or Ray)."""
+
+    model: str
+    spec: DatasetSpec
+    template: PromptTemplate
+    chat: bool
+    batch_tokens: int | None = None
+    device: str = "cpu"
+    precision: str = "fp32"
+    smoke: bool = False
+
+    def _scorer(self):
+        if "scorer" not in self.state:
+            from ..causal import CausalScorer
+
+            loaded = load(self.model, "causal", device=self.device, smoke=self.smoke)
+            self.state["fingerprint"] = loaded.fingerprint
+            self.state["scorer"] = CausalScorer(loaded, batch_tokens=self.batch_tokens, precision=self.precision)
+        return self.state["scorer"]
+
+    def score_shard(self, i: int) -> dict[str, np.ndarray]:
+        scorer = self._scorer()
+        start, stop = self.span(i)
+        examples: list[Example] = list(iter_examples(self.spec, start // 2, stop // 2))
+        lp = scorer.logprobs(pass_requests(self.template, scorer.tokenizer, self.chat, examples)).logprob
+        ids = np.empty(2 * len(examples), dtype=np.int64)
+        ids[0::2] = [2 * ex.index for ex in examples]
+        ids[1::2] = ids[0::2] + 1
+        return {"pass_id": ids, "logp1": lp[0::2].astype(np.float32), "logp2": lp[1::2].astype(np.float32)}
+
+    def model_fingerprint(self) -> str | None:
+        return self.state.get("fingerprint")
+
+
+def _run_kind(template: PromptTemplate, chat: bool, dtype: str) -> str:
+    scorer = template.task.removeprefix("unqover-")
+    return f"causal-{scorer}-{template.name}-{template.digest}-{'chat' if chat else 'plain'}-{dtype}"
+
+
+def score_causal(model: str, spec: DatasetSpec, template: PromptTemplate, *, chat: bool | None = None,
+                 options: RunOptions | None = None, shard_passes: int = SHARD_PASSES):
+    """Score every pass of ``spec`` with the causal LM ``model`` through ``template`` into the score store
+    (resuming; nothing twice). ``chat``: the chat template (True), a plain prompt (False) or whichever the
+    tokenizer has (None). The tokenizer is checked before any weight loads (:func:`check_causal`). Returns the
+    complete :class:`~stereoprobe.store.StoreRun` (columns ``pass_id, logp1, logp2``)."""
+    from ..engine import compute_dtype, fill, worker_device
+    from ..models import fingerprint_path, resolve
+    from ..store import ScoreStore
+
+    run_options = as_options(options)
+    if not isinstance(template, PromptTemplate) or not template.task.startswith("unqover-"):
+        raise StereoprobeError(f"template {template!r} is not an UnQover prompt template; pass one of "
+                               "stereoprobe.prompts.templates('unqover-answer') or ('unqover-choice').")
+    if spec.variant != "qa" or spec.newsqa:
+        raise StereoprobeError(f"A causal LM reads the QA variant of the dataset without the NewsQA header, not "
+                               f"variant={spec.variant!r}, newsqa={spec.newsqa}; pass DatasetSpec(…, variant='qa').")
+    if isinstance(shard_passes, bool) or not isinstance(shard_passes, (int, np.integer)) or shard_passes < 2 \
+            or shard_passes % 2:
+        raise StereoprobeError(f"shard_passes={shard_passes!r} must be a positive even number (an example's two "
+                               f"questions stay in one shard); pass e.g. {SHARD_PASSES}.")
+    engine, smoke = run_options.engine, run_options.smoke
+    dev = worker_device(run_options.device, engine)
+    dtype = compute_dtype(dev, run_options.precision)
+    use_chat = check_causal(model, spec, template, chat, smoke=smoke)
+    model_fp = fingerprint_path(resolve(model, smoke=smoke))
+    if use_chat is None or model_fp is None:  # no local copy: loading says what to do, then the tokenizer decides
+        loaded = load(model, "causal", device=dev, smoke=smoke)
+        model_fp, use_chat = loaded.fingerprint, resolve_chat(loaded.tokenizer, chat, model)
+    store = run_options.score_store() or ScoreStore()
+    run = store.run(model_fp, fingerprint(spec), _run_kind(template, use_chat, dtype),
+                    {c: np.float32 for c in CAUSAL_COLUMNS})
+    if run.is_complete():
+        return run
+    n = count(spec).passes
+    job = CausalJob(n_rows=n, shard_size=int(shard_passes), model=model, spec=spec, template=template, chat=use_chat,
+                    batch_tokens=run_options.batch_tokens, device=dev, precision=dtype, smoke=smoke)
+    label = Path(model).name if Path(model).is_dir() else model
+    return fill(run, job, engine=engine, workers=run_options.workers, progress=run_options.show_progress,
+                desc=f"{label} · {template.task.removeprefix('unqover-')}:{template.name} · {spec.dataset} "
+                     f"({n:,} passes)")
+
+
+def normalised(logp1: np.ndarray, logp2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """S of the two subjects: P(x1) / (P(x1) + P(x2)) and its complement, computed stably from log-probabilities.
+
+    >>> s1, s2 = normalised(np.array([-1.0, -3.0]), np.array([-1.0, -2.0]))
+    >>> np.round(s1, 4).tolist(), np.round(s1 + s2, 6).tolist()
+    ([0.5, 0.2689], [1.0, 1.0])
+    """
+    d = np.asarray(logp1, np.float64) - np.asarray(logp2, np.float64)
+    s1 = 1.0 / (1.0 + np.exp(-d))
+    return s1, 1.0 - s1
+
+
+def load_causal_scores(model: str, spec: DatasetSpec, template: PromptTemplate, **kwargs) -> pd.DataFrame:
+    """Per-ordered-example subject scores of a causal LM (scoring what the store lacks), in the columns of
+    :func:`stereoprobe.unqover.score_qa.load_scores` (``s1_pos`` … ``s2_neg``), S normalised over the two subjects
+    (:func:`normalised`). ``kwargs`` go to :func:`score_causal`."""
+    from ..errors import StoreError
+
+    run = score_causal(model, spec, template, **kwargs)
+    raw = run.read()
+    meta = example_keys(spec)
+    expected = np.empty(2 * len(meta), dtype=np.int64)
+    expected[0::2] = 2 * meta["index"].to_numpy()
+    expected[1::2] = expected[0::2] + 1
+    if not np.array_equal(raw["pass_id"].to_numpy(dtype=np.int64), expected):
+        raise StoreError(f"The stored scores in {run.path} do not match the passes of {spec.dataset}; delete that "
+                         "folder to recompute them.")
+    s1, s2 = normalised(raw["logp1"].to_numpy(), raw["logp2"].to_numpy())
+    meta["s1_pos"], meta["s1_neg"] = s1[0::2], s1[1::2]
+    meta["s2_pos"], meta["s2_neg"] = s2[0::2], s2[1::2]
+    return meta
+
+
+__all__ = ["SCORERS", "CAUSAL_COLUMNS", "task_of", "requests", "check_causal", "score_causal", "normalised",
+           "load_causal_scores"]
