@@ -403,3 +403,21 @@ def remote_code_copy(src: Path, dst: Path) -> Path:
     config["auto_map"] = {"AutoConfig": "modeling_mine.MyConfig", "AutoModelForCausalLM": "modeling_mine.MyLM"}
     (dst / "config.json").write_text(json.dumps(config))
     return dst
+
+
+def boosted(folder: Path, family: str, token: int, boost: float = 40.0):
+    """The family's model with +``boost`` on ``token``'s output logit: a bias on its output layer (sharing the
+    weight, so tied embeddings stay tied); the model's own head code (softcapping included) runs after it."""
+    import torch
+
+    model = FAMILIES[family].model_class().from_pretrained(folder).eval()
+    head = model.get_output_embeddings()
+    layer = torch.nn.Linear(head.in_features, head.out_features, bias=True)
+    layer.weight = head.weight
+    with torch.no_grad():
+        layer.bias.zero_()
+        if getattr(head, "bias", None) is not None:
+            layer.bias.copy_(head.bias)
+        layer.bias[token] += boost
+    model.set_output_embeddings(layer)
+    return model

@@ -235,31 +235,13 @@ def test_shared_scores_equal_one_pass_per_request(built, family):
     assert sum(len(r.tokens) for r in rows) < 0.6 * sum(len(e.ids) for e in encoded)  # the prompts ran once
 
 
-def _boosted(folder: Path, family: str, token: int, boost: float = 40.0):
-    """The family's model with +``boost`` on ``token``'s output logit: a bias on its output layer (sharing the
-    weight, so tied embeddings stay tied); the model's own head code (softcapping included) runs after it."""
-    import torch
-
-    model = C.FAMILIES[family].model_class().from_pretrained(folder).eval()
-    head = model.get_output_embeddings()
-    layer = torch.nn.Linear(head.in_features, head.out_features, bias=True)
-    layer.weight = head.weight
-    with torch.no_grad():
-        layer.bias.zero_()
-        if getattr(head, "bias", None) is not None:
-            layer.bias.copy_(head.bias)
-        layer.bias[token] += boost
-    model.set_output_embeddings(layer)
-    return model
-
-
 @pytest.mark.parametrize("family", FAMILIES)
 def test_a_planted_logit_boost_wins(built, family):
     lm = built.loaded(family)
     options = [" Gerald", " Jennifer", " Mary"]
     prompts = [QUESTION, NEGATED, SODAPOP, NLI]
     planted = continuation_tokens(lm.tokenizer, QUESTION, " Jennifer").continuation_ids[0]
-    model = _boosted(built.folder(family), family, planted)
+    model = C.boosted(built.folder(family), family, planted)
     scores = CausalScorer(model, lm.tokenizer).logprobs([(p, o) for p in prompts for o in options])
     winners = scores.logprob.reshape(len(prompts), len(options)).argmax(1)
     assert (winners == 1).all(), scores.logprob
