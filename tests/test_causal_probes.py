@@ -175,7 +175,6 @@ def test_unqover_a_planted_boost_is_seen_and_cancelled(folders, family, tmp_path
     """+40 on the first token of one female name, whatever the question: the answer scorer and the choice scorer by
     name give that name S > 0.95 in both questions, which is negation indifference (ε), not bias: γ of the name stays
     near 0 (Li et al. 2020, Eq. 5). +40 on the letter 'A' is a pure position effect: δ = 1, and γ cancels it too."""
-    import stereoprobe.models as models
     from stereoprobe.unqover import metrics
     from stereoprobe.unqover import score_causal as sc
     from stereoprobe.unqover.generate import DatasetSpec
@@ -257,11 +256,9 @@ def sodapop_units():
 def test_sodapop_choices_acc_and_acc_norm(folders, family, sodapop_units, tmp_path, monkeypatch):
     """Every distinct choice scored once, in the encoders' frame layout; the options' scored tokens spell them;
     acc_norm's score is acc's per character; a boost on the answer's first token wins acc."""
-    import stereoprobe.models as models
     from stereoprobe.causal import encode_requests
     from stereoprobe.sodapop.distractors import mcqs_of
     from stereoprobe.sodapop.score_causal import score_causal_choices, unit_requests
-    from stereoprobe.sodapop.score_mcq import outcomes
 
     units, config = sodapop_units
     t = template("siqa", "mcq")
@@ -300,7 +297,6 @@ def test_sodapop_choices_acc_and_acc_norm(folders, family, sodapop_units, tmp_pa
 def test_nli_label_words_map_right(folders, family, tmp_path, monkeypatch):
     """The three label words score in the order entail, neutral, contradiction: a boost on the neutral word makes
     every pair neutral; probabilities sum to one; the label words' own mass is kept; words can be overridden."""
-    import stereoprobe.models as models
     from stereoprobe.nli.score_causal import score_causal_pairs
     from stereoprobe.nli.templates import TemplateSpec
 
