@@ -94,11 +94,32 @@ def _fingerprint(file: str, size: int, mtime: int) -> str:
     return f"{h.hexdigest()[:16]}-{_header(file, size, mtime)[1].lower()}"
 
 
+def gguf_is_chat(file: Path) -> bool:
+    """Whether a GGUF file's header carries a chat template (``tokenizer.chat_template``): a chat model. False when
+    the ``gguf`` package is missing or the header does not read (loading then says why)."""
+    return _chat(*_file_key(Path(file)))
+
+
+@lru_cache(maxsize=16)
+def _chat(file: str, size: int, mtime: int) -> bool:
+    import importlib.util
+
+    if importlib.util.find_spec("gguf") is None:
+        return False
+    import gguf
+
+    try:
+        return "tokenizer.chat_template" in gguf.GGUFReader(file).fields
+    except (ValueError, IndexError, KeyError, OSError, EOFError):
+        return False
+
+
 def check_gguf(file: Path, name: str, head: str) -> None:
     """Refuse, in one sentence, a GGUF file that transformers cannot load as ``head`` (only ``causal`` here) or whose
     architecture it cannot read."""
     if head != "causal":
-        raise ModelLoadError(f"{name!r} is a GGUF file, which holds a causal LM here; load it with head 'causal'.")
+        what = "a causal chat LM (a GGUF file with a chat template)" if gguf_is_chat(file) else "a causal LM (a GGUF file)"
+        raise ModelLoadError(f"{name!r} is {what}, which loads with head 'causal' only, not {head!r}.")
     arch, _ = gguf_header(file)
     from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
 
