@@ -49,11 +49,12 @@ def gguf_header(file: Path) -> tuple[str, str]:
     Raises :class:`ModelLoadError` saying ``pip install gguf`` when the package is missing, and naming the file when
     it is cut short or no GGUF file at all.
     """
-    return _header(*_file_key(Path(file)))
+    return _header(*_file_key(Path(file)))[:2]
 
 
 @lru_cache(maxsize=16)
-def _header(file: str, size: int, mtime: int) -> tuple[str, str]:
+def _header(file: str, size: int, mtime: int) -> tuple[str, str, bool]:
+    """(architecture, quantisation type, whether it carries a chat template): one read of the header."""
     import importlib.util
 
     if importlib.util.find_spec("gguf") is None:
@@ -70,11 +71,12 @@ def _header(file: str, size: int, mtime: int) -> tuple[str, str]:
             quant = gguf.LlamaFileType(field.contents()).name.removeprefix("MOSTLY_")
         else:
             quant = Counter(t.tensor_type.name for t in reader.tensors).most_common(1)[0][0]
+        chat = "tokenizer.chat_template" in reader.fields
     except (ValueError, IndexError, KeyError, OSError, EOFError) as err:
         first = (str(err).splitlines() or [type(err).__name__])[0]
         raise ModelLoadError(f"{file} is not a complete GGUF file ({first}); the download or copy was cut short: "
                              "fetch it again.") from None
-    return str(arch), str(quant)
+    return str(arch), str(quant), chat
 
 
 def gguf_fingerprint(file: Path) -> str:
@@ -97,20 +99,9 @@ def _fingerprint(file: str, size: int, mtime: int) -> str:
 def gguf_is_chat(file: Path) -> bool:
     """Whether a GGUF file's header carries a chat template (``tokenizer.chat_template``): a chat model. False when
     the ``gguf`` package is missing or the header does not read (loading then says why)."""
-    return _chat(*_file_key(Path(file)))
-
-
-@lru_cache(maxsize=16)
-def _chat(file: str, size: int, mtime: int) -> bool:
-    import importlib.util
-
-    if importlib.util.find_spec("gguf") is None:
-        return False
-    import gguf
-
     try:
-        return "tokenizer.chat_template" in gguf.GGUFReader(file).fields
-    except (ValueError, IndexError, KeyError, OSError, EOFError):
+        return _header(*_file_key(Path(file)))[2]
+    except ModelLoadError:
         return False
 
 
