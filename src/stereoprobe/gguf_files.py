@@ -49,11 +49,12 @@ def gguf_header(file: Path) -> tuple[str, str]:
     Raises :class:`ModelLoadError` saying ``pip install gguf`` when the package is missing, and naming the file when
     it is cut short or no GGUF file at all.
     """
-    return _header(*_file_key(Path(file)))
+    return _header(*_file_key(Path(file)))[:2]
 
 
 @lru_cache(maxsize=16)
-def _header(file: str, size: int, mtime: int) -> tuple[str, str]:
+def _header(file: str, size: int, mtime: int) -> tuple[str, str, bool]:
+    """(architecture, quantisation type, whether it carries a chat template): one read of the header."""
     import importlib.util
 
     if importlib.util.find_spec("gguf") is None:
@@ -70,11 +71,12 @@ def _header(file: str, size: int, mtime: int) -> tuple[str, str]:
             quant = gguf.LlamaFileType(field.contents()).name.removeprefix("MOSTLY_")
         else:
             quant = Counter(t.tensor_type.name for t in reader.tensors).most_common(1)[0][0]
+        chat = "tokenizer.chat_template" in reader.fields
     except (ValueError, IndexError, KeyError, OSError, EOFError) as err:
         first = (str(err).splitlines() or [type(err).__name__])[0]
         raise ModelLoadError(f"{file} is not a complete GGUF file ({first}); the download or copy was cut short: "
                              "fetch it again.") from None
-    return str(arch), str(quant)
+    return str(arch), str(quant), chat
 
 
 def gguf_fingerprint(file: Path) -> str:
@@ -94,11 +96,21 @@ def _fingerprint(file: str, size: int, mtime: int) -> str:
     return f"{h.hexdigest()[:16]}-{_header(file, size, mtime)[1].lower()}"
 
 
+def gguf_is_chat(file: Path) -> bool:
+    """Whether a GGUF file's header carries a chat template (``tokenizer.chat_template``): a chat model. False when
+    the ``gguf`` package is missing or the header does not read (loading then says why)."""
+    try:
+        return _header(*_file_key(Path(file)))[2]
+    except ModelLoadError:
+        return False
+
+
 def check_gguf(file: Path, name: str, head: str) -> None:
     """Refuse, in one sentence, a GGUF file that transformers cannot load as ``head`` (only ``causal`` here) or whose
     architecture it cannot read."""
     if head != "causal":
-        raise ModelLoadError(f"{name!r} is a GGUF file, which holds a causal LM here; load it with head 'causal'.")
+        what = "a causal chat LM (a GGUF file with a chat template)" if gguf_is_chat(file) else "a causal LM (a GGUF file)"
+        raise ModelLoadError(f"{name!r} is {what}, which loads with head 'causal' only, not {head!r}.")
     arch, _ = gguf_header(file)
     from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
 

@@ -1,11 +1,16 @@
 """The zoo's model providers: what ``zoo:``, ``lab:`` and ``asset:`` names mean.
 
+A ``zoo:`` name is a MiniLM recipe of :mod:`stereoprobe.zoo.recipes` (a folder merged once, then cached) or a
+shipped chat model of :mod:`stereoprobe.zoo.chat` (the checksummed GGUF file of its PyPI package).
+
 Registered in pyproject.toml (entry point group ``stereoprobe.providers``) and found by
 :func:`stereoprobe.models.resolve` through :mod:`stereoprobe.providers`, so the core never imports the
 zoo. Each provider imports its module only when a name of its prefix is resolved.
 
 >>> asset.names(), "lab:qa-biased" in lab.names(), "zoo:minilm-qa" in zoo.names()
 (['asset:minilm'], True, True)
+>>> "zoo:smollm2-135m-instruct" in zoo.names()
+True
 """
 
 from __future__ import annotations
@@ -16,6 +21,10 @@ from ..providers import ModelProvider
 
 
 def _zoo_path(name: str, smoke: bool) -> str:
+    from .chat import chat_model, chat_model_path
+
+    if chat_model(name) is not None:  # a shipped chat model: its GGUF file (the same file with smoke)
+        return str(chat_model_path(name, smoke))
     from .recipes import zoo_model_path  # merged once from the shipped LoRA part, then cached
 
     return str(zoo_model_path(name))

