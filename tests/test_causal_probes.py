@@ -322,3 +322,40 @@ def test_nli_bad_label_words(folders, tmp_path):
         score_causal_pairs(str(folders("gpt2")), TemplateSpec("gender", sample=3), template("yes-maybe-no", "nli"),
                            words=("Yes", "No"), options=opts(tmp_path))
     one_sentence(err, "three label words")
+
+
+def test_a_reports_templates_per_scorer(tmp_path):
+    from stereoprobe.unqover.score_causal import scorer_templates
+
+    assert [t.name for t in scorer_templates()] == ["qa", "context-question", "one-word", "letters", "names", "either"]
+    assert [t.name for t in scorer_templates("choice")] == ["letters", "names", "either"]
+    assert [(t.task, t.name) for t in scorer_templates(None, ["qa", "names"])] == [
+        ("unqover-answer", "qa"), ("unqover-choice", "names")]
+    f = tmp_path / "mine.yaml"
+    f.write_text('templates:\n  - {name: short, task: unqover-answer, user: "{paragraph} {question}", answer: "A:"}\n'
+                 '  - {name: pick, task: unqover-choice, user: "{paragraph} {question} {options}", answer: "A:"}\n')
+    assert [t.name for t in scorer_templates("answer", [str(f)])] == ["short"]
+    assert [t.name for t in scorer_templates(None, [str(f), "qa"])] == ["short", "pick", "qa"]
+    with pytest.raises(StereoprobeError) as err:
+        scorer_templates("answer", ["letters"])
+    one_sentence(err, "'letters' is no template of the scorer(s) answer", "answer: qa, context-question, one-word")
+    with pytest.raises(StereoprobeError) as err:
+        scorer_templates("span")
+    one_sentence(err, "Unknown causal scorer 'span'")
+
+
+def test_template_spread_beside_the_bootstrap():
+    import pandas as pd
+
+    from stereoprobe.unqover.score_causal import template_spread
+
+    errors = pd.DataFrame({"model": ["qa-model", "m · answer:qa", "m · answer:one-word", "m · choice:letters"],
+                           "delta": [0.1, 0.2, 0.4, 0.9], "epsilon": [0.0, 0.1, 0.3, 0.5], "avg_s": 0.5, "keys": 10})
+    intensity = pd.DataFrame({"model": errors["model"], "mu": [0.5, 0.10, 0.30, 0.2],
+                              "ci_low": [0.4, 0.05, 0.25, 0.1], "ci_high": [0.6, 0.15, 0.35, 0.3], "eta": 0.0})
+    spread = template_spread(errors, intensity).set_index("scorer")
+    assert list(spread.index) == ["answer", "choice"] and set(spread["model"]) == {"m"}
+    answer = spread.loc["answer"]
+    assert answer["templates"] == 2 and answer["delta_min"] == 0.2 and answer["delta_max"] == 0.4
+    assert answer["mu_range"] == pytest.approx(0.2) and answer["mu_ci_width"] == pytest.approx(0.1)
+    assert answer["larger"] == "template" and spread.loc["choice", "larger"] == "bootstrap"

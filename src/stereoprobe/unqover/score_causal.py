@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
@@ -244,5 +245,77 @@ def load_causal_scores(model: str, spec: DatasetSpec, template: PromptTemplate, 
     return meta
 
 
+# -- a report's rows: one per (scorer, template), and their spread ----------------------------------------------
+def scorer_templates(scorers: Sequence[str] | str | None = None,
+                     templates: Sequence[str | PromptTemplate] | str | None = None) -> list[PromptTemplate]:
+    """The templates a causal report scores: for each scorer (default both) every shipped template of its task
+    (``templates=None``) or the named ones that belong to it (shipped names, files: a file's templates of each
+    scorer's task). A name that fits none of the scorers is an error."""
+    from ..prompts import read_templates, select
+    from ..prompts import templates as shipped
+
+    scorers = list(SCORERS) if scorers is None else [scorers] if isinstance(scorers, str) else list(scorers)
+    if not scorers:
+        raise StereoprobeError("scorers is empty; pass answer, choice or both.")
+    tasks = [task_of(s) for s in dict.fromkeys(scorers)]
+    if templates is None:
+        return [t for task in tasks for t in select(None, task)]
+    names = [templates] if isinstance(templates, (str, Path, PromptTemplate)) else list(templates)
+    out: list[PromptTemplate] = []
+    for name in names:
+        found: list[PromptTemplate] = []
+        for task in tasks:
+            if isinstance(name, PromptTemplate):
+                found += [name] if name.task == task else []
+            elif str(name).endswith((".yaml", ".yml", ".json")) or Path(str(name)).expanduser().is_file():
+                found += [t for t in read_templates(name) if t.task == task]
+            elif any(t.name == str(name) for t in shipped(task)):
+                found += select(str(name), task)
+        if not found:
+            known = "; ".join(f"{task.removeprefix('unqover-')}: {', '.join(t.name for t in shipped(task))}"
+                              for task in tasks)
+            raise StereoprobeError(f"Template {str(name)!r} is no template of the scorer(s) {', '.join(scorers)} "
+                                   f"({known}); pass one of these names or a file with such templates.")
+        out += [t for t in found if t not in out]
+    return out
+
+
+def row_label(label: str, template: PromptTemplate) -> str:
+    """How a causal model's row is named in a report: ``<model> · <scorer>:<template>``."""
+    return f"{label} · {template.task.removeprefix('unqover-')}:{template.name}"
+
+
+def causal_frames(model: str, label: str, spec: DatasetSpec, templates: Sequence[PromptTemplate], *,
+                  chat: bool | None = None, options: RunOptions | None = None,
+                  shard_passes: int = SHARD_PASSES) -> dict[str, pd.DataFrame]:
+    """Per-example scores of one causal LM, one frame per template, by :func:`row_label`."""
+    return {row_label(label, t): load_causal_scores(model, spec, t, chat=chat, options=options,
+                                                    shard_passes=shard_passes) for t in templates}
+
+
+def template_spread(errors: pd.DataFrame, intensity: pd.DataFrame) -> pd.DataFrame:
+    """How much the prompt template moves a causal model's numbers, beside the bootstrap's uncertainty: per model and
+    scorer, the number of templates, the lowest and highest δ, ε and μ over them, μ's range (highest − lowest) and
+    the mean width of μ's 95% bootstrap interval, and which of the two is larger. Rows of models that are not
+    causal (no `` · scorer:template`` in their label) are left out."""
+    merged = errors.merge(intensity, on="model")
+    parts = merged["model"].str.rsplit(" · ", n=1, expand=True)
+    if parts.shape[1] < 2:
+        return pd.DataFrame(columns=["model", "scorer", "templates"])
+    merged["base"], merged["scorer"] = parts[0], parts[1].str.split(":", n=1).str[0]
+    merged = merged[parts[1].notna() & parts[1].str.contains(":", regex=False)]
+    rows = []
+    for (base, scorer), g in merged.groupby(["base", "scorer"], sort=False):
+        mu_range = float(g["mu"].max() - g["mu"].min())
+        ci_width = float((g["ci_high"] - g["ci_low"]).mean())
+        rows.append({"model": base, "scorer": scorer, "templates": len(g),
+                     "delta_min": g["delta"].min(), "delta_max": g["delta"].max(),
+                     "epsilon_min": g["epsilon"].min(), "epsilon_max": g["epsilon"].max(),
+                     "mu_min": g["mu"].min(), "mu_max": g["mu"].max(), "mu_range": mu_range,
+                     "mu_ci_width": ci_width,
+                     "larger": "template" if mu_range > ci_width else "bootstrap"})
+    return pd.DataFrame(rows)
+
+
 __all__ = ["SCORERS", "CAUSAL_COLUMNS", "task_of", "requests", "check_causal", "score_causal", "normalised",
-           "load_causal_scores"]
+           "load_causal_scores", "scorer_templates", "row_label", "causal_frames", "template_spread"]
