@@ -53,6 +53,16 @@ def test_scorer_keywords_carry_every_run_setting(tmp_path):
     assert isinstance(kw["store"], ScoreStore) and kw["store"].root == tmp_path and kw["progress"] is False
 
 
+def test_the_score_store_is_the_folder_given_or_the_cache_one(tmp_path, monkeypatch):
+    from stereoprobe.store import ScoreStore
+
+    monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
+    assert RunOptions(store=tmp_path / "s").score_store().root == tmp_path / "s"
+    assert RunOptions().score_store().root == tmp_path / "cache" / "scores"
+    store = ScoreStore(tmp_path / "t")
+    assert RunOptions(store=store).score_store() is store
+
+
 def test_a_report_writes_its_tables_whole(tmp_path):
     rep = Report("t", {"a": pd.DataFrame({"x": [1.5]}), "b": pd.DataFrame({"y": ["z"]})}, stems={"a": "first_a"})
     paths = rep.write_csv(tmp_path / "out")

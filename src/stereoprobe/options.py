@@ -26,7 +26,6 @@ import contextlib
 import dataclasses
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterator
 
 from .choices import PRECISIONS, is_device
@@ -98,12 +97,11 @@ class RunOptions:
         return progress_enabled() if self.progress is None else bool(self.progress)
 
     def score_store(self):
-        """The :class:`~stereoprobe.store.ScoreStore` scores go to (None: the scorers' default, the cache's)."""
+        """The :class:`~stereoprobe.store.ScoreStore` scores go to: ``store``, or with None the cache folder's
+        ``scores/``."""
         from .store import ScoreStore
 
-        if self.store is None or hasattr(self.store, "run"):
-            return self.store
-        return ScoreStore(Path(self.store))
+        return self.store if hasattr(self.store, "run") else ScoreStore(self.store)
 
     def scorer_kwargs(self) -> dict[str, Any]:
         """The keywords of the store-level scorers (``score_dataset``, ``score_pairs``, ``run_probe``, …)."""
