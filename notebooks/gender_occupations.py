@@ -68,12 +68,12 @@ use_book_style()  # tables as the book shows them: numbers right, text left, int
 spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
 n = count(spec)
 glue_all({"n_examples": f"{n.paper_examples:,}"})
-options = chapter.score_options(mode, RunOptions(**run))
+options = RunOptions(**run)
 
 # %%
-frames = tables.gather(models, spec, **options)
+frames = tables.gather(models, spec, mode=mode, options=options)
 gammas = chapter.gender_gammas(frames, n_boot=n_boot, seed=seed)
-lab_frames = tables.gather(lab_models, spec, **options)
+lab_frames = tables.gather(lab_models, spec, mode=mode, options=options)
 lab_gammas = chapter.gender_gammas(lab_frames, n_boot=n_boot, seed=seed)
 print(f"profile {profile}: {n.paper_examples:,} paper examples per model; {len(frames)} models + {len(lab_frames)} lab models")
 
@@ -107,7 +107,7 @@ chapter.paper_table2_view()
 # and finds nothing of that size in the control.
 
 # %%
-planted = tables.lab_planted(lab_models, "occupations", smoke=options["smoke"])
+planted = tables.lab_planted(lab_models, "occupations", smoke=options.smoke)
 recovery = chapter.planted_occupations(lab_gammas, planted)
 chapter.show_planted_occupations(recovery, planted)
 

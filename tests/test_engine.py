@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from stereoprobe import RunOptions
 from stereoprobe.engine import check_engine
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.nli.scoring import load_probabilities, score_pairs
@@ -58,18 +59,19 @@ def test_ray_workers_reproduce_the_local_run(ray_cluster, tiny_bert_qa, tmp_path
                                              one_torch_thread, monkeypatch):
     # UnQover QA: 8 shards over 2 workers; then a half-done local run finished by Ray
     spec = DatasetSpec("religion", sample=200, seed=1)
-    opts = dict(device="cpu", progress=False, shard_passes=100)
-    local = score_dataset(str(tiny_bert_qa), spec, store=ScoreStore(tmp_path / "local"), **opts)
-    remote = score_dataset(str(tiny_bert_qa), spec, store=ScoreStore(tmp_path / "ray"), engine="ray", workers=2,
-                           **opts)
-    assert remote.mode == local.mode == "qa-compat-float32"
-    _same_runs(local, remote)
+    run = RunOptions(device="cpu", progress=False)
+    local, on_ray = run.replace(store=tmp_path / "local"), run.replace(store=tmp_path / "ray", engine="ray")
+    local_run = score_dataset(str(tiny_bert_qa), spec, shard_passes=100, options=local)
+    remote = score_dataset(str(tiny_bert_qa), spec, shard_passes=100, options=on_ray.replace(workers=2))
+    assert remote.mode == local_run.mode == "qa-compat-float32"
+    _same_runs(local_run, remote)
     for i in (1, 4, 5):
         remote.shard_path(i).unlink()
-    resumed = score_dataset(str(tiny_bert_qa), spec, store=ScoreStore(tmp_path / "ray"), engine="ray", **opts)
-    _same_runs(local, resumed)
-    pd.testing.assert_frame_equal(load_scores(str(tiny_bert_qa), spec, store=ScoreStore(tmp_path / "ray"), **opts),
-                                  load_scores(str(tiny_bert_qa), spec, store=ScoreStore(tmp_path / "local"), **opts))
+    resumed = score_dataset(str(tiny_bert_qa), spec, shard_passes=100, options=on_ray)
+    _same_runs(local_run, resumed)
+    pd.testing.assert_frame_equal(
+        load_scores(str(tiny_bert_qa), spec, shard_passes=100, options=run.replace(store=tmp_path / "ray")),
+        load_scores(str(tiny_bert_qa), spec, shard_passes=100, options=local))
 
     # Bias-NLI: 6 shards
     nli = tiny_nli(tmp_path / "nli", {0: "contradiction", 1: "entailment", 2: "neutral"})
