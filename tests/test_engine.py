@@ -76,17 +76,16 @@ def test_ray_workers_reproduce_the_local_run(ray_cluster, tiny_bert_qa, tmp_path
     # Bias-NLI: 6 shards
     nli = tiny_nli(tmp_path / "nli", {0: "contradiction", 1: "entailment", 2: "neutral"})
     nspec = TemplateSpec("nationality", sample=300, seed=1)
-    nopts = dict(device="cpu", progress=False, shard_pairs=50)
-    _same_runs(score_pairs(nli, nspec, store=ScoreStore(tmp_path / "nl"), **nopts),
-               score_pairs(nli, nspec, store=ScoreStore(tmp_path / "nr"), engine="ray", workers=2, **nopts))
-    with_proj = load_probabilities(nli, nspec, store=ScoreStore(tmp_path / "nl"), projection="random:0", **nopts)
+    near, far = run.replace(store=tmp_path / "nl"), run.replace(store=tmp_path / "nr", engine="ray")
+    _same_runs(score_pairs(nli, nspec, shard_pairs=50, options=near),
+               score_pairs(nli, nspec, shard_pairs=50, options=far.replace(workers=2)))
+    with_proj = load_probabilities(nli, nspec, projection="random:0", shard_pairs=50, options=near)
     pd.testing.assert_frame_equal(
-        with_proj, load_probabilities(nli, nspec, store=ScoreStore(tmp_path / "nr"), projection="random:0",
-                                      engine="ray", **nopts), check_exact=True)
+        with_proj, load_probabilities(nli, nspec, projection="random:0", shard_pairs=50, options=far), check_exact=True)
     # a worker's bad input arrives as the one clear error, and nothing is written
     bad = tiny_nli(tmp_path / "bad", {0: "positive", 1: "negative", 2: "mixed"})
     with pytest.raises(StereoprobeError, match="positive.*negative.*mixed"):
-        score_pairs(bad, nspec, store=ScoreStore(tmp_path / "bad_store"), engine="ray", **nopts)
+        score_pairs(bad, nspec, shard_pairs=50, options=run.replace(store=tmp_path / "bad_store", engine="ray"))
     assert not list((tmp_path / "bad_store").rglob("*.parquet"))
 
     # SODAPOP MCQ: distinct choices in shards of 16

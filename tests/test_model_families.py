@@ -407,8 +407,8 @@ def test_nli_label_layouts_give_the_same_probabilities(capsys, tmp_path, zoo, fa
     assert_ok(cli(capsys, "nli", "score", *common))
     order = tuple(LABEL_ORDER.split(","))
     spec = TemplateSpec("religion", sample=30)
-    probs = [load_probabilities(str(m), spec, store=ScoreStore(store), device="cpu", progress=False,
-                                label_order=order if layout == "generic" else None)
+    probs = [load_probabilities(str(m), spec, label_order=order if layout == "generic" else None,
+                                options=RunOptions(store=ScoreStore(store), device="cpu", progress=False))
              for m, layout in zip(models, ("enc", "cne", "generic"))]
     columns = ["entail", "neutral", "contradiction"]
     first = probs[0][columns].to_numpy()
