@@ -17,7 +17,6 @@ from stereoprobe.nli.templates import TemplateSpec
 from stereoprobe.sodapop import contexts
 from stereoprobe.sodapop import distractors as D
 from stereoprobe.sodapop import score_mcq as S
-from stereoprobe.store import ScoreStore
 from stereoprobe.unqover.generate import DatasetSpec
 from stereoprobe.unqover.score_qa import load_scores, score_dataset
 
@@ -97,9 +96,8 @@ def test_ray_workers_reproduce_the_local_run(ray_cluster, tiny_bert_qa, tmp_path
         u.candidates = Counter({" ".join(rng.sample(u.answer.split() + ["kind", "the", "cold"], 2)): 1 for _ in range(40)})
     eye = S.Variant("same", "matrix", np.eye(32))
     monkeypatch.setattr(S, "SHARD_CHOICES", 16)
-    here = S.score_choices(str(mcq), units, cfg, variants=[eye], store=ScoreStore(tmp_path / "ml"), device="cpu",
-                           progress=False)
-    there = S.score_choices(str(mcq), units, cfg, variants=[eye], store=ScoreStore(tmp_path / "mr"), device="cpu",
-                            progress=False, engine="ray", workers=2)
+    here = S.score_choices(str(mcq), units, cfg, variants=[eye], options=run.replace(store=tmp_path / "ml"))
+    there = S.score_choices(str(mcq), units, cfg, variants=[eye],
+                            options=run.replace(store=tmp_path / "mr", engine="ray", workers=2))
     assert len(there) > 3 * 16
     pd.testing.assert_frame_equal(here, there, check_exact=True)
