@@ -189,14 +189,15 @@ chapter.intensity_view(mu)
 # The lab models are tiny, so a sweep over sample sizes takes seconds per step:
 #
 # ```python
+# from stereoprobe import RunOptions
 # from stereoprobe.book.views import unqover as chapter
 # from stereoprobe.unqover import tables
 # from stereoprobe.unqover.generate import DatasetSpec
 #
 # planted = tables.lab_planted(["lab:qa-biased"], "occupations")
 # for sample in (2000, 1000, 500, 250, 125, 60):
-#     frames = tables.gather(["lab:qa-biased"], DatasetSpec("gender", sample=sample, seed=0), device="cpu",
-#                            progress=False)
+#     frames = tables.gather(["lab:qa-biased"], DatasetSpec("gender", sample=sample, seed=0),
+#                            options=RunOptions(device="cpu", progress=False))
 #     gammas = chapter.gender_gammas(frames)
 #     recovery = chapter.planted_occupations(gammas, planted)
 #     table = gammas["lab:qa-biased"]
