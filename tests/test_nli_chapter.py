@@ -236,8 +236,8 @@ def test_static_runs_measure_every_variant_against_orig(monkeypatch):
 def test_table15_runs_score_every_variant_and_repeat(monkeypatch):
     neutral = {("m", None): 0.5, ("m", "gender"): 0.4, ("m", "random:0"): 0.45, ("m-proj", None): 0.6,
                ("m-rand0", None): 0.5}
-    monkeypatch.setattr(chapter, "load_probabilities",
-                        lambda model, spec, projection=None, options=None: _constant_probs(neutral[(model, projection)]))
+    monkeypatch.setattr(chapter, "load_probabilities", lambda model, spec, projection=None, options=None:
+                        _constant_probs(neutral[(model, projection)]))
     spec = tables.probe_specs(sample=10, seed=0)["gender"]
     variants, runs = chapter.table15_runs("m", spec, proj_finetuned="m-proj", rand_finetuned=["m-rand0"],
                                           random_controls=1, n_boot=5, seed=0, options=RunOptions(device="cpu"))

@@ -167,8 +167,8 @@ def score_pairs(model: str, spec: TemplateSpec, *, label_order: Sequence[str] | 
     if run.is_complete():
         return run
     n = count(spec).pairs
-    job = ScoreJob(n_rows=n, shard_size=int(shard_pairs), model=model, spec=spec,
-                   batch_tokens=options.batch_tokens, device=dev, precision=dtype, smoke=smoke, label_order=label_order, projection=projection,
+    job = ScoreJob(n_rows=n, shard_size=int(shard_pairs), model=model, spec=spec, batch_tokens=options.batch_tokens,
+                   device=dev, precision=dtype, smoke=smoke, label_order=label_order, projection=projection,
                    sentences=sentences, suffix=suffix)
     if engine == "local":
         job.state.update(state)

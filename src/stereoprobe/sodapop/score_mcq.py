@@ -234,7 +234,8 @@ def score_choices(mcq_model: str, units: Sequence[Unit], config: GenerationConfi
     mode = "mcq-" + ("nosep" if join == "" else "space") + "-" + precision
     if variants:
         mode += "-" + hashlib.sha256("|".join(f"{v.name}:{v.digest()}" for v in variants).encode()).hexdigest()[:12]
-    run = options.score_store().run(model_fp, dataset_fingerprint(units, config, join), mode, {c: np.float32 for c in columns})
+    run = options.score_store().run(model_fp, dataset_fingerprint(units, config, join), mode,
+                                    {c: np.float32 for c in columns})
     per_unit = [len(_unit_choices(u, mcqs_of(u, config))) for u in units]
     ends = np.cumsum(per_unit, dtype=np.int64) if per_unit else np.zeros(0, dtype=np.int64)
     n = int(ends[-1]) if len(ends) else 0
