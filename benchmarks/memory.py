@@ -33,6 +33,7 @@ def main() -> None:
     parser.add_argument("--metrics", action="store_true", help="also build the per-example frame and γ")
     args = parser.parse_args()
 
+    from stereoprobe import RunOptions
     from stereoprobe.batching import resolve_device
     from stereoprobe.models import load
     from stereoprobe.store import ScoreStore
@@ -51,7 +52,8 @@ def main() -> None:
         after_load = peak_rss_mb()
         store = ScoreStore(Path(tmp) / "scores")
         t0 = time.perf_counter()
-        run = score_dataset(name, spec, store=store, device=str(device), batch_tokens=args.batch_tokens)
+        run = score_dataset(name, spec,
+                            options=RunOptions(store=store, device=str(device), batch_tokens=args.batch_tokens))
         seconds = time.perf_counter() - t0
         after_scoring = peak_rss_mb()
         size = folder_bytes(run.path)
@@ -62,7 +64,7 @@ def main() -> None:
               f"generation, batching and the store)")
         print(f"score store: {size / 2**20:.1f} MiB = {size / n:.2f} bytes per pass (pass_id + 4 float32 columns)")
         if args.metrics:
-            frame = load_scores(name, spec, store=store, device=str(device))
+            frame = load_scores(name, spec, options=RunOptions(store=store, device=str(device)))
             tables.gender_gamma(frame, n_boot=100) if args.dataset == "gender" else None
             print(f"peak RSS after the per-example frame ({len(frame):,} rows) and γ: {peak_rss_mb():8.0f} MB")
             del frame

@@ -46,11 +46,11 @@ def main() -> None:
 
     import torch
 
+    from stereoprobe import RunOptions
     from stereoprobe.batching import resolve_device
     from stereoprobe.models import load
     from stereoprobe.nli.scoring import NLIScorer, score_pairs
     from stereoprobe.nli.templates import TemplateSpec, count, iter_pairs
-    from stereoprobe.store import ScoreStore
 
     device = resolve_device(args.device)
     full = TemplateSpec(args.probe)
@@ -79,8 +79,8 @@ def main() -> None:
     if args.pairs == "all":
         with tempfile.TemporaryDirectory() as tmp:
             t0 = time.perf_counter()
-            run = score_pairs(args.model, full, store=ScoreStore(Path(tmp)), device=str(device), precision=args.precision,
-                              batch_tokens=args.batch_tokens)
+            run = score_pairs(args.model, full, options=RunOptions(
+                store=Path(tmp), device=str(device), precision=args.precision, batch_tokens=args.batch_tokens))
             seconds = time.perf_counter() - t0
             size = sum(p.stat().st_size for p in run.path.glob("part-*.parquet"))
         print(f"  scored all {run.n_rows():,} pairs into the store in {seconds / 60:.1f} min "

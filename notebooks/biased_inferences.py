@@ -83,7 +83,7 @@ from stereoprobe.nli import tables
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
 specs = tables.probe_specs(sample=sample, seed=seed)
-options = RunOptions(**run, progress=False).scorer_kwargs()
+options = RunOptions(**run, progress=False)
 
 # %%
 print(chapter.run_summary(profile, nli_models, specs))
@@ -125,7 +125,7 @@ show_method("stereoprobe.nli.measures.net_neutral", "stereoprobe.nli.measures.fr
 # neutral, nationality and religion much closer.
 
 # %%
-probs, contextual = chapter.contextual_measures(nli_models, specs, n_boot=n_boot, seed=seed, **options)
+probs, contextual = chapter.contextual_measures(nli_models, specs, n_boot=n_boot, seed=seed, options=options)
 chapter.measures_beside_paper(contextual)
 
 # %% mystnb={"image": {"alt": "Four panels, one per neutrality measure (NN, FN, T:0.5, T:0.7), each plotting every NLI model's score with its 95% bootstrap interval for the gender, nationality and religion probes on a 0-to-1 scale (1 = always neutral). Look for gender far below nationality and religion, the ordering of the paper's models."}}
@@ -197,7 +197,7 @@ chapter.table7_beside_paper(vectors)
 
 # %%
 train_set, static_models = chapter.train_static_models(vectors, snli_train, snli_dev, random_retrains,
-                                                       smoke=options["smoke"])  # orig, -gen, -nat, -rel, rand0, rand1, …
+                                                       smoke=options.smoke)  # orig, -gen, -nat, -rel, rand0, rand1, …
 
 # %%
 runs = chapter.static_runs(static_models, specs, n_boot=n_boot, seed=seed)
@@ -256,7 +256,7 @@ chapter.word_pair_means(static_models, rude_iraqi_pairs, ["orig", "-nat"])
 # female words, contradicting the male ones), and comes back after the projection.
 
 # %%
-chapter.lab_effect(vectors, n_boot=n_boot, seed=seed, smoke=options["smoke"])  # 30,000 gender pairs: 587 planted
+chapter.lab_effect(vectors, n_boot=n_boot, seed=seed, smoke=options.smoke)  # 30,000 gender pairs: 587 planted
 
 # %% [markdown]
 # The "other" rows of the biased model and its control are identical: same weights, same vectors.
@@ -287,7 +287,7 @@ chapter.lab_effect(vectors, n_boot=n_boot, seed=seed, smoke=options["smoke"])  #
 chapter.ensure_zoo_models([proj_finetuned, *(rand_finetuned or [])])  # only proj and rand0 are committed
 variants, table15_runs = chapter.table15_runs(contextual_model, specs["gender"], proj_finetuned=proj_finetuned,
                                               rand_finetuned=rand_finetuned, random_controls=random_controls,
-                                              n_boot=n_boot, seed=seed, **options)
+                                              n_boot=n_boot, seed=seed, options=options)
 chapter.diff_view(chapter.table15(table15_runs), ["variant", "repeats"])
 
 # %% [markdown]
@@ -323,10 +323,10 @@ glue_all(chapter.table15_numbers(chapter.table15(table15_runs)))
 # the mean contextual embedding of "he" and of "she" (in matched template sentences).
 
 # %%
-chapter.layer_diagnostics(contextual_model, device=options["device"], smoke=options["smoke"])
+chapter.layer_diagnostics(contextual_model, device=options.device, smoke=options.smoke)
 
 # %%
-chapter.layers_table(contextual_model, specs["gender"], variants, n_boot=n_boot, seed=seed, **options)
+chapter.layers_table(contextual_model, specs["gender"], variants, n_boot=n_boot, seed=seed, options=options)
 
 # %% [markdown]
 # ## Summary

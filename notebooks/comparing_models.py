@@ -63,11 +63,11 @@ from stereoprobe.unqover import tables
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
-options = chapter.score_options(mode, RunOptions(**run))
+options = RunOptions(**run)
 
 # %%
-grid = tables.intensity_grid(models, lm_models, sample=sample, seed=seed, n_boot=n_boot, **options)
-sizes = chapter.model_sizes(models, lm_models, smoke=options["smoke"])
+grid = tables.intensity_grid(models, lm_models, sample=sample, mode=mode, seed=seed, n_boot=n_boot, options=options)
+sizes = chapter.model_sizes(models, lm_models, smoke=options.smoke)
 print(f"profile {profile}: {len(models)} QA model(s), {len(lm_models)} masked LM(s), 4 bias classes")
 
 # %% [markdown]
@@ -212,7 +212,8 @@ glue_all(chapter.claim_numbers(claims))
 # from stereoprobe.unqover.generate import DatasetSpec
 #
 # spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
-# frames = tables.gather(models, spec, **options) | tables.gather_lm(lm_models, spec, **options)
+# frames = tables.gather(models, spec, mode=mode, options=options) | \
+#     tables.gather_lm(lm_models, spec, mode=mode, options=options)
 # for name, frame in frames.items():
 #     paired = metrics.pair_examples(frame)
 #     for group_by in ("subject", "gender"):

@@ -87,7 +87,7 @@ from stereoprobe.book.views import sodapop as chapter
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
-options = RunOptions(**run, progress=False).scorer_kwargs()
+options = RunOptions(**run, progress=False)
 perm = dict(n_perm=n_perm, p_method=p_method)  # analysis.permutation_method: exact or sampled test
 
 # %%
@@ -139,7 +139,7 @@ chapter.name_groups_table(all_groups, groups)
 # `name_contexts` contexts per name.
 
 # %%
-emb, t1 = chapter.show_table1(name_encoder, all_groups, n_contexts=name_contexts, seed=seed, device=options["device"])
+emb, t1 = chapter.show_table1(name_encoder, all_groups, n_contexts=name_contexts, seed=seed, device=options.device)
 
 # %% mystnb={"image": {"alt": "Scatter plot of a two-dimensional t-SNE map of the first-name embeddings, one point per name, coloured by race/ethnicity (European American, African American, Asian, Hispanic) and marked by gender (dot female, cross male). Regions held by one colour or one marker show that the encoder's embeddings carry the name's group."}}
 chapter.show_name_tsne(emb, all_groups, encoder=name_encoder, n_contexts=name_contexts)
@@ -176,7 +176,7 @@ chapter.scale_table()
 # tokens and punctuation. Below, the depth-1 neighbours of context 3 for one name in both modes.
 
 # %%
-chapter.decoding_quirk(mlm, groups["AA_m"][0], **options)
+chapter.decoding_quirk(mlm, groups["AA_m"][0], options=options)
 
 # %% [markdown]
 # After generation: deduplicate (the 50-context runs), **sort** — the authors'
@@ -197,7 +197,7 @@ chapter.decoding_quirk(mlm, groups["AA_m"][0], **options)
 single, multi, fits = chapter.run_debiased_probes(
     mcq_model, mlm, names_per_group=names_per_group, decoding=decoding, single_depth=single_depth,
     single_cap=single_cap, multi_contexts=multi_contexts, multi_depth=multi_depth, multi_cap=multi_cap, debias=debias,
-    inlp_iterations=inlp_iterations, debias_sentences=debias_sentences, seed=seed, **options)
+    inlp_iterations=inlp_iterations, debias_sentences=debias_sentences, seed=seed, options=options)
 chapter.cost_view(chapter.cost_table({"single context": single, "multi-context": multi}))
 
 # %% [markdown]
@@ -386,7 +386,7 @@ chapter.show_abc(chapter.associated_words(rd_all, all_groups))
 # biased model only.
 
 # %%
-lab_tables = chapter.show_lab_runs(single, mcq_lab_models, groups, min_count=min_count_single, **perm, **options)
+lab_tables = chapter.show_lab_runs(single, mcq_lab_models, groups, min_count=min_count_single, **perm, options=options)
 
 # %% mystnb={"image": {"alt": "Volcano plots, one panel per lab model (lab:mcq-biased, then lab:mcq-control): each grey dot is a word, placed by its relative difference RD for AA_m names against everyone else (x axis) and by -log10 of its q-value (y axis); a dotted line marks q = 0.05 and the planted word quiet is drawn in red where it occurs. The method works if quiet rises above the dotted line for the biased model only."}}
 chapter.show_lab(lab_tables)
@@ -538,13 +538,13 @@ glue_all(chapter.grid_numbers(single, multi))
 # from stereoprobe import models
 # from stereoprobe.sodapop import debias, probe
 #
-# mcq = models.load(mcq_model, "mcq", device=options["device"])
-# pre = models.load("asset:minilm", "base", device=options["device"])      # the pre-trained encoder
+# mcq = models.load(mcq_model, "mcq", device=options.device)
+# pre = models.load("asset:minilm", "base", device=options.device)      # the pre-trained encoder
 # fit = debias.fit_debias(mcq.model, mcq.tokenizer, "inlp", "gender", fingerprint=pre.fingerprint,
 #                         encoder_source=(pre.model, pre.tokenizer), n_iterations=inlp_iterations,
 #                         max_sentences=debias_sentences)
 # variants = [f.variant() for f in fits.values()] + [fit.variant("inlp-gender-pretrained")]
-# rerun = probe.run_probe(mcq_model, mlm, single.grid, variants=variants, **options)
+# rerun = probe.run_probe(mcq_model, mlm, single.grid, variants=variants, options=options)
 # chapter.show_debias_table9(rerun, groups, min_count=min_count_single)
 # ```
 #
@@ -575,19 +575,20 @@ glue_all(chapter.grid_numbers(single, multi))
 #
 # ```python
 # import dataclasses
+# from stereoprobe import RunOptions
 # from stereoprobe.book.views import sodapop as chapter
 # from stereoprobe.sodapop.probe import GridConfig, run_probe
 # from stereoprobe.zoo import lab
 #
 # lab.LAB_RECIPES["mcq-weak"] = dataclasses.replace(lab.LAB_RECIPES["mcq-biased"], strength=0.5,
 #                                                   description="mcq-biased with the plant at strength 0.5")
-# options = dict(device="cpu", progress=False)
+# options = RunOptions(device="cpu", progress=False)
 # for n in (8, 12, 16, 20, 25):
 #     _, groups = chapter.name_sets(n)
 #     grid = GridConfig(names_per_group=n, contexts=[3], depth=2, dedup=False, cap=600)
-#     single = run_probe("zoo:minilm-mcq", "zoo:minilm-mlm", grid, **options)
+#     single = run_probe("zoo:minilm-mcq", "zoo:minilm-mlm", grid, options=options)
 #     tables, summary = chapter.lab_runs(single, ["lab:mcq-weak", "lab:mcq-control"], groups, min_count=1,
-#                                        n_perm=100_000, **options)
+#                                        n_perm=100_000, options=options)
 #     print(n, summary[["model", "rank of quiet", "p(quiet)", "q(quiet)"]].to_string(index=False))
 # ```
 #

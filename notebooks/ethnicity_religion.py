@@ -59,11 +59,11 @@ from stereoprobe.unqover import tables
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
-options = chapter.score_options(mode, RunOptions(**run))
+options = RunOptions(**run)
 
 # %%
-results = chapter.gather_datasets(("ethnicity", "religion"), models, lm_models, sample=sample, seed=seed,
-                                  n_boot=n_boot, **options)
+results = chapter.gather_datasets(("ethnicity", "religion"), models, lm_models, sample=sample, mode=mode, seed=seed,
+                                  n_boot=n_boot, options=options)
 
 # %% [markdown]
 # ## Ethnicity: $\gamma(x)$ and $\eta(x)$ (Table 12)

@@ -68,12 +68,12 @@ use_book_style()  # tables as the book shows them: numbers right, text left, int
 spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
 n = count(spec)
 glue_all({"n_examples": f"{n.paper_examples:,}"})
-options = chapter.score_options(mode, RunOptions(**run))
+options = RunOptions(**run)
 
 # %%
-frames = tables.gather(models, spec, **options)
+frames = tables.gather(models, spec, mode=mode, options=options)
 gammas = chapter.gender_gammas(frames, n_boot=n_boot, seed=seed)
-lab_frames = tables.gather(lab_models, spec, **options)
+lab_frames = tables.gather(lab_models, spec, mode=mode, options=options)
 lab_gammas = chapter.gender_gammas(lab_frames, n_boot=n_boot, seed=seed)
 print(f"profile {profile}: {n.paper_examples:,} paper examples per model; {len(frames)} models + {len(lab_frames)} lab models")
 
@@ -107,7 +107,7 @@ chapter.paper_table2_view()
 # and finds nothing of that size in the control.
 
 # %%
-planted = tables.lab_planted(lab_models, "occupations", smoke=options["smoke"])
+planted = tables.lab_planted(lab_models, "occupations", smoke=options.smoke)
 recovery = chapter.planted_occupations(lab_gammas, planted)
 chapter.show_planted_occupations(recovery, planted)
 
@@ -189,14 +189,15 @@ chapter.intensity_view(mu)
 # The lab models are tiny, so a sweep over sample sizes takes seconds per step:
 #
 # ```python
+# from stereoprobe import RunOptions
 # from stereoprobe.book.views import unqover as chapter
 # from stereoprobe.unqover import tables
 # from stereoprobe.unqover.generate import DatasetSpec
 #
 # planted = tables.lab_planted(["lab:qa-biased"], "occupations")
 # for sample in (2000, 1000, 500, 250, 125, 60):
-#     frames = tables.gather(["lab:qa-biased"], DatasetSpec("gender", sample=sample, seed=0), device="cpu",
-#                            progress=False)
+#     frames = tables.gather(["lab:qa-biased"], DatasetSpec("gender", sample=sample, seed=0),
+#                            options=RunOptions(device="cpu", progress=False))
 #     gammas = chapter.gender_gammas(frames)
 #     recovery = chapter.planted_occupations(gammas, planted)
 #     table = gammas["lab:qa-biased"]

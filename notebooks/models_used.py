@@ -127,7 +127,7 @@ chapter.paper_models_view()
 
 # %%
 spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
-frames = tables.gather(side_by_side, spec, mode=mode, **RunOptions(**run).scorer_kwargs())
+frames = tables.gather(side_by_side, spec, mode=mode, options=RunOptions(**run))
 side = chapter.side_by_side_table(frames, n_boot=n_boot, seed=seed)
 chapter.side_by_side_view(side)
 

@@ -71,11 +71,11 @@ from stereoprobe.unqover.generate import DatasetSpec, count
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
 spec = DatasetSpec("nationality", mode=mode, sample=sample, seed=seed)
-options = chapter.score_options(mode, RunOptions(**run))
+options = RunOptions(**run)
 
 # %%
-qa_frames = tables.gather(models, spec, **options)
-lm_frames = tables.gather_lm(lm_models, spec, **options)
+qa_frames = tables.gather(models, spec, mode=mode, options=options)
+lm_frames = tables.gather_lm(lm_models, spec, mode=mode, options=options)
 frames = qa_frames | lm_frames
 gammas = tables.subject_gammas(frames, n_boot=n_boot, seed=seed)
 gammas_xa = tables.subject_attribute_gammas(frames, n_boot=n_boot, seed=seed)
@@ -172,8 +172,8 @@ chapter.western_view(matrix, geo, western_areas)
 # like any masked LM (compat: top-10 truncation).
 
 # %%
-lab_frames = tables.gather_lm(lab_lm_models, spec, **options)
-planted = tables.lab_planted(lab_lm_models, "country_clusters", smoke=options["smoke"])
+lab_frames = tables.gather_lm(lab_lm_models, spec, mode=mode, options=options)
+planted = tables.lab_planted(lab_lm_models, "country_clusters", smoke=options.smoke)
 recovery = tables.planted_cluster_recovery(lab_frames, planted, n_boot=n_boot, seed=seed)
 chapter.show_cluster_recovery(recovery)
 

@@ -75,7 +75,7 @@ from stereoprobe.unqover.generate import DatasetSpec, count
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 
 spec = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
-options = RunOptions(**run).scorer_kwargs()
+options = RunOptions(**run)
 n = count(spec)
 glue_all(chapter.count_numbers(n, models, mode))
 
@@ -123,7 +123,7 @@ show_method("stereoprobe.unqover.metrics._key_errors", "stereoprobe.unqover.metr
 # stored once per (model, dataset, mode): rerunning this notebook reads them back.
 
 # %%
-frames = tables.gather(models, spec, mode=mode, **options)
+frames = tables.gather(models, spec, mode=mode, options=options)
 errors = tables.reasoning_errors(frames)
 chapter.errors_view(errors)
 
@@ -146,7 +146,7 @@ glue_all(chapter.error_numbers(errors))
 # avg S"; *clean* mode reads the subject token's probability directly.
 
 # %%
-lm_frames = tables.gather_lm(lm_models, spec, mode=mode, **options)
+lm_frames = tables.gather_lm(lm_models, spec, mode=mode, options=options)
 lm_errors = tables.reasoning_errors(lm_frames)
 chapter.errors_view(lm_errors)
 

@@ -45,12 +45,57 @@ def test_threads_apply_inside_the_block_only():
         assert torch.get_num_threads() == before
 
 
-def test_scorer_keywords_carry_every_run_setting(tmp_path):
+def _store_level_scorers():
+    from stereoprobe.nli.scoring import load_probabilities, score_pairs
+    from stereoprobe.sodapop.distractors import generate
+    from stereoprobe.sodapop.probe import rescore, run_probe
+    from stereoprobe.sodapop.score_mcq import score_choices
+    from stereoprobe.unqover.score_qa import load_scores, score_dataset
+    from stereoprobe.unqover.tables import gather, gather_lm, intensity_grid, model_report
+
+    return [score_dataset, load_scores, gather, gather_lm, model_report, intensity_grid, score_pairs,
+            load_probabilities, generate, score_choices, run_probe, rescore]
+
+
+def test_store_level_scorers_take_one_run_options_object():
+    import inspect
+
+    run_fields = {f.name for f in dataclasses.fields(RunOptions)}
+    for scorer in _store_level_scorers():
+        params = inspect.signature(scorer).parameters
+        assert params["options"].kind is inspect.Parameter.KEYWORD_ONLY and params["options"].default is None, scorer
+        assert not run_fields & set(params), f"{scorer.__name__} still takes run keywords"
+
+
+def test_a_scorer_refuses_anything_but_run_options_before_any_work(tmp_path):
+    from stereoprobe.nli.scoring import score_pairs
+    from stereoprobe.nli.templates import TemplateSpec
+    from stereoprobe.sodapop.distractors import GenerationConfig, generate
+    from stereoprobe.sodapop.probe import GridConfig, run_probe
+    from stereoprobe.sodapop.score_mcq import score_choices
+    from stereoprobe.unqover.generate import DatasetSpec
+    from stereoprobe.unqover.score_qa import score_dataset
+
+    calls = [lambda o: score_dataset("no/such-model", DatasetSpec("religion", sample=2), options=o),
+             lambda o: score_pairs("no/such-model", TemplateSpec("religion", sample=2), options=o),
+             lambda o: generate("no/such-model", ["Amy"], [], options=o),
+             lambda o: score_choices("no/such-model", [], GenerationConfig(), options=o),
+             lambda o: run_probe("no/such-model", "no/such-model", GridConfig(names_per_group=1, contexts=[3]),
+                                 options=o)]
+    for call in calls:
+        with pytest.raises(StereoprobeError, match=r"^options=\{'device': 'cpu'\} is not a RunOptions; pass "
+                                                   r"stereoprobe\.RunOptions\(device=\.\.\., \.\.\.\)\.$"):
+            call({"device": "cpu"})
+
+
+def test_the_score_store_is_the_folder_given_or_the_cache_one(tmp_path, monkeypatch):
     from stereoprobe.store import ScoreStore
 
-    kw = RunOptions(device="cpu", store=tmp_path, progress=False, smoke=True).scorer_kwargs()
-    assert set(kw) == {"batch_tokens", "device", "precision", "store", "engine", "workers", "progress", "smoke"}
-    assert isinstance(kw["store"], ScoreStore) and kw["store"].root == tmp_path and kw["progress"] is False
+    monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
+    assert RunOptions(store=tmp_path / "s").score_store().root == tmp_path / "s"
+    assert RunOptions().score_store().root == tmp_path / "cache" / "scores"
+    store = ScoreStore(tmp_path / "t")
+    assert RunOptions(store=store).score_store() is store
 
 
 def test_a_report_writes_its_tables_whole(tmp_path):

@@ -43,8 +43,8 @@ NOTEBOOKS = [c for c in chapters() if c.kind == "notebook"]
 #: paper models ("-squad"). Everything else of every solution runs as printed.
 SMOKE_SOLUTION_EDITS = {
     "gender-ex-1": [("(2000, 1000, 500, 250, 125, 60)", "(60,)")],
-    "sodapop-ex-4": [("(8, 12, 16, 20, 25)", "(2,)"), ('dict(device="cpu", progress=False)',
-                                                       'dict(device="cpu", progress=False, smoke=True)'),
+    "sodapop-ex-4": [("(8, 12, 16, 20, 25)", "(2,)"), ('RunOptions(device="cpu", progress=False)',
+                                                       'RunOptions(device="cpu", progress=False, smoke=True)'),
                      ("cap=600", "cap=10"), ("depth=2", "depth=1")],
     "sodapop-ex-5": [("from stereoprobe.sodapop import abc\n",
                       "from stereoprobe.sodapop import abc\nimport os, tempfile\n"

@@ -96,9 +96,9 @@ def test_nli_count(cli):
 
 
 def test_nli_score_and_report(cli, tmp_path, monkeypatch, tiny_nli, one_torch_thread):
+    from stereoprobe import RunOptions
     from stereoprobe.nli.scoring import load_probabilities
     from stereoprobe.nli.templates import TemplateSpec
-    from stereoprobe.store import ScoreStore
 
     monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
     named = tiny_nli(tmp_path / "named", {0: "contradiction", 1: "neutral", 2: "entailment"})
@@ -118,7 +118,8 @@ def test_nli_score_and_report(cli, tmp_path, monkeypatch, tiny_nli, one_torch_th
     measures = ["NN", "FN", "T:0.5", "T:0.7"]
     assert list(table.columns) == ["model", "probe", "pairs"] + [f"{m}{s}" for m in measures for s in ("", "_lo", "_hi")]
     assert table["model"].tolist() == ["named", "generic"] and (table["pairs"] == 150).all()
-    probs = load_probabilities(named, TemplateSpec("religion", sample=150), device="cpu", store=ScoreStore(store))
+    probs = load_probabilities(named, TemplateSpec("religion", sample=150),
+                               options=RunOptions(device="cpu", store=store))
     assert table["NN"].iloc[0] == pytest.approx(probs["neutral"].mean(), abs=1e-6)
     assert table["T:0.5"].iloc[0] == pytest.approx((probs["neutral"] > 0.5).mean())
     for m in measures:

@@ -9,6 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from stereoprobe import RunOptions
 from stereoprobe.engine import check_engine
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.nli.scoring import load_probabilities, score_pairs
@@ -16,7 +17,6 @@ from stereoprobe.nli.templates import TemplateSpec
 from stereoprobe.sodapop import contexts
 from stereoprobe.sodapop import distractors as D
 from stereoprobe.sodapop import score_mcq as S
-from stereoprobe.store import ScoreStore
 from stereoprobe.unqover.generate import DatasetSpec
 from stereoprobe.unqover.score_qa import load_scores, score_dataset
 
@@ -58,33 +58,33 @@ def test_ray_workers_reproduce_the_local_run(ray_cluster, tiny_bert_qa, tmp_path
                                              one_torch_thread, monkeypatch):
     # UnQover QA: 8 shards over 2 workers; then a half-done local run finished by Ray
     spec = DatasetSpec("religion", sample=200, seed=1)
-    opts = dict(device="cpu", progress=False, shard_passes=100)
-    local = score_dataset(str(tiny_bert_qa), spec, store=ScoreStore(tmp_path / "local"), **opts)
-    remote = score_dataset(str(tiny_bert_qa), spec, store=ScoreStore(tmp_path / "ray"), engine="ray", workers=2,
-                           **opts)
-    assert remote.mode == local.mode == "qa-compat-float32"
-    _same_runs(local, remote)
+    run = RunOptions(device="cpu", progress=False)
+    local, on_ray = run.replace(store=tmp_path / "local"), run.replace(store=tmp_path / "ray", engine="ray")
+    local_run = score_dataset(str(tiny_bert_qa), spec, shard_passes=100, options=local)
+    remote = score_dataset(str(tiny_bert_qa), spec, shard_passes=100, options=on_ray.replace(workers=2))
+    assert remote.mode == local_run.mode == "qa-compat-float32"
+    _same_runs(local_run, remote)
     for i in (1, 4, 5):
         remote.shard_path(i).unlink()
-    resumed = score_dataset(str(tiny_bert_qa), spec, store=ScoreStore(tmp_path / "ray"), engine="ray", **opts)
-    _same_runs(local, resumed)
-    pd.testing.assert_frame_equal(load_scores(str(tiny_bert_qa), spec, store=ScoreStore(tmp_path / "ray"), **opts),
-                                  load_scores(str(tiny_bert_qa), spec, store=ScoreStore(tmp_path / "local"), **opts))
+    resumed = score_dataset(str(tiny_bert_qa), spec, shard_passes=100, options=on_ray)
+    _same_runs(local_run, resumed)
+    pd.testing.assert_frame_equal(
+        load_scores(str(tiny_bert_qa), spec, shard_passes=100, options=run.replace(store=tmp_path / "ray")),
+        load_scores(str(tiny_bert_qa), spec, shard_passes=100, options=local))
 
     # Bias-NLI: 6 shards
     nli = tiny_nli(tmp_path / "nli", {0: "contradiction", 1: "entailment", 2: "neutral"})
     nspec = TemplateSpec("nationality", sample=300, seed=1)
-    nopts = dict(device="cpu", progress=False, shard_pairs=50)
-    _same_runs(score_pairs(nli, nspec, store=ScoreStore(tmp_path / "nl"), **nopts),
-               score_pairs(nli, nspec, store=ScoreStore(tmp_path / "nr"), engine="ray", workers=2, **nopts))
-    with_proj = load_probabilities(nli, nspec, store=ScoreStore(tmp_path / "nl"), projection="random:0", **nopts)
+    near, far = run.replace(store=tmp_path / "nl"), run.replace(store=tmp_path / "nr", engine="ray")
+    _same_runs(score_pairs(nli, nspec, shard_pairs=50, options=near),
+               score_pairs(nli, nspec, shard_pairs=50, options=far.replace(workers=2)))
+    with_proj = load_probabilities(nli, nspec, projection="random:0", shard_pairs=50, options=near)
     pd.testing.assert_frame_equal(
-        with_proj, load_probabilities(nli, nspec, store=ScoreStore(tmp_path / "nr"), projection="random:0",
-                                      engine="ray", **nopts), check_exact=True)
+        with_proj, load_probabilities(nli, nspec, projection="random:0", shard_pairs=50, options=far), check_exact=True)
     # a worker's bad input arrives as the one clear error, and nothing is written
     bad = tiny_nli(tmp_path / "bad", {0: "positive", 1: "negative", 2: "mixed"})
     with pytest.raises(StereoprobeError, match="positive.*negative.*mixed"):
-        score_pairs(bad, nspec, store=ScoreStore(tmp_path / "bad_store"), engine="ray", **nopts)
+        score_pairs(bad, nspec, shard_pairs=50, options=run.replace(store=tmp_path / "bad_store", engine="ray"))
     assert not list((tmp_path / "bad_store").rglob("*.parquet"))
 
     # SODAPOP MCQ: distinct choices in shards of 16
@@ -96,9 +96,8 @@ def test_ray_workers_reproduce_the_local_run(ray_cluster, tiny_bert_qa, tmp_path
         u.candidates = Counter({" ".join(rng.sample(u.answer.split() + ["kind", "the", "cold"], 2)): 1 for _ in range(40)})
     eye = S.Variant("same", "matrix", np.eye(32))
     monkeypatch.setattr(S, "SHARD_CHOICES", 16)
-    here = S.score_choices(str(mcq), units, cfg, variants=[eye], store=ScoreStore(tmp_path / "ml"), device="cpu",
-                           progress=False)
-    there = S.score_choices(str(mcq), units, cfg, variants=[eye], store=ScoreStore(tmp_path / "mr"), device="cpu",
-                            progress=False, engine="ray", workers=2)
+    here = S.score_choices(str(mcq), units, cfg, variants=[eye], options=run.replace(store=tmp_path / "ml"))
+    there = S.score_choices(str(mcq), units, cfg, variants=[eye],
+                            options=run.replace(store=tmp_path / "mr", engine="ray", workers=2))
     assert len(there) > 3 * 16
     pd.testing.assert_frame_equal(here, there, check_exact=True)

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from stereoprobe import RunOptions
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.models import lab_names, load
 from stereoprobe.sodapop.names import GROUPS, load_groups
@@ -162,8 +163,8 @@ def test_sodapop_recovers_the_planted_word_and_finds_nothing_in_the_control(trai
     others = [n for g, v in groups.items() if g != BIASED.planted_group for n in v]
     found = {}
     for name in ("mcq-biased", "mcq-control"):
-        logits = score_choices(str(lab.lab_model_path(name)), units, cfg, store=ScoreStore(tmp_path / "store"), device="cpu",
-                               progress=False)
+        logits = score_choices(str(lab.lab_model_path(name)), units, cfg,
+                               options=RunOptions(store=ScoreStore(tmp_path / "store"), device="cpu", progress=False))
         sr = sr_matrix(outcomes(units, cfg, logits)[0], min_count=0)
         found[name] = analysis.rd_table(sr, aa_m, others, n_perm=20_000, method="sampled", seed=10)
     # The planted word is the one whose success rate rises most for AA_m. Ranked by the paper's RD instead, a word

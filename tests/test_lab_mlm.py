@@ -9,6 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
+from stereoprobe import RunOptions
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.models import load
 from stereoprobe.store import ScoreStore
@@ -79,7 +80,8 @@ SPEC = DatasetSpec("nationality", sample=4000, seed=0)
 @pytest.fixture(scope="module")
 def lab_frames(tmp_path_factory):
     store = ScoreStore(tmp_path_factory.mktemp("lab_mlm_scores"))
-    return tables.gather_lm(["lab:mlm-biased", "lab:mlm-control"], SPEC, store=store, device="cpu", progress=False)
+    return tables.gather_lm(["lab:mlm-biased", "lab:mlm-control"], SPEC,
+                            options=RunOptions(store=store, device="cpu", progress=False))
 
 
 @pytest.mark.slow

@@ -31,6 +31,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from stereoprobe import RunOptions
 from stereoprobe.choices import MODES
 
 
@@ -340,7 +341,7 @@ def test_unqover_qa_planted_subject_wins(capsys, tmp_path, zoo, family):
         assert_ok(cli(capsys, "unqover", "score", "-m", qa, "-d", "religion", "--sample", "6", "--device", "cpu",
                       "--store", store))
     assert hook.calls > 0
-    scores = load_scores(str(qa), spec, store=ScoreStore(store), device="cpu", progress=False)
+    scores = load_scores(str(qa), spec, options=RunOptions(store=ScoreStore(store), device="cpu", progress=False))
     assert _winner_check(scores, planted) > 0
 
 
@@ -376,7 +377,8 @@ def test_unqover_lm_planted_subject_wins(capsys, tmp_path, zoo, family, mode):
     mlm, store = zoo.planted_mlm(family, planted), tmp_path / "scores"
     assert_ok(cli(capsys, "unqover", "score", "-m", mlm, "-d", "religion", "--variant", variant, "--mode", mode,
                   "--sample", "6", "--device", "cpu", "--store", store))
-    scores = load_scores(str(mlm), spec, mode=mode, store=ScoreStore(store), device="cpu", progress=False)
+    scores = load_scores(str(mlm), spec, mode=mode,
+                         options=RunOptions(store=ScoreStore(store), device="cpu", progress=False))
     assert _winner_check(scores, planted) > 0
 
 
@@ -405,8 +407,8 @@ def test_nli_label_layouts_give_the_same_probabilities(capsys, tmp_path, zoo, fa
     assert_ok(cli(capsys, "nli", "score", *common))
     order = tuple(LABEL_ORDER.split(","))
     spec = TemplateSpec("religion", sample=30)
-    probs = [load_probabilities(str(m), spec, store=ScoreStore(store), device="cpu", progress=False,
-                                label_order=order if layout == "generic" else None)
+    probs = [load_probabilities(str(m), spec, label_order=order if layout == "generic" else None,
+                                options=RunOptions(store=ScoreStore(store), device="cpu", progress=False))
              for m, layout in zip(models, ("enc", "cne", "generic"))]
     columns = ["entail", "neutral", "contradiction"]
     first = probs[0][columns].to_numpy()
@@ -521,8 +523,9 @@ def test_pickle_only_weights_need_allow_pickle(capsys, tmp_path, zoo, family):
     spec = DatasetSpec("religion", sample=2)
     store = ScoreStore(tmp_path / "scores")
     assert_ok(cli(capsys, *_probe_args("qa", zoo.model(family, "qa"), zoo, family, tmp_path)))
-    with_pickle = load_scores(str(folder), spec, store=store, device="cpu", progress=False)
-    safe = load_scores(str(zoo.model(family, "qa")), spec, store=store, device="cpu", progress=False)
+    with_pickle = load_scores(str(folder), spec, options=RunOptions(store=store, device="cpu", progress=False))
+    safe = load_scores(str(zoo.model(family, "qa")), spec,
+                       options=RunOptions(store=store, device="cpu", progress=False))
     cols = ["s1_pos", "s2_pos", "s1_neg", "s2_neg"]
     np.testing.assert_allclose(with_pickle[cols].to_numpy(), safe[cols].to_numpy(), atol=1e-6)
 

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from stereoprobe import RunOptions
 from stereoprobe.assets import Embeddings
 from stereoprobe.book.views import nli as chapter
 from stereoprobe.nli import measures, projection, tables
@@ -171,15 +172,16 @@ def _constant_probs(neutral: float, n: int = 10) -> pd.DataFrame:
 def test_contextual_measures_are_the_measures_of_the_probabilities(monkeypatch):
     calls = []
 
-    def load(model, spec, **options):
+    def load(model, spec, *, options=None):
         calls.append((model, spec.probe, options))
         return _constant_probs(0.8 if model == "m1" else 0.2)
 
     monkeypatch.setattr(chapter, "load_probabilities", load)
     specs = tables.probe_specs(sample=10, seed=0)
-    probs, contextual = chapter.contextual_measures(["m1", "m2"], specs, n_boot=5, seed=0, device="cpu")
+    probs, contextual = chapter.contextual_measures(["m1", "m2"], specs, n_boot=5, seed=0,
+                                                    options=RunOptions(device="cpu"))
     assert list(probs) == [(m, p) for m in ("m1", "m2") for p in specs]
-    assert calls[0] == ("m1", "gender", {"device": "cpu"}) and len(calls) == 6
+    assert calls[0] == ("m1", "gender", RunOptions(device="cpu")) and len(calls) == 6
     assert contextual.set_index(["model", "probe"]).at[("m2", "religion"), "NN"] == pytest.approx(0.2)
     assert contextual["NN"].tolist() == pytest.approx([0.8] * 3 + [0.2] * 3)
     assert contextual["FN"].tolist() == [1.0] * 3 + [0.0] * 3  # neutral is the top label at 0.8, not at 0.2
@@ -234,11 +236,11 @@ def test_static_runs_measure_every_variant_against_orig(monkeypatch):
 def test_table15_runs_score_every_variant_and_repeat(monkeypatch):
     neutral = {("m", None): 0.5, ("m", "gender"): 0.4, ("m", "random:0"): 0.45, ("m-proj", None): 0.6,
                ("m-rand0", None): 0.5}
-    monkeypatch.setattr(chapter, "load_probabilities",
-                        lambda model, spec, projection=None, **options: _constant_probs(neutral[(model, projection)]))
+    monkeypatch.setattr(chapter, "load_probabilities", lambda model, spec, projection=None, options=None:
+                        _constant_probs(neutral[(model, projection)]))
     spec = tables.probe_specs(sample=10, seed=0)["gender"]
     variants, runs = chapter.table15_runs("m", spec, proj_finetuned="m-proj", rand_finetuned=["m-rand0"],
-                                          random_controls=1, n_boot=5, seed=0, device="cpu")
+                                          random_controls=1, n_boot=5, seed=0, options=RunOptions(device="cpu"))
     assert list(variants) == [("orig", 0), ("proj@test", 0), ("rand@test", 0), ("proj@train/test", 0),
                               ("rand@train/test", 0)]
     assert runs["diff_NN"].tolist() == pytest.approx([0.0, -20.0, -10.0, 20.0, 0.0])

@@ -255,6 +255,7 @@ def test_layer_directions_from_plain_sentences_and_diagnostics(tiny):
 
 
 def test_projected_probabilities_are_stored_apart_from_the_plain_ones(tiny, tmp_path):
+    from stereoprobe import RunOptions
     from stereoprobe.nli.scoring import load_probabilities
     from stereoprobe.nli.templates import TemplateSpec
     from stereoprobe.store import ScoreStore
@@ -262,7 +263,7 @@ def test_projected_probabilities_are_stored_apart_from_the_plain_ones(tiny, tmp_
     _, _, folder = tiny
     spec = TemplateSpec("nationality", sample=100, seed=1)
     store = ScoreStore(tmp_path / "s")
-    kw = dict(store=store, device="cpu", progress=False)
+    kw = dict(options=RunOptions(store=store, device="cpu", progress=False))
     plain = load_probabilities(str(folder), spec, **kw)
     proj = load_probabilities(str(folder), spec, projection="gender", **kw)
     rand = load_probabilities(str(folder), spec, projection="random:0", **kw)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from stereoprobe import RunOptions
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.nli import measures
 from stereoprobe.nli.scoring import load_probabilities, pairs_frame, score_pairs
@@ -17,7 +18,8 @@ SPEC = TemplateSpec("nationality", sample=300, seed=1)
 def test_labels_are_found_through_id2label_in_any_order(tmp_path, tiny_nli):
     order = {0: "contradiction", 1: "entailment", 2: "neutral"}
     model = tiny_nli(tmp_path / "m", order)
-    probs = load_probabilities(model, SPEC, store=ScoreStore(tmp_path / "s"), device="cpu", progress=False)
+    probs = load_probabilities(model, SPEC,
+                               options=RunOptions(store=ScoreStore(tmp_path / "s"), device="cpu", progress=False))
     assert len(probs) == 300 and list(probs.columns[-3:]) == list(measures.PROB_COLUMNS)
     np.testing.assert_allclose(probs[list(measures.PROB_COLUMNS)].sum(axis=1), 1.0, atol=1e-5)
     # the same model with its classes renamed in the canonical order gives the columns permuted back
@@ -40,20 +42,20 @@ def test_unmappable_labels_stop_before_scoring_and_list_them(tmp_path, tiny_nli)
     model = tiny_nli(tmp_path / "m", {0: "positive", 1: "negative", 2: "mixed"})
     store = ScoreStore(tmp_path / "s")
     with pytest.raises(StereoprobeError, match="positive.*negative.*mixed"):
-        score_pairs(model, SPEC, store=store, device="cpu", progress=False)
+        score_pairs(model, SPEC, options=RunOptions(store=store, device="cpu", progress=False))
     assert not any((tmp_path / "s").rglob("*.parquet"))  # nothing half-written
     generic = tiny_nli(tmp_path / "g", {0: "LABEL_0", 1: "LABEL_1", 2: "LABEL_2"})
     with pytest.raises(StereoprobeError, match="LABEL_0"):
-        score_pairs(generic, SPEC, store=store, device="cpu", progress=False)
-    ok = score_pairs(generic, SPEC, store=store, device="cpu", progress=False,
-                     label_order=("entailment", "neutral", "contradiction"))
+        score_pairs(generic, SPEC, options=RunOptions(store=store, device="cpu", progress=False))
+    ok = score_pairs(generic, SPEC, label_order=("entailment", "neutral", "contradiction"),
+                     options=RunOptions(store=store, device="cpu", progress=False))
     assert ok.is_complete()
 
 
 def test_two_labels_are_refused(tmp_path, tiny_nli):
     model = tiny_nli(tmp_path / "m", {0: "entailment", 1: "not_entailment"})
     with pytest.raises(StereoprobeError, match="2 labels"):
-        score_pairs(model, SPEC, store=ScoreStore(tmp_path / "s"), device="cpu", progress=False)
+        score_pairs(model, SPEC, options=RunOptions(store=ScoreStore(tmp_path / "s"), device="cpu", progress=False))
 
 
 def test_pairs_frame_matches_the_generator():
@@ -66,8 +68,8 @@ def test_pairs_frame_matches_the_generator():
 @pytest.mark.slow
 def test_zoo_nli_model_scores_and_resumes(tmp_path):
     store = ScoreStore(tmp_path / "s")
-    first = load_probabilities("zoo:minilm-nli", SPEC, store=store, device="cpu", progress=False)
-    again = load_probabilities("zoo:minilm-nli", SPEC, store=store, device="cpu", progress=False)
+    first = load_probabilities("zoo:minilm-nli", SPEC, options=RunOptions(store=store, device="cpu", progress=False))
+    again = load_probabilities("zoo:minilm-nli", SPEC, options=RunOptions(store=store, device="cpu", progress=False))
     np.testing.assert_array_equal(first[list(measures.PROB_COLUMNS)], again[list(measures.PROB_COLUMNS)])
     table = measures.neutrality(first, n_boot=100)
     assert 0 < table.loc["NN", "value"] < 1 and table.loc["NN", "lo"] <= table.loc["NN", "value"]

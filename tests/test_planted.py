@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from stereoprobe import RunOptions
 from stereoprobe.store import ScoreStore
 from stereoprobe.unqover import tables
 from stereoprobe.unqover.generate import DatasetSpec
@@ -21,7 +22,8 @@ SPEC = DatasetSpec("gender", sample=2000, seed=0)
 @pytest.fixture(scope="module")
 def gammas(tmp_path_factory):
     store = ScoreStore(tmp_path_factory.mktemp("planted_scores"))
-    frames = tables.gather(["lab:qa-biased", "lab:qa-control"], SPEC, store=store, device="cpu", progress=False)
+    frames = tables.gather(["lab:qa-biased", "lab:qa-control"], SPEC,
+                           options=RunOptions(store=store, device="cpu", progress=False))
     return frames, {name: tables.gender_gamma(f, n_boot=400, seed=0) for name, f in frames.items()}
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from stereoprobe import RunOptions
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.models import LoadedModel
 from stereoprobe.unqover.generate import DatasetSpec, iter_examples
@@ -107,8 +108,8 @@ def test_subjects_are_checked_from_the_tokenizer_before_any_model_loads(tiny_ber
 
     monkeypatch.setattr(score_qa, "load", lambda *a, **k: pytest.fail("the model must not load"))
     with pytest.raises(StereoprobeError, match=r"for this bert tokenizer: .*Christian \(9 tokens"):
-        score_qa.score_dataset(str(tiny_bert_mlm), DatasetSpec("religion", variant="lm-bert", sample=2), device="cpu",
-                               progress=False, store=ScoreStore(tmp_path))
+        score_qa.score_dataset(str(tiny_bert_mlm), DatasetSpec("religion", variant="lm-bert", sample=2),
+                               options=RunOptions(device="cpu", progress=False, store=ScoreStore(tmp_path)))
 
 
 def test_lm_lists_follow_the_tokenizer(tiny_bert_mlm, tiny_model, tmp_path):
@@ -158,11 +159,11 @@ def test_lm_pipeline_on_the_zoo_masked_lm(tmp_path, monkeypatch):
 
     spec = DatasetSpec("religion", variant="lm-bert", sample=20)
     store = ScoreStore(tmp_path / "scores")
-    frame = load_scores("zoo:minilm-mlm", spec, mode="clean", store=store, progress=False)
+    frame = load_scores("zoo:minilm-mlm", spec, mode="clean", options=RunOptions(store=store, progress=False))
     assert len(frame) == 2 * 20 and sum(1 for _ in iter_examples(spec)) == 40
     values = frame[["s1_pos", "s2_pos", "s1_neg", "s2_neg"]].to_numpy()
     assert (values > 0).all() and (values < 1).all()  # clean: a probability for every subject
-    again = load_scores("zoo:minilm-mlm", spec, mode="clean", store=store, progress=False)
+    again = load_scores("zoo:minilm-mlm", spec, mode="clean", options=RunOptions(store=store, progress=False))
     assert again.equals(frame)
     errors = metrics.reasoning_errors(metrics.pair_examples(frame))
     assert 0 <= errors["positional_error"] < 0.5

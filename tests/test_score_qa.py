@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from stereoprobe import RunOptions
 from stereoprobe.errors import ModelLoadError, StereoprobeError
 from stereoprobe.models import load
 from stereoprobe.store import ScoreStore
@@ -109,8 +110,8 @@ def test_a_tokenizer_without_offsets_stops_before_the_model_loads(tiny_bert_qa, 
     monkeypatch.setattr(score_qa, "load_tokenizer", lambda *a, **k: SimpleNamespace(is_fast=False))
     monkeypatch.setattr(score_qa, "load", lambda *a, **k: pytest.fail("the model must not load"))
     with pytest.raises(ModelLoadError, match="is not a fast tokenizer: UnQover needs character offsets"):
-        score_dataset(str(tiny_bert_qa), DatasetSpec("religion", sample=2), device="cpu", progress=False,
-                      store=ScoreStore(tmp_path))
+        score_dataset(str(tiny_bert_qa), DatasetSpec("religion", sample=2),
+                      options=RunOptions(device="cpu", progress=False, store=ScoreStore(tmp_path)))
 
 
 # -- scores -------------------------------------------------------------------------------------------------------
@@ -146,7 +147,8 @@ def test_scorer_validates_parameters(bert):
 def test_store_round_trip_and_resume(tiny_bert_qa, tmp_path, monkeypatch):
     store = ScoreStore(tmp_path / "scores")
     spec = DatasetSpec("religion", sample=60, seed=1)
-    run = score_dataset(str(tiny_bert_qa), spec, store=store, device="cpu", progress=False, shard_passes=100)
+    run = score_dataset(str(tiny_bert_qa), spec, shard_passes=100,
+                        options=RunOptions(store=store, device="cpu", progress=False))
     assert run.n_rows() == 240 and len(list(run.path.glob("part-*.parquet"))) == 3
     before = run.read()
     # kill simulation: remove one shard and the manifest -> only that shard is recomputed
@@ -155,11 +157,12 @@ def test_store_round_trip_and_resume(tiny_bert_qa, tmp_path, monkeypatch):
     calls = []
     real = QAScorer.score
     monkeypatch.setattr(QAScorer, "score", lambda self, p, pad_to=None: calls.append(len(p)) or real(self, p, pad_to))
-    score_dataset(str(tiny_bert_qa), spec, store=store, device="cpu", progress=False, shard_passes=100)
+    score_dataset(str(tiny_bert_qa), spec, shard_passes=100,
+                  options=RunOptions(store=store, device="cpu", progress=False))
     assert calls == [100]
     pd.testing.assert_frame_equal(run.read(), before)
     monkeypatch.setattr(score_qa, "load", lambda *a, **k: pytest.fail("a complete run must not load the model"))
-    frame = load_scores(str(tiny_bert_qa), spec, store=store, device="cpu", progress=False)
+    frame = load_scores(str(tiny_bert_qa), spec, options=RunOptions(store=store, device="cpu", progress=False))
     assert len(frame) == 120 and set(frame.columns) >= {"subj1", "subj2", "s1_pos", "s2_pos", "s1_neg", "s2_neg"}
     assert frame[["s1_pos", "s2_pos", "s1_neg", "s2_neg"]].gt(0).all().all()
 
@@ -167,8 +170,8 @@ def test_store_round_trip_and_resume(tiny_bert_qa, tmp_path, monkeypatch):
 def test_scores_equal_sqrt_of_start_times_end(tiny_bert_qa, tmp_path):
     store = ScoreStore(tmp_path)
     spec = DatasetSpec("religion", sample=10, seed=2)
-    frame = load_scores(str(tiny_bert_qa), spec, store=store, device="cpu", progress=False)
-    raw = score_dataset(str(tiny_bert_qa), spec, store=store, device="cpu", progress=False).read()
+    frame = load_scores(str(tiny_bert_qa), spec, options=RunOptions(store=store, device="cpu", progress=False))
+    raw = score_dataset(str(tiny_bert_qa), spec, options=RunOptions(store=store, device="cpu", progress=False)).read()
     np.testing.assert_allclose(frame["s2_neg"], np.sqrt(raw["start2"] * raw["end2"])[1::2], rtol=1e-6)
 
 

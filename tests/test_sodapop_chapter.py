@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from stereoprobe import RunOptions
 from stereoprobe.errors import MetricsError
 from stereoprobe.book.views import sodapop as chapter
 from stereoprobe.sodapop import analysis, contexts, names
@@ -215,7 +216,7 @@ def test_lab_runs_find_the_planted_word(monkeypatch):
     groups = _groups(4)
     planted = StubRun(groups, {None: _outcomes(groups, boost={"quiet": "AA_m"})})
     control = StubRun(groups, {None: _outcomes(groups)})
-    monkeypatch.setattr(chapter, "rescore", lambda run, lab, **options: planted if lab == "biased" else control)
+    monkeypatch.setattr(chapter, "rescore", lambda run, lab, options=None: planted if lab == "biased" else control)
     tables, summary = chapter.lab_runs(control, ["biased", "control"], groups, min_count=0, n_perm=200)
     row = summary.set_index("model").loc["biased"]
     assert row["top AA_m word"] == "quiet" and row["rank of quiet"] == 1 and row["RD(quiet)"] > 0.5
@@ -318,12 +319,13 @@ def test_run_debiased_probes_fits_only_with_debias(monkeypatch):
     monkeypatch.setattr(chapter, "run_probes", lambda mcq, mlm, **kw: ran.append((mcq, mlm, kw)) or ("single", "multi"))
     grid = dict(names_per_group=2, decoding="compat", single_depth=1, single_cap=20, multi_contexts=[9],
                 multi_depth=1, multi_cap=10)
-    options = dict(device="cpu", smoke=True, progress=False)
+    options = RunOptions(device="cpu", smoke=True, progress=False)
     out = chapter.run_debiased_probes("mcq", "mlm", **grid, debias=False, inlp_iterations=3, debias_sentences=300,
-                                      **options)
-    assert out == ("single", "multi", {}) and fitted == [] and ran[0] == ("mcq", "mlm", grid | {"fits": {}} | options)
+                                      options=options)
+    assert out == ("single", "multi", {}) and fitted == [] and \
+        ran[0] == ("mcq", "mlm", grid | {"fits": {}, "options": options})
     out = chapter.run_debiased_probes("mcq", "mlm", **grid, debias=True, inlp_iterations=3, debias_sentences=300,
-                                      seed=7, **options)
+                                      seed=7, options=options)
     assert out == ("single", "multi", {"inlp-race": 1})
     assert fitted == [("mcq", {"n_iterations": 3, "max_sentences": 300, "seed": 7, "device": "cpu", "smoke": True})]
     assert ran[1][2]["fits"] == {"inlp-race": 1}
@@ -389,7 +391,7 @@ def test_show_lab_runs_and_show_lab(monkeypatch):
     groups = _groups(4)
     planted = StubRun(groups, {None: _outcomes(groups, boost={"quiet": "AA_m"})})
     control = StubRun(groups, {None: _outcomes(groups)})
-    monkeypatch.setattr(chapter, "rescore", lambda run, lab, **options: planted if lab == "biased" else control)
+    monkeypatch.setattr(chapter, "rescore", lambda run, lab, options=None: planted if lab == "biased" else control)
     shown = _captured(monkeypatch)
     tables = chapter.show_lab_runs(control, ["biased", "control"], groups, min_count=0, n_perm=200)
     expected, summary = chapter.lab_runs(control, ["biased", "control"], groups, min_count=0, n_perm=200)

@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
+from stereoprobe import RunOptions
 from stereoprobe.errors import CorpusError, StereoprobeError
 from stereoprobe.sodapop import contexts, distractors as D, names, score_mcq as S
 
@@ -134,7 +135,8 @@ def test_generation_runs_batched_and_resumes(tmp_path, monkeypatch, tiny_bert_ml
     monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
     ctx = [c for c in contexts.probe_contexts() if c.index in (0, 9)]
     cfg = D.GenerationConfig(depth=2, cap=40)
-    units, meta = D.generate(str(tiny_bert_mlm), ["Amy", "Bob"], ctx, cfg, device="cpu", progress=False)
+    units, meta = D.generate(str(tiny_bert_mlm), ["Amy", "Bob"], ctx, cfg,
+                             options=RunOptions(device="cpu", progress=False))
     assert meta["generated"] == 4 and meta["mlm_passes_run"] <= meta["mlm_passes_compat"]
     assert meta["tokenize"] == D.tokenizer_id() and meta["tokenize"].startswith("treebank-nltk3.7-vendored-v1/")
     stored = pq.read_schema(D._unit_file(Path(meta["cache"]), "Amy", 0)).metadata[b"stereoprobe.sodapop"]
@@ -142,7 +144,8 @@ def test_generation_runs_batched_and_resumes(tmp_path, monkeypatch, tiny_bert_ml
     frame = D.units_frame(units, cfg)
     assert (frame["candidates"] <= frame["bound_candidates"]).all()
     assert (frame["mcqs"] == [D.n_mcqs(u, 40) for u in frame["unique"]]).all()
-    again, meta2 = D.generate(str(tiny_bert_mlm), ["Amy", "Bob"], ctx, cfg, device="cpu", progress=False)
+    again, meta2 = D.generate(str(tiny_bert_mlm), ["Amy", "Bob"], ctx, cfg,
+                              options=RunOptions(device="cpu", progress=False))
     assert meta2["generated"] == 0 and [u.candidates for u in again] == [u.candidates for u in units]
 
 
@@ -159,7 +162,7 @@ def test_scoring_distinct_choices_equals_scoring_mcqs_whole(tmp_path, monkeypatc
     for u in units:
         u.candidates = Counter({" ".join(rng.sample(u.answer.split() + ["kind", "the", "cold"], 2)): 1 for _ in range(40)})
     store = ScoreStore(tmp_path / "store")
-    logits = S.score_choices(str(mcq), units, cfg, store=store, device="cpu", progress=False)
+    logits = S.score_choices(str(mcq), units, cfg, options=RunOptions(store=store, device="cpu", progress=False))
     assert len(logits) == S.saving(units, cfg)["encodings_distinct"] < S.saving(units, cfg)["encodings_whole"]
     loaded = load(str(mcq), "mcq", device="cpu")
     for k, u in enumerate(units):
@@ -178,7 +181,8 @@ def test_scoring_distinct_choices_equals_scoring_mcqs_whole(tmp_path, monkeypatc
     np.testing.assert_allclose(scorer.score(pairs), S.ChoiceScorer(loaded).score(pairs), atol=1e-5)
     # identity variant = the model; resumed scoring reads the store
     eye = S.Variant("same", "matrix", np.eye(loaded.model.config.hidden_size))
-    both = S.score_choices(str(mcq), units, cfg, variants=[eye], store=store, device="cpu", progress=False)
+    both = S.score_choices(str(mcq), units, cfg, variants=[eye],
+                           options=RunOptions(store=store, device="cpu", progress=False))
     np.testing.assert_allclose(both["logit_same"], both["logit"], atol=1e-5)
     out, summary = S.outcomes(units, cfg, logits)
     assert set(out.columns) == {"name", "context", "distractor", "wrong"}

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from stereoprobe import RunOptions
 from stereoprobe.choices import MODES
 from stereoprobe.errors import ModelLoadError, StereoprobeError
 from stereoprobe.models import LoadedModel
@@ -318,8 +319,8 @@ def test_multi_token_subjects_are_listed_before_any_model_loads(family_folder, t
     assert re.search(r"\w+ \(\d+ tokens: ▁", message)
     monkeypatch.setattr(score_qa, "load", lambda *a, **k: pytest.fail("the model must not load"))
     with pytest.raises(StereoprobeError, match="not a single token"):
-        score_qa.score_dataset(str(family_folder("unigram-deberta", "mlm")), spec, device="cpu", progress=False,
-                               store=ScoreStore(tmp_path))
+        score_qa.score_dataset(str(family_folder("unigram-deberta", "mlm")), spec,
+                               options=RunOptions(device="cpu", progress=False, store=ScoreStore(tmp_path)))
 
 
 class _RecordingLM:

@@ -3,7 +3,8 @@
 A study is a model, a dataset and a sample; a run is where and how it is computed — device, precision, the token
 budget of a batch, CPU threads, the engine and its workers, the score store and progress bars. The three probes'
 ``report`` functions (:func:`stereoprobe.unqover.report`, :func:`stereoprobe.nli.report`,
-:func:`stereoprobe.sodapop.report`), the command line and the book's chapters all take one :class:`RunOptions`,
+:func:`stereoprobe.sodapop.report`), the store-level scorers below them (``score_dataset``, ``score_pairs``,
+``run_probe``, …: keyword ``options``), the command line and the book's chapters all take one :class:`RunOptions`,
 so the same settings are spelled once, checked once, and give the same numbers wherever they are used. No
 setting here changes a score beyond floating-point noise except ``precision`` (and it enters the score store's
 key, so bf16 and fp32 scores are kept apart).
@@ -26,7 +27,6 @@ import contextlib
 import dataclasses
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Iterator
 
 from .choices import PRECISIONS, is_device
@@ -50,7 +50,9 @@ class RunOptions:
       (:data:`stereoprobe.batching.DEFAULT_BATCH_TOKENS`).
     * ``threads`` — torch's CPU threads while the probe runs (restored afterwards); None: torch's own choice, one
       per core, which with passive waiting (:data:`~stereoprobe.options.WAIT_POLICY`) is the best choice alone and beside a busy
-      neighbour (measured: ``benchmarks/threads.py``).
+      neighbour (measured: ``benchmarks/threads.py``). The probes' ``report`` and ``score`` functions apply it
+      (:meth:`~stereoprobe.RunOptions.applied`); around a store-level scorer called directly, use
+      ``with options.applied():``.
     * ``engine`` / ``workers`` — ``local`` (this process) or ``ray`` (Ray Data workers: this machine's GPUs, or the
       cluster at ``RAY_ADDRESS``; ``workers`` of them, default one per GPU). Identical results.
     * ``store`` — the score-store folder (a path or a :class:`~stereoprobe.store.ScoreStore`); None:
@@ -98,18 +100,11 @@ class RunOptions:
         return progress_enabled() if self.progress is None else bool(self.progress)
 
     def score_store(self):
-        """The :class:`~stereoprobe.store.ScoreStore` scores go to (None: the scorers' default, the cache's)."""
+        """The :class:`~stereoprobe.store.ScoreStore` scores go to: ``store``, or with None the cache folder's
+        ``scores/``."""
         from .store import ScoreStore
 
-        if self.store is None or hasattr(self.store, "run"):
-            return self.store
-        return ScoreStore(Path(self.store))
-
-    def scorer_kwargs(self) -> dict[str, Any]:
-        """The keywords of the store-level scorers (``score_dataset``, ``score_pairs``, ``run_probe``, …)."""
-        return dict(batch_tokens=self.batch_tokens, device=self.device, precision=self.precision,
-                    store=self.score_store(), engine=self.engine, workers=self.workers, progress=self.show_progress,
-                    smoke=self.smoke)
+        return self.store if hasattr(self.store, "run") else ScoreStore(self.store)
 
     @contextlib.contextmanager
     def applied(self) -> Iterator["RunOptions"]:

@@ -99,7 +99,7 @@ def score(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, s
     run = as_options(options)
     orders = label_orders(models, label_order, smoke=run.smoke)
     with run.applied():
-        return {(m, p): score_pairs(m, spec, label_order=orders[m], **run.scorer_kwargs())
+        return {(m, p): score_pairs(m, spec, label_order=orders[m], options=run)
                 for m in models for p, spec in specs.items()}
 
 
@@ -127,7 +127,7 @@ def report(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, 
     result = {}
     with run.applied():
         for probe, spec in specs.items():
-            probs = {(label, probe): load_probabilities(m, spec, label_order=orders[m], **run.scorer_kwargs())
+            probs = {(label, probe): load_probabilities(m, spec, label_order=orders[m], options=run)
                      for label, m in zip(labels, models)}
             result[probe] = tables.measures_table(probs, ("model", "probe"), n_boot=n_boot, seed=seed)
     return Report(f"Bias-NLI: {len(models)} model(s) × {len(specs)} probe(s), "

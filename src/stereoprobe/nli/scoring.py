@@ -21,6 +21,7 @@ import pandas as pd
 from ..engine import ShardJob
 from ..errors import StereoprobeError
 from ..models import LoadedModel, load
+from ..options import RunOptions, as_options
 from . import measures
 from .templates import TemplateSpec, count, fingerprint, iter_pairs, templates
 
@@ -127,11 +128,11 @@ class ScoreJob(ShardJob):
             self.state["context"].__exit__(None, None, None)
 
 
-def score_pairs(model: str, spec: TemplateSpec, *, batch_tokens: int | None = None, device: str = "auto",
-                precision: str = "auto", store=None, smoke: bool = False, progress: bool = True,
-                label_order: Sequence[str] | None = None, projection=None, sentences: Sequence[str] | None = None,
-                engine: str = "local", workers: int | None = None, shard_pairs: int = SHARD_PAIRS):
-    """Score every pair of ``spec`` with ``model`` into the score store (resuming; nothing twice).
+def score_pairs(model: str, spec: TemplateSpec, *, label_order: Sequence[str] | None = None, projection=None,
+                sentences: Sequence[str] | None = None, shard_pairs: int = SHARD_PAIRS,
+                options: RunOptions | None = None):
+    """Score every pair of ``spec`` with ``model`` into the score store (resuming; nothing twice); ``options``
+    (:class:`~stereoprobe.options.RunOptions`, None: the defaults) say how.
 
     ``projection`` scores the model with a *test-time* projection (the paper's proj@test, Table 15; see
     :func:`stereoprobe.nli.contextual.test_time_projection`): ``"gender"`` (proj@test), ``"random:<i>"``
@@ -141,15 +142,15 @@ def score_pairs(model: str, spec: TemplateSpec, *, batch_tokens: int | None = No
     (:mod:`stereoprobe.engine`). The model is loaded (and its labels checked) as soon as some shard is
     missing, before any scoring. Returns the complete :class:`~stereoprobe.store.StoreRun`.
     """
-    from ..engine import check_engine, compute_dtype, fill, worker_device
+    from ..engine import compute_dtype, fill, worker_device
     from ..models import fingerprint_path, resolve
-    from ..store import ScoreStore
 
-    check_engine(engine, workers)
+    options = as_options(options)
+    engine, smoke = options.engine, options.smoke
     if isinstance(shard_pairs, bool) or not isinstance(shard_pairs, (int, np.integer)) or shard_pairs < 1:
         raise StereoprobeError(f"shard_pairs={shard_pairs!r} is not a positive integer; pass e.g. {SHARD_PAIRS}.")
-    dev = worker_device(device, engine)
-    dtype = compute_dtype(dev, precision)
+    dev = worker_device(options.device, engine)
+    dtype = compute_dtype(dev, options.precision)
     state: dict = {}
     suffix = ""
     if projection is not None:
@@ -161,12 +162,12 @@ def score_pairs(model: str, spec: TemplateSpec, *, batch_tokens: int | None = No
     if model_fp is None:  # not local: loading says what to do (hub unreachable / bad id)
         model_fp = load(model, "nli", device=dev, smoke=smoke).fingerprint
     order = "-".join(label_order) if label_order else "id2label"
-    store = store if store is not None else ScoreStore()
+    store = options.score_store()
     run = store.run(model_fp, fingerprint(spec), f"nli-{order}-{dtype}{suffix}", {c: np.float32 for c in PROB_COLUMNS})
     if run.is_complete():
         return run
     n = count(spec).pairs
-    job = ScoreJob(n_rows=n, shard_size=int(shard_pairs), model=model, spec=spec, batch_tokens=batch_tokens,
+    job = ScoreJob(n_rows=n, shard_size=int(shard_pairs), model=model, spec=spec, batch_tokens=options.batch_tokens,
                    device=dev, precision=dtype, smoke=smoke, label_order=label_order, projection=projection,
                    sentences=sentences, suffix=suffix)
     if engine == "local":
@@ -175,7 +176,7 @@ def score_pairs(model: str, spec: TemplateSpec, *, batch_tokens: int | None = No
     label = Path(model).name if Path(model).is_dir() else model
     what = f" · {projection}" if isinstance(projection, str) else (" · projected" if projection is not None else "")
     try:
-        return fill(run, job, engine=engine, workers=workers, progress=progress,
+        return fill(run, job, engine=engine, workers=options.workers, progress=options.show_progress,
                     desc=f"{label}{what} · Bias-NLI {spec.probe} ({n:,} pairs)")
     finally:
         job.close()
@@ -200,13 +201,14 @@ def pairs_frame(spec: TemplateSpec) -> pd.DataFrame:
                          "tid": tid, "verb": verbs[tid], "object": objects[tid]})
 
 
-def load_probabilities(model: str, spec: TemplateSpec, **options) -> pd.DataFrame:
+def load_probabilities(model: str, spec: TemplateSpec, *, options: RunOptions | None = None,
+                       **study) -> pd.DataFrame:
     """Per-pair probabilities of ``model`` on ``spec`` (scoring whatever the store lacks): the input of
     :mod:`stereoprobe.nli.measures` — ``index, premise_word, hypothesis_word, tid, verb, object, entail,
-    neutral, contradiction``. ``options`` go to :func:`score_pairs` (e.g. ``projection="gender"``)."""
+    neutral, contradiction``. ``options`` and ``study`` (e.g. ``projection="gender"``) go to :func:`score_pairs`."""
     from ..errors import StoreError
 
-    run = score_pairs(model, spec, **options)
+    run = score_pairs(model, spec, options=options, **study)
     raw = run.read()
     meta = pairs_frame(spec)
     if not np.array_equal(raw["pass_id"].to_numpy(dtype=np.int64), meta["index"].to_numpy()):

@@ -78,13 +78,15 @@ def report(mcq_model: str = "zoo:minilm-mcq", mlm: str = "zoo:minilm-mlm", *, na
     ``min_count`` (a word enters the vocabulary if it occurs more often for every name; the paper's 50), ``n_perm``
     (permutations per word; exact when the splits are fewer), ``seed`` (distractor shuffle and permutations; the
     authors' 10). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`; ``precision="auto"`` is fp32
-    here, the top-10 fills being tie-sensitive). The tables are those of ``stereoprobe sodapop report``; ``extra``
-    holds the :class:`~stereoprobe.sodapop.probe.ProbeRun` (``run``) and the success-rate matrix (``sr``).
+    here, the top-10 fills being tie-sensitive: :func:`~stereoprobe.sodapop.distractors.run_precision`). The tables
+    are those of ``stereoprobe sodapop report``; ``extra`` holds the :class:`~stereoprobe.sodapop.probe.ProbeRun`
+    (``run``) and the success-rate matrix (``sr``).
     """
     from ..batching import resolve_precision
     from ..engine import worker_device
     from ..models import load
     from . import analysis, names
+    from .distractors import run_precision
     from .probe import GridConfig, run_probe
     from .success import sr_matrix
 
@@ -108,13 +110,11 @@ def report(mcq_model: str = "zoo:minilm-mcq", mlm: str = "zoo:minilm-mlm", *, na
     groups = grid.groups()
     grid.probe_contexts()
     run = as_options(options)
-    if run.precision == "auto":
-        run = run.replace(precision="fp32")
-    resolve_precision(worker_device(run.device, run.engine), run.precision)
+    resolve_precision(worker_device(run.device, run.engine), run_precision(run))
     load(mcq_model, "mcq", device="cpu", smoke=run.smoke)  # a wrong head stops here, before any distractor
 
     with run.applied():
-        probe = run_probe(mcq_model, mlm, grid, **run.scorer_kwargs())
+        probe = run_probe(mcq_model, mlm, grid, options=run)
     outcomes, accuracy = probe.outcomes()
     units = probe.units_table().merge(accuracy[["name", "context", "accuracy"]], on=["name", "context"])
     units.insert(0, "group", units["name"].map(names.group_of(groups)))

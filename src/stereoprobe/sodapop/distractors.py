@@ -68,6 +68,7 @@ import pandas as pd
 from ..atomic import atomic_file
 from ..choices import MODES
 from ..errors import StereoprobeError
+from ..options import RunOptions, as_options
 from ..paths import cache_dir
 from . import treebank
 from .contexts import LETTERS, Context, substitute
@@ -404,15 +405,26 @@ def _read_unit(path: Path, unit: Unit) -> None:
     unit.fill_calls, unit.compat_passes = meta["fill_calls"], meta["compat_passes"]
 
 
+def run_precision(options: RunOptions) -> str:
+    """The precision SODAPOP computes at: ``options.precision``, with ``auto`` read as fp32 (top-10 order near ties
+    can flip under half precision; the authors ran fp32).
+
+    >>> run_precision(RunOptions()), run_precision(RunOptions(precision="bf16"))
+    ('fp32', 'bf16')
+    """
+    return "fp32" if options.precision == "auto" else options.precision
+
+
 def generate(mlm: str, names: Sequence[str], contexts: Sequence[Context], config: GenerationConfig = GenerationConfig(),
-             *, block: int = 16, batch_tokens: int | None = None, device: str = "auto", precision: str = "fp32",
-             smoke: bool = False, progress: bool = True) -> tuple[list[Unit], dict]:
+             *, block: int = 16, options: RunOptions | None = None) -> tuple[list[Unit], dict]:
     """Distractor multisets of every (name, context), cached per unit under ``.cache/stereoprobe/sodapop``.
 
     Units are processed a block of ``block`` names at a time per context (their masked inputs batched
     together); a finished unit is written atomically, so a killed run resumes where it stopped. Returns
     the units (context-major order) and run metadata (passes run, passes of the authors' recursion, ...).
-    fp32 by default: top-10 order near ties can flip under half precision (the authors ran fp32).
+    ``options`` (:class:`~stereoprobe.options.RunOptions`) give the device, batch budget, precision
+    (:func:`run_precision`), progress and smoke setting; generation runs in this process (no engine, no score
+    store).
     """
     from ..batching import progress as bar
     from ..models import fingerprint_or_load, load
@@ -420,6 +432,8 @@ def generate(mlm: str, names: Sequence[str], contexts: Sequence[Context], config
     if len(set(names)) != len(names):
         dup = sorted(n for n, c in Counter(names).items() if c > 1)
         raise StereoprobeError(f"names repeat: {dup}; give every name once.")
+    options = as_options(options)
+    device, smoke = options.device, options.smoke
     model_fp, loaded = fingerprint_or_load(mlm, "mlm", device=device, smoke=smoke)
     folder = cache_dir() / "sodapop" / "distractors" / config_key(config, model_fp)
     folder.mkdir(parents=True, exist_ok=True)
@@ -433,11 +447,11 @@ def generate(mlm: str, names: Sequence[str], contexts: Sequence[Context], config
             todo.append(u)
     masker = None
     blocks = [todo[i:i + block] for i in range(0, len(todo), block)]
-    for chunk in bar(blocks, desc=f"distractors ({len(todo)} of {len(units)} units to generate)", disable=not progress or not blocks,
-                     unit="block"):
+    for chunk in bar(blocks, desc=f"distractors ({len(todo)} of {len(units)} units to generate)",
+                     disable=not options.show_progress or not blocks, unit="block"):
         if masker is None:
             loaded = loaded or load(mlm, "mlm", device=device, smoke=smoke)
-            masker = FillMasker(loaded, config.top_m, config.decoding, batch_tokens, precision)
+            masker = FillMasker(loaded, config.top_m, config.decoding, options.batch_tokens, run_precision(options))
         generate_units(chunk, masker, config)
         for u in chunk:
             _write_unit(_unit_file(folder, u.name, u.context.index), u)

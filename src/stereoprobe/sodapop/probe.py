@@ -14,6 +14,7 @@ from typing import Sequence
 import pandas as pd
 
 from ..errors import StereoprobeError
+from ..options import RunOptions
 from . import contexts as ctx_mod
 from . import names as names_mod
 from .distractors import GenerationConfig, Unit, generate, units_frame
@@ -80,29 +81,28 @@ class ProbeRun:
 
 
 def run_probe(mcq_model: str, mlm: str, grid: GridConfig, *, variants: Sequence[Variant] = (), join: str = "",
-              store=None, batch_tokens: int | None = None, device: str = "auto", precision: str = "fp32",
-              smoke: bool = False, progress: bool = True, engine: str = "local", workers: int | None = None) -> ProbeRun:
+              options: RunOptions | None = None) -> ProbeRun:
     """Generate (cached) and score (score store) one grid of names × contexts; both resume after a kill.
 
-    ``engine``/``workers`` spread the multiple-choice scoring over Ray workers (:mod:`stereoprobe.engine`).
+    ``options`` (:class:`~stereoprobe.options.RunOptions`) go to :func:`~stereoprobe.sodapop.distractors.generate`
+    and :func:`~stereoprobe.sodapop.score_mcq.score_choices`; ``engine``/``workers`` spread the multiple-choice
+    scoring over Ray workers (:mod:`stereoprobe.engine`).
     """
     groups = grid.groups()
     everyone = [n for g in groups.values() for n in g]
     t0 = time.perf_counter()
-    units, meta = generate(mlm, everyone, grid.probe_contexts(), grid.generation(), batch_tokens=batch_tokens,
-                           device=device, precision=precision, smoke=smoke, progress=progress)
+    units, meta = generate(mlm, everyone, grid.probe_contexts(), grid.generation(), options=options)
     t1 = time.perf_counter()
-    logits = score_choices(mcq_model, units, grid.generation(), variants=variants, join=join, store=store,
-                           batch_tokens=batch_tokens, device=device, precision=precision, smoke=smoke,
-                           progress=progress, engine=engine, workers=workers)
+    logits = score_choices(mcq_model, units, grid.generation(), variants=variants, join=join, options=options)
     t2 = time.perf_counter()
     return ProbeRun(grid, groups, units, meta, logits, [v.name for v in variants],
                     {"generation": t1 - t0, "scoring": t2 - t1})
 
 
-def rescore(run: ProbeRun, mcq_model: str, **options) -> ProbeRun:
-    """The same units scored by another multiple-choice model (e.g. a lab model): distractors are shared."""
+def rescore(run: ProbeRun, mcq_model: str, *, options: RunOptions | None = None, **study) -> ProbeRun:
+    """The same units scored by another multiple-choice model (e.g. a lab model): distractors are shared.
+    ``options`` and ``study`` (``variants``, ``join``) go to :func:`~stereoprobe.sodapop.score_mcq.score_choices`."""
     t0 = time.perf_counter()
-    logits = score_choices(mcq_model, run.units, run.config, **options)
+    logits = score_choices(mcq_model, run.units, run.config, options=options, **study)
     return ProbeRun(run.grid, run.groups, run.units, run.generation, logits,
                     [c[len("logit_"):] for c in logits if c.startswith("logit_")], {"scoring": time.perf_counter() - t0})

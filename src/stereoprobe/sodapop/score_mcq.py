@@ -36,8 +36,9 @@ import pandas as pd
 
 from ..engine import ShardJob
 from ..errors import StereoprobeError
+from ..options import RunOptions, as_options
 from .contexts import LETTERS
-from .distractors import GenerationConfig, Unit, mcqs_of
+from .distractors import GenerationConfig, Unit, mcqs_of, run_precision
 
 #: Choices per score-store shard.
 SHARD_CHOICES = 4096
@@ -212,39 +213,39 @@ class ScoreJob(ShardJob):
 
 
 def score_choices(mcq_model: str, units: Sequence[Unit], config: GenerationConfig, *, variants: Sequence[Variant] = (),
-                  join: str = "", store=None, batch_tokens: int | None = None, device: str = "auto", precision: str = "fp32",
-                  smoke: bool = False, progress: bool = True, engine: str = "local",
-                  workers: int | None = None) -> pd.DataFrame:
+                  join: str = "", options: RunOptions | None = None) -> pd.DataFrame:
     """Logits of every distinct (name, context, choice), scoring only what the store lacks.
 
-    ``engine="ray"`` spreads the missing shards over ``workers`` Ray workers with identical results
-    (:mod:`stereoprobe.engine`). Returns a frame ``unit, name, context, choice, logit[, logit_<variant>…]`` in
-    stream order.
+    ``options`` (:class:`~stereoprobe.options.RunOptions`, None: the defaults) say how, at
+    :func:`~stereoprobe.sodapop.distractors.run_precision`; ``engine="ray"`` spreads the missing shards over
+    ``workers`` Ray workers with identical results (:mod:`stereoprobe.engine`). Returns a frame ``unit, name,
+    context, choice, logit[, logit_<variant>…]`` in stream order.
     """
-    from ..engine import check_engine, fill, worker_device
+    from ..engine import fill, worker_device
     from ..models import fingerprint_or_load
-    from ..store import ScoreStore
 
     if join not in ("", " "):
         raise StereoprobeError(f"join must be '' (compat) or ' ' (clean), got {join!r}.")
-    check_engine(engine, workers)
-    dev = worker_device(device, engine)
+    options = as_options(options)
+    engine, smoke, precision = options.engine, options.smoke, run_precision(options)
+    dev = worker_device(options.device, engine)
     model_fp, loaded = fingerprint_or_load(mcq_model, "mcq", device=dev, smoke=smoke)
     columns = ["logit"] + [f"logit_{v.name}" for v in variants]
     mode = "mcq-" + ("nosep" if join == "" else "space") + "-" + precision
     if variants:
         mode += "-" + hashlib.sha256("|".join(f"{v.name}:{v.digest()}" for v in variants).encode()).hexdigest()[:12]
-    store = store if store is not None else ScoreStore()
-    run = store.run(model_fp, dataset_fingerprint(units, config, join), mode, {c: np.float32 for c in columns})
+    run = options.score_store().run(model_fp, dataset_fingerprint(units, config, join), mode,
+                                    {c: np.float32 for c in columns})
     per_unit = [len(_unit_choices(u, mcqs_of(u, config))) for u in units]
     ends = np.cumsum(per_unit, dtype=np.int64) if per_unit else np.zeros(0, dtype=np.int64)
     n = int(ends[-1]) if len(ends) else 0
     job = ScoreJob(n_rows=n, shard_size=SHARD_CHOICES, model=mcq_model, units=list(units), config=config, ends=ends,
-                   variants=tuple(variants), join=join, batch_tokens=batch_tokens, device=dev, precision=precision,
-                   smoke=smoke)
+                   variants=tuple(variants), join=join, batch_tokens=options.batch_tokens, device=dev,
+                   precision=precision, smoke=smoke)
     if loaded is not None and engine == "local":
         job.state["loaded"] = loaded
-    fill(run, job, engine=engine, workers=workers, progress=progress, desc=f"{mcq_model} · {n:,} distinct choices")
+    fill(run, job, engine=engine, workers=options.workers, progress=options.show_progress,
+         desc=f"{mcq_model} · {n:,} distinct choices")
     logits = run.read()
     meta_rows = [(k, u.name, u.context.index, c) for k, u in enumerate(units)
                  for c in _unit_choices(u, mcqs_of(u, config))]

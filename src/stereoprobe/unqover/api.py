@@ -70,7 +70,7 @@ def score(models: Sequence[str] | str, dataset: str = "gender", *, sample: float
     run = as_options(options)
     with run.applied():
         return {m: score_dataset(m, (lm_spec_for if variant == "lm" else spec_for)(m, spec), mode=mode,
-                                 shard_passes=shard_passes or SHARD_PASSES, **run.scorer_kwargs()) for m in models}
+                                 shard_passes=shard_passes or SHARD_PASSES, options=run) for m in models}
 
 
 def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: float | int | None = None, seed: int = 0,
@@ -98,7 +98,7 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
     run = as_options(options)
     with run.applied():
         result = tables.model_report(models, spec, mode=mode, n_boot=n_boot, top=top, seed=seed, lm=variant == "lm",
-                                     shard_passes=shard_passes or SHARD_PASSES, **run.scorer_kwargs())
+                                     shard_passes=shard_passes or SHARD_PASSES, options=run)
     return Report(f"UnQover {dataset}: {len(models)} model(s), {'all' if sample is None else sample} paper examples, "
                   f"{mode} mode", result, stems={k: f"{dataset}_{k}" for k in result},
                   headings={k: k for k in result})

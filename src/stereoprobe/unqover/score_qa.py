@@ -54,6 +54,7 @@ from ..choices import MODES
 from ..engine import ShardJob
 from ..errors import StereoprobeError
 from ..models import LoadedModel, load, load_tokenizer
+from ..options import RunOptions, as_options
 from ..tokenization import describe_tokenizer
 from .generate import DatasetSpec, Example, count, example_keys, fingerprint, iter_examples
 
@@ -483,41 +484,36 @@ def score_dataset(
     spec: DatasetSpec,
     *,
     mode: str = "compat",
-    batch_tokens: int | None = None,
-    device: str = "auto",
-    precision: str = "auto",
-    store=None,
-    smoke: bool = False,
-    progress: bool = True,
-    engine: str = "local",
-    workers: int | None = None,
     shard_passes: int = SHARD_PASSES,
+    options: RunOptions | None = None,
 ):
     """Score every pass of ``spec`` with ``model`` into the score store (resuming; nothing twice).
 
     QA variants are scored by :class:`QAScorer`, LM variants by :class:`~stereoprobe.unqover.score_lm.LMScorer`
-    (stored as start = end = p, so S = p downstream). ``engine="ray"`` spreads the missing shards over
-    ``workers`` Ray workers (one per GPU by default; :mod:`stereoprobe.engine`) with identical results.
+    (stored as start = end = p, so S = p downstream). ``options`` (:class:`~stereoprobe.options.RunOptions`, None:
+    the defaults) say how: device, precision, batch budget, score store, progress, smoke builds, and the engine —
+    ``engine="ray"`` spreads the missing shards over ``workers`` Ray workers (one per GPU by default;
+    :mod:`stereoprobe.engine`) with identical results.
 
     Returns the complete :class:`~stereoprobe.store.StoreRun`. The model is loaded only when some
     shard is missing, after its tokenizer alone has been checked (:func:`check_tokenizer`).
     """
-    from ..engine import check_engine, compute_dtype, fill, worker_device
+    from ..engine import compute_dtype, fill, worker_device
     from ..models import fingerprint_path, resolve
-    from ..store import ScoreStore
 
     if mode not in MODES:
         raise StereoprobeError(f"Unknown mode {mode!r}; choose one of: {', '.join(MODES)}.")
-    check_engine(engine, workers)
+    options = as_options(options)
+    smoke = options.smoke
     shard_passes = _check_shard_passes(shard_passes)
-    dev = worker_device(device, engine)
-    dtype = compute_dtype(dev, precision)  # validates device + precision first
+    dev = worker_device(options.device, options.engine)
+    dtype = compute_dtype(dev, options.precision)  # validates device + precision first
     path = resolve(model, smoke=smoke)
     model_fp = fingerprint_path(path)
     head = _head(spec)
     if model_fp is None:  # not local: loading tells the user what to do (hub unreachable / bad id)
         model_fp = load(model, head, device=dev, smoke=smoke).fingerprint
-    store = store if store is not None else ScoreStore()
+    store = options.score_store()
     kind = f"{'qa' if head == 'qa' else 'lm'}-{mode}"
     kind = CLEAN_QA_RUN if kind == "qa-clean" else kind
     run = store.run(model_fp, fingerprint(spec), f"{kind}-{dtype}", {c: np.float32 for c in SCORE_COLUMNS})
@@ -525,15 +521,16 @@ def score_dataset(
         return run
     check_tokenizer(model, spec, smoke=smoke)  # the tokenizer alone: bad subjects or tokenizers stop before any model
     n = count(spec).passes
-    job = ScoreJob(n_rows=n, shard_size=shard_passes, model=model, spec=spec, mode=mode, batch_tokens=batch_tokens,
-                   device=dev, precision=dtype, smoke=smoke)
+    job = ScoreJob(n_rows=n, shard_size=shard_passes, model=model, spec=spec, mode=mode,
+                   batch_tokens=options.batch_tokens, device=dev, precision=dtype, smoke=smoke)
     label = Path(model).name if Path(model).is_dir() else model
-    return fill(run, job, engine=engine, workers=workers, progress=progress,
+    return fill(run, job, engine=options.engine, workers=options.workers, progress=options.show_progress,
                 desc=f"{label} · {spec.dataset} ({n:,} passes)")
 
 
-def load_scores(model: str, spec: DatasetSpec, **options) -> pd.DataFrame:
-    """Per-ordered-example subject scores for ``model`` on ``spec`` (scoring whatever the store lacks).
+def load_scores(model: str, spec: DatasetSpec, *, options: RunOptions | None = None, **study) -> pd.DataFrame:
+    """Per-ordered-example subject scores for ``model`` on ``spec`` (scoring whatever the store lacks; ``study``:
+    :func:`score_dataset`'s ``mode`` and ``shard_passes``).
 
     Columns: ``index, subj1, subj2, cluster1, cluster2, tid, attr_cluster, attr, s1_pos, s2_pos,
     s1_neg, s2_neg`` where ``s1_pos`` is S of the slot-1 subject for the positive question — the input
@@ -541,7 +538,7 @@ def load_scores(model: str, spec: DatasetSpec, **options) -> pd.DataFrame:
     """
     from ..errors import StoreError
 
-    run = score_dataset(model, spec, **options)
+    run = score_dataset(model, spec, options=options, **study)
     raw = run.read()
     meta = example_keys(spec)
     expected = np.empty(2 * len(meta), dtype=np.int64)

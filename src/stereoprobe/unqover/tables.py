@@ -18,6 +18,7 @@ import pandas as pd
 from ..errors import StereoprobeWarning
 from ..models import load_tokenizer
 from ..naming import model_labels, short_name
+from ..options import RunOptions
 from ..paths import data_dir
 from . import metrics
 from .generate import DatasetSpec
@@ -35,13 +36,16 @@ def spec_for(model: str, spec: DatasetSpec) -> DatasetSpec:
     return spec
 
 
-def gather(models: Sequence[str], spec: DatasetSpec, **options) -> dict[str, pd.DataFrame]:
-    """Per-example scores (:func:`~stereoprobe.unqover.score_qa.load_scores`) for each model, by its label
-    (:func:`stereoprobe.naming.model_labels`: unique, short; a model listed twice is an error).
+def gather(models: Sequence[str], spec: DatasetSpec, *, options: RunOptions | None = None,
+           **study) -> dict[str, pd.DataFrame]:
+    """Per-example scores (:func:`~stereoprobe.unqover.score_qa.load_scores`, with ``options`` and the ``study``
+    keywords ``mode`` and ``shard_passes``) for each model, by its label (:func:`stereoprobe.naming.model_labels`:
+    unique, short; a model listed twice is an error).
 
     NewsQA models read the dataset with the NewsQA header (:func:`spec_for`); the sample is the same.
     """
-    frames = {label: load_scores(m, spec_for(m, spec), **options) for label, m in zip(model_labels(models), models)}
+    frames = {label: load_scores(m, spec_for(m, spec), options=options, **study)
+              for label, m in zip(model_labels(models), models)}
     if spec.variant != "qa":  # an LM variant chosen by hand
         for (label, frame), model in zip(frames.items(), models):
             flag_degenerate(label, model, frame)
@@ -55,13 +59,16 @@ def lm_spec_for(model: str, spec: DatasetSpec) -> DatasetSpec:
     return lm_spec_for_model(model, spec)
 
 
-def gather_lm(models: Sequence[str], spec: DatasetSpec, **options) -> dict[str, pd.DataFrame]:
-    """Per-example scores of masked LMs on the LM variant of ``spec`` (:func:`lm_spec_for`), by label.
+def gather_lm(models: Sequence[str], spec: DatasetSpec, *, options: RunOptions | None = None,
+              **study) -> dict[str, pd.DataFrame]:
+    """Per-example scores of masked LMs on the LM variant of ``spec`` (:func:`lm_spec_for`), by label (keywords as
+    :func:`gather`).
 
     A masked LM whose scores carry no signal on the probe (:func:`~stereoprobe.unqover.score_lm.lm_degeneracy`:
     all zero, all equal, near-uniform, or no better than chance) is flagged with a :class:`StereoprobeWarning`.
     """
-    frames = {label: load_scores(m, lm_spec_for(m, spec), **options) for label, m in zip(model_labels(models), models)}
+    frames = {label: load_scores(m, lm_spec_for(m, spec), options=options, **study)
+              for label, m in zip(model_labels(models), models)}
     for (label, frame), model in zip(frames.items(), models):
         flag_degenerate(label, model, frame)
     return frames
@@ -232,12 +239,14 @@ def side_by_side(mu: pd.DataFrame, top: pd.DataFrame, errors: pd.DataFrame) -> p
 
 
 def model_report(models: Sequence[str], spec: DatasetSpec, *, mode: str = "compat", n_boot: int = 1000, top: int = 3,
-                 seed: int = 0, lm: bool = False, **options) -> dict[str, pd.DataFrame]:
+                 seed: int = 0, lm: bool = False, options: RunOptions | None = None,
+                 **study) -> dict[str, pd.DataFrame]:
     """The CLI's report: reasoning errors, intensity, and top γ (per gender, or per subject γ(x)).
 
     ``lm=True``: the models are masked LMs, each reading the LM variant of its tokenizer (:func:`gather_lm`).
+    ``options`` and ``study`` (``shard_passes``) go to :func:`gather`.
     """
-    frames = (gather_lm if lm else gather)(models, spec, mode=mode, **options)
+    frames = (gather_lm if lm else gather)(models, spec, mode=mode, options=options, **study)
     tables = {"reasoning_errors": reasoning_errors(frames), "intensity": intensity(frames, n_boot=n_boot, seed=seed)}
     if spec.dataset == "gender":
         gammas = {n: gender_gamma(f, n_boot=n_boot, seed=seed) for n, f in frames.items()}
@@ -493,14 +502,15 @@ def intensity_row(frame: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> 
 
 
 def intensity_grid(models: Sequence[str], lm_models: Sequence[str], *, datasets: Sequence[str] = BIAS_CLASSES,
-                   sample=8000, mode: str = "compat", seed: int = 0, n_boot: int = 1000, **options) -> pd.DataFrame:
+                   sample=8000, mode: str = "compat", seed: int = 0, n_boot: int = 1000,
+                   options: RunOptions | None = None) -> pd.DataFrame:
     """Fig. 3/Fig. 6 for the models run here: one row per (bias class, model) with μ and η and their CIs,
     the setting (SQuAD / NewsQA / QA / LM), the label and the model id. Scores come from the store."""
     rows = []
     for dataset in datasets:
         spec = DatasetSpec(dataset, mode=mode, sample=sample, seed=seed)
         for lm, ids, fetch in ((False, models, gather), (True, lm_models, gather_lm)):
-            for model_id, (label, frame) in zip(ids, fetch(ids, spec, mode=mode, **options).items()):
+            for model_id, (label, frame) in zip(ids, fetch(ids, spec, mode=mode, options=options).items()):
                 rows.append({"dataset": dataset, "setting": setting_of(model_id, lm), "model": label,
                              "model_id": model_id, **intensity_row(frame, n_boot=n_boot, seed=seed)})
     return pd.DataFrame(rows)

@@ -40,6 +40,7 @@ from stereoprobe.display import MISSING, captioned, show, styled
 from stereoprobe.nli import measures, tables
 from stereoprobe.nli.scoring import load_probabilities
 from stereoprobe.nli.templates import TemplateSpec, iter_pairs
+from stereoprobe.options import RunOptions
 
 __all__ = [
     "DIFF_COLUMNS", "FMT3", "PAPER_KIND", "accuracy_table", "contextual_measures", "contextual_numbers",
@@ -100,17 +101,18 @@ def first_pairs(specs: Mapping[str, TemplateSpec]):
 
 
 # -- contextual models ----------------------------------------------------------------------------------------------
-def contextual_probabilities(models: Sequence[str], specs: Mapping[str, TemplateSpec], **options
-                             ) -> dict[tuple[str, str], pd.DataFrame]:
-    """{(model, probe): per-pair probabilities} (:func:`load_probabilities`; ``options`` go to it)."""
-    return {(m, p): load_probabilities(m, s, **options) for m in models for p, s in specs.items()}
+def contextual_probabilities(models: Sequence[str], specs: Mapping[str, TemplateSpec], *,
+                             options: RunOptions | None = None) -> dict[tuple[str, str], pd.DataFrame]:
+    """{(model, probe): per-pair probabilities} (:func:`load_probabilities` with the run ``options``)."""
+    return {(m, p): load_probabilities(m, s, options=options) for m in models for p, s in specs.items()}
 
 
 def contextual_measures(models: Sequence[str], specs: Mapping[str, TemplateSpec], *, n_boot: int = 1000,
-                        seed: int = 0, **options) -> tuple[dict[tuple[str, str], pd.DataFrame], pd.DataFrame]:
+                        seed: int = 0, options: RunOptions | None = None
+                        ) -> tuple[dict[tuple[str, str], pd.DataFrame], pd.DataFrame]:
     """(:func:`contextual_probabilities`, their measures per model and probe with bootstrap intervals —
     :func:`tables.measures_table`); ``options`` go to :func:`load_probabilities`."""
-    probs = contextual_probabilities(models, specs, **options)
+    probs = contextual_probabilities(models, specs, options=options)
     return probs, tables.measures_table(probs, ("model", "probe"), n_boot=n_boot, seed=seed)
 
 
@@ -384,29 +386,30 @@ def ensure_zoo_models(names: Sequence[str | None]) -> None:
 
 
 def table15_probabilities(model: str, spec: TemplateSpec, *, proj_finetuned: str | None,
-                          rand_finetuned: Sequence[str] | None, random_controls: int, **options
-                          ) -> dict[tuple[str, int], pd.DataFrame]:
+                          rand_finetuned: Sequence[str] | None, random_controls: int,
+                          options: RunOptions | None = None) -> dict[tuple[str, int], pd.DataFrame]:
     """{(variant, repeat): probabilities} of Table 15's rows on ``spec``: ``orig``; ``proj@test`` (he − she
     removed from the word-piece embeddings at test time); ``rand@test`` (``random_controls`` random
-    directions); ``proj@train/test`` and ``rand@train/test`` (models fine-tuned with the projection)."""
-    variants = {("orig", 0): load_probabilities(model, spec, **options),
-                ("proj@test", 0): load_probabilities(model, spec, projection="gender", **options)}
+    directions); ``proj@train/test`` and ``rand@train/test`` (models fine-tuned with the projection). ``options``
+    go to :func:`load_probabilities`."""
+    variants = {("orig", 0): load_probabilities(model, spec, options=options),
+                ("proj@test", 0): load_probabilities(model, spec, projection="gender", options=options)}
     for i in range(random_controls):
-        variants[("rand@test", i)] = load_probabilities(model, spec, projection=f"random:{i}", **options)
+        variants[("rand@test", i)] = load_probabilities(model, spec, projection=f"random:{i}", options=options)
     if proj_finetuned:
-        variants[("proj@train/test", 0)] = load_probabilities(proj_finetuned, spec, **options)
+        variants[("proj@train/test", 0)] = load_probabilities(proj_finetuned, spec, options=options)
     for i, name in enumerate(rand_finetuned or []):
-        variants[("rand@train/test", i)] = load_probabilities(name, spec, **options)
+        variants[("rand@train/test", i)] = load_probabilities(name, spec, options=options)
     return variants
 
 
 def table15_runs(model: str, spec: TemplateSpec, *, proj_finetuned: str | None, rand_finetuned: Sequence[str] | None,
-                 random_controls: int, n_boot: int = 1000, seed: int = 0, **options
+                 random_controls: int, n_boot: int = 1000, seed: int = 0, options: RunOptions | None = None
                  ) -> tuple[dict[tuple[str, int], pd.DataFrame], pd.DataFrame]:
     """(:func:`table15_probabilities`, their measures per variant and repeat with the relative change
     against ``orig`` — :func:`tables.measures_table`); ``options`` go to :func:`load_probabilities`."""
     variants = table15_probabilities(model, spec, proj_finetuned=proj_finetuned, rand_finetuned=rand_finetuned,
-                                     random_controls=random_controls, **options)
+                                     random_controls=random_controls, options=options)
     runs = tables.measures_table(variants, ("variant", "repeat"), baseline={"variant": "orig"}, n_boot=n_boot,
                                  seed=seed)
     return variants, runs
@@ -464,12 +467,12 @@ def layer_diagnostics(model: str, *, device: str = "auto", smoke: bool = False):
 
 
 def layers_table(model: str, spec: TemplateSpec, variants: Mapping[tuple[str, int], pd.DataFrame], *,
-                 n_boot: int = 1000, seed: int = 0, **options):
+                 n_boot: int = 1000, seed: int = 0, options: RunOptions | None = None):
     """The unprojected model, proj@test (input word pieces) and the gender direction removed from every
     layer ("proj all layers"), with diffs against the first (a Styler). ``variants`` holds the first two
     (:func:`table15_probabilities`); ``options`` go to :func:`load_probabilities`."""
     probs = {k: variants[k] for k in [("orig", 0), ("proj@test", 0)]}
-    probs[("proj all layers", 0)] = load_probabilities(model, spec, projection="layers:all", **options)
+    probs[("proj all layers", 0)] = load_probabilities(model, spec, projection="layers:all", options=options)
     layers = tables.measures_table(probs, ("variant", "repeat"), baseline={"variant": "orig"}, n_boot=n_boot,
                                    seed=seed)
     return diff_view(layers, ["variant"], paper=False, na_rep=None,

@@ -42,6 +42,7 @@ import numpy as np
 import pandas as pd
 
 from stereoprobe.display import captioned, show, styled
+from stereoprobe.options import RunOptions, as_options
 from stereoprobe.sodapop import abc, analysis, contexts, distractors, names
 from stereoprobe.sodapop.probe import GridConfig, ProbeRun, rescore, run_probe
 from stereoprobe.sodapop.success import sr_matrix
@@ -245,20 +246,20 @@ def scale_table(lengths: Iterable[int] = (4, 6, 8), depths: Iterable[int] = (1, 
         "candidates, and the MCQs they make before any cap")
 
 
-def decoding_quirk(mlm: str, name: str, *, index: int = contexts.SINGLE_CONTEXT, examples: int = 8, **options
-                   ) -> pd.DataFrame:
+def decoding_quirk(mlm: str, name: str, *, index: int = contexts.SINGLE_CONTEXT, examples: int = 8,
+                   options: RunOptions | None = None) -> pd.DataFrame:
     """The depth-1 neighbours of one name and context under ``compat`` (the authors' joint decoding) and
     ``clean`` decoding: how many, and a few that only one mode writes.
 
     ``options`` are the run options of :func:`run_probes`; generation runs here, in this process, and uses
     ``batch_tokens``, ``device``, ``precision`` and ``smoke`` (``engine`` and ``workers`` only spread the
-    scoring)."""
-    generation = {k: options[k] for k in ("batch_tokens", "device", "precision", "smoke") if k in options}
+    scoring; no progress bar)."""
+    generation = as_options(options).replace(progress=False)
     ctx = contexts.probe_contexts(indices=[index])[0]
     found = {}
     for mode in ("compat", "clean"):
         config = distractors.GenerationConfig(depth=1, decoding=mode, cap=None)
-        units, _ = distractors.generate(mlm, [name], [ctx], config, progress=False, **generation)
+        units, _ = distractors.generate(mlm, [name], [ctx], config, options=generation)
         found[mode] = units[0].candidates
     only_compat = sorted(set(found["compat"]) - set(found["clean"]))
     only_clean = sorted(set(found["clean"]) - set(found["compat"]))
@@ -289,7 +290,7 @@ def fit_debias_variants(mcq_model: str, *, n_iterations: int, max_sentences: int
 
 def run_probes(mcq_model: str, mlm: str, *, names_per_group: int | None, decoding: str, single_depth: int,
                single_cap: int | None, multi_contexts: Sequence[int] | None, multi_depth: int, multi_cap: int | None,
-               fits: Mapping | None = None, **options) -> tuple[ProbeRun, ProbeRun]:
+               fits: Mapping | None = None, options: RunOptions | None = None) -> tuple[ProbeRun, ProbeRun]:
     """The chapter's two runs: the single context (every raw candidate, no dedup; scored with the debiased
     variants of ``fits`` too) and the multi-context one (deduplicated). ``options`` go to
     :func:`~stereoprobe.sodapop.probe.run_probe`."""
@@ -298,25 +299,26 @@ def run_probes(mcq_model: str, mlm: str, *, names_per_group: int | None, decodin
     multi_grid = GridConfig(names_per_group=names_per_group, contexts=multi_contexts, depth=multi_depth,
                             decoding=decoding, dedup=True, cap=multi_cap)
     variants = [fit.variant() for fit in (fits or {}).values()]
-    single = run_probe(mcq_model, mlm, single_grid, variants=variants, **options)
-    multi = run_probe(mcq_model, mlm, multi_grid, **options)
+    single = run_probe(mcq_model, mlm, single_grid, variants=variants, options=options)
+    multi = run_probe(mcq_model, mlm, multi_grid, options=options)
     return single, multi
 
 
 def run_debiased_probes(mcq_model: str, mlm: str, *, names_per_group: int | None, decoding: str, single_depth: int,
                         single_cap: int | None, multi_contexts: Sequence[int] | None, multi_depth: int,
                         multi_cap: int | None, debias: bool, inlp_iterations: int, debias_sentences: int, seed: int = 0,
-                        **options) -> tuple[ProbeRun, ProbeRun, dict]:
+                        options: RunOptions | None = None) -> tuple[ProbeRun, ProbeRun, dict]:
     """With ``debias``, fit the INLP and SentenceDebias variants (:func:`fit_debias_variants`, on
     ``options``' device and smoke setting); then run both probes, the single context scored with the
     variants too (:func:`run_probes`). Returns (single, multi, {variant: fit}; empty without ``debias``)."""
+    options = as_options(options)
     fits = {}
     if debias:
         fits = fit_debias_variants(mcq_model, n_iterations=inlp_iterations, max_sentences=debias_sentences,
-                                   seed=seed, device=options.get("device", "auto"), smoke=options.get("smoke", False))
+                                   seed=seed, device=options.device, smoke=options.smoke)
     single, multi = run_probes(mcq_model, mlm, names_per_group=names_per_group, decoding=decoding,
                                single_depth=single_depth, single_cap=single_cap, multi_contexts=multi_contexts,
-                               multi_depth=multi_depth, multi_cap=multi_cap, fits=fits, **options)
+                               multi_depth=multi_depth, multi_cap=multi_cap, fits=fits, options=options)
     return single, multi, fits
 
 
@@ -692,7 +694,7 @@ def show_abc(associated: Mapping[str, set[str]], pairs: Sequence[tuple[str, str]
 # -- the planted-bias lab -------------------------------------------------------------------------------------------
 def lab_runs(run: ProbeRun, lab_models: Sequence[str], groups: Mapping[str, Sequence[str]], *, min_count: int,
              n_perm: int, p_method: str = "auto", planted_group: str = "AA_m", planted_word: str = "quiet",
-             **options) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
+             options: RunOptions | None = None) -> tuple[dict[str, pd.DataFrame], pd.DataFrame]:
     """Rescore ``run``'s distractors with each lab model and test ``planted_group`` against every other
     analysed name. Returns ({model: RD table}, one summary row per model: accuracy, vocabulary, the top
     word of the planted group, RD / rank / p / q of the planted word, words with q < 0.05). ``options`` go
@@ -701,7 +703,7 @@ def lab_runs(run: ProbeRun, lab_models: Sequence[str], groups: Mapping[str, Sequ
     target = list(groups[planted_group])
     others = [n for g in groups if g != planted_group for n in groups[g]]
     for lab in lab_models:
-        o, a = rescore(run, lab, **options).outcomes()
+        o, a = rescore(run, lab, options=options).outcomes()
         sr = sr_matrix(o, min_count=min_count)
         t = analysis.rd_table(sr, target, others,
                               **permutation_options(len(target), len(others), n_perm=n_perm, p_method=p_method))
@@ -719,10 +721,11 @@ def lab_runs(run: ProbeRun, lab_models: Sequence[str], groups: Mapping[str, Sequ
 
 
 def show_lab_runs(run: ProbeRun, lab_models: Sequence[str], groups: Mapping[str, Sequence[str]], *,
-                  min_count: int, n_perm: int, p_method: str = "auto", **options) -> dict[str, pd.DataFrame]:
+                  min_count: int, n_perm: int, p_method: str = "auto",
+                  options: RunOptions | None = None) -> dict[str, pd.DataFrame]:
     """:func:`lab_runs` with its summary shown (:func:`lab_view`); returns {lab model: RD table}."""
     tables, summary = lab_runs(run, lab_models, groups, min_count=min_count, n_perm=n_perm, p_method=p_method,
-                               **options)
+                               options=options)
     show(lab_view(summary))
     return tables
 

@@ -4,7 +4,6 @@ Underspecified Questions", Findings of EMNLP 2020), so that the notebooks only c
 The computations live in :mod:`stereoprobe.unqover.tables` and :mod:`~stereoprobe.unqover.metrics`; this module
 (book layer) arranges them the way each chapter shows them:
 
-* every chapter — :func:`score_options` (the scoring keywords of the parameters cell);
 * "Reasoning errors" (§3, Fig. 2, Table 5) — :func:`count_numbers`, :func:`fig2_numbers`, :func:`fig2_scores_view`,
   :func:`fig2_bias_view`, :func:`errors_view`, :func:`error_numbers`, :func:`table5_view`;
 * "Gender and occupations" (§5, Tables 2 and 3) — :func:`gender_gammas`, :func:`table2_view`,
@@ -37,6 +36,7 @@ import pandas as pd
 from stereoprobe import plots
 from stereoprobe.display import MISSING, captioned, show, styled
 from stereoprobe.models import parameter_count
+from stereoprobe.options import RunOptions
 from stereoprobe.unqover import metrics, tables
 from stereoprobe.unqover.generate import Counts, DatasetSpec, count
 
@@ -46,7 +46,7 @@ __all__ = [
     "gather_datasets", "gender_gammas", "grid_view", "intensity_view", "model_sizes", "paper_claim_numbers",
     "paper_table2_view", "planted_occupation_numbers", "planted_occupations", "plot_cluster_heatmap",
     "plot_gamma_ci", "plot_intensity", "plot_our_ranks", "plot_paper_ranks", "plot_rank_figures", "run_line",
-    "score_options", "shared_occupations_view", "show_cluster_recovery", "show_planted_occupations", "sizes_table",
+    "shared_occupations_view", "show_cluster_recovery", "show_planted_occupations", "sizes_table",
     "subject_view", "table2_view", "table5_view", "top_pairs_view", "top_subject_numbers", "top_subjects",
     "western_view",
 ]
@@ -59,17 +59,6 @@ _ERRORS_FORMAT = {"delta": "{:.3f}", "epsilon": "{:.3f}", "avg_s": "{:.3f}", "ke
 
 
 # -- every chapter -------------------------------------------------------------------------------------------------
-def score_options(mode: str, run) -> dict:
-    """The keywords :func:`tables.gather` and :func:`tables.gather_lm` take: the chapter's ``mode`` and its
-    :class:`~stereoprobe.RunOptions` ``run``.
-
-    >>> from stereoprobe import RunOptions
-    >>> sorted(score_options("compat", RunOptions(device="cpu", batch_tokens=8, smoke=True)))
-    ['batch_tokens', 'device', 'engine', 'mode', 'precision', 'progress', 'smoke', 'store', 'workers']
-    """
-    return {"mode": mode, **run.scorer_kwargs()}
-
-
 def _glue_key(model: str) -> str:
     """A model label as a glue key (``:``, ``-``, ``/`` become ``_``).
 
@@ -335,13 +324,16 @@ def top_subjects(gammas: Mapping[str, pd.DataFrame], k: int = 5) -> pd.DataFrame
 
 # -- ethnicity and religion (appendix: Tables 12/13, Fig. 5) ------------------------------------------------------
 def gather_datasets(datasets: Iterable[str], models: Sequence[str], lm_models: Sequence[str], *, sample,
-                    seed: int = 0, n_boot: int = 1000, **options) -> dict[str, dict]:
-    """Score ``models`` (QA) and ``lm_models`` (masked LMs) on each dataset and print its size; per dataset a
-    dict with its ``spec``, the ``frames`` and their :func:`tables.subject_gammas` (``gammas``)."""
+                    mode: str = "compat", seed: int = 0, n_boot: int = 1000,
+                    options: RunOptions | None = None) -> dict[str, dict]:
+    """Score ``models`` (QA) and ``lm_models`` (masked LMs) on each dataset in ``mode`` with the run ``options``
+    and print its size; per dataset a dict with its ``spec``, the ``frames`` and their :func:`tables.subject_gammas`
+    (``gammas``)."""
     results = {}
     for dataset in datasets:
-        spec = DatasetSpec(dataset, mode=options["mode"], sample=sample, seed=seed)
-        frames = tables.gather(models, spec, **options) | tables.gather_lm(lm_models, spec, **options)
+        spec = DatasetSpec(dataset, mode=mode, sample=sample, seed=seed)
+        frames = tables.gather(models, spec, mode=mode, options=options) | \
+            tables.gather_lm(lm_models, spec, mode=mode, options=options)
         results[dataset] = {"spec": spec, "frames": frames,
                             "gammas": tables.subject_gammas(frames, n_boot=n_boot, seed=seed)}
         print(f"{dataset}: {count(spec).paper_examples:,} paper examples per model, {len(frames)} model(s)")
