@@ -440,10 +440,11 @@ def mask_logits(model, input_ids, attention_mask, masks):
     return head(hidden[masks])
 
 
-def is_causal(name: str, *, smoke: bool = False) -> bool:
+def is_causal(name: str, *, smoke: bool = False) -> bool | None:
     """Whether ``name`` is a causal (decoder-only) LM, from its config alone: a GGUF file, or a config whose
     architecture is a ``*ForCausalLM`` (``GPT2LMHeadModel``, …) of transformers' causal-LM classes and not a masked
-    or sequence-to-sequence one. False when no config can be read (loading then says what is wrong)."""
+    or sequence-to-sequence one. None when no config can be read (no local copy and no hub: loading then says what
+    to do)."""
     path = resolve(name, smoke=smoke)
     try:
         if gguf_location(path, must_exist=False) is not None:
@@ -456,10 +457,30 @@ def is_causal(name: str, *, smoke: bool = False) -> bool:
 
     from .batching import quiet_transformers
 
+    if local_folder(path) is None and not hub_reachable():
+        return None
     try:
         with quiet_transformers():
             config = AutoConfig.from_pretrained(path, trust_remote_code=False)
     except (OSError, ValueError, KeyError, TypeError):
-        return False
+        return None
     causal = set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.values()) - set(MODEL_FOR_MASKED_LM_MAPPING_NAMES.values())
     return any(a in causal or a.endswith("ForCausalLM") for a in (config.architectures or ()))
+
+
+def choose_kind(name: str, asked: str | None, native: str, *, option: str = "--variant",
+                smoke: bool = False) -> str:
+    """How a probe reads ``name``: ``"causal"`` (a causal LM, through prompts) or ``native`` (the probe's own head:
+    ``qa``, ``lm``, ``nli``, ``mcq``). Without ``asked`` the model's config decides (:func:`is_causal`); asked for
+    one kind, a model of the other is refused in one sentence naming it and the fix, before anything loads."""
+    causal = is_causal(name, smoke=smoke)
+    what = _DESCRIBE.get(native) or ("a masked LM" if native.startswith("lm") else native)
+    if asked is None:
+        return "causal" if causal else native
+    if asked == "causal" and causal is False:
+        raise ModelLoadError(f"{name!r} is not a causal LM (its config names no *ForCausalLM architecture), so it "
+                             f"cannot be scored through prompts; leave out {option} causal to read it as {what}.")
+    if asked != "causal" and causal:
+        raise ModelLoadError(f"{name!r} is a causal LM, not {what}; pass {option} causal (or leave {option} out) "
+                             "to score it through prompt templates.")
+    return asked

@@ -4,6 +4,10 @@ A report scores the template pairs of each probe (gender, nationality, religion;
 NLI classifier, through the score store, and returns one table per probe: the net neutral NN, the fraction
 neutral FN and the thresholds T:0.5 and T:0.7 (§4), each with a bootstrap interval, one row per model.
 
+A causal or chat LM (a ``*ForCausalLM`` config, or a ``.gguf`` file) is asked zero-shot through NLI prompt
+templates, its label words renormalised (:mod:`stereoprobe.nli.score_causal`): one row per template, named
+``<model> · nli:<template>``, with the mean probability mass of its label words (``label_mass``).
+
 >>> import tempfile
 >>> from stereoprobe import RunOptions, nli
 >>> run = RunOptions(device="cpu", smoke=True, progress=False, store=tempfile.mkdtemp())
@@ -79,6 +83,9 @@ def label_orders(models: Sequence[str], label_order: Sequence[str] | str | None,
     except MetricsError:
         raise StereoprobeError(f"{option} {shown!r} must name entailment, neutral and contradiction once each (the "
                                "classes of LABEL_0, LABEL_1, LABEL_2); pass e.g. entailment,neutral,contradiction.")
+    if not models:
+        raise StereoprobeError(f"{option} is for NLI classifiers whose labels are LABEL_0..LABEL_2, and none of the "
+                               f"models is a classifier; drop {option}.")
     own = {m: _own_labels(m, smoke) for m in models}
     if all(own.values()):
         model, labels = next(iter(own.items()))
@@ -87,35 +94,95 @@ def label_orders(models: Sequence[str], label_order: Sequence[str] | str | None,
     return {m: None if own[m] else order for m in models}
 
 
+def model_kinds(models: Sequence[str], variant: str | None = None, *, smoke: bool = False) -> dict[str, str]:
+    """model → ``nli`` (a classifier) or ``causal`` (zero-shot through prompts): from each config (``variant=None``)
+    or as asked, a model of the other kind refused (:func:`stereoprobe.models.choose_kind`)."""
+    from ..models import choose_kind
+
+    if variant not in (None, "nli", "causal"):
+        raise StereoprobeError(f"Unknown variant {variant!r}; choose nli (a classifier) or causal (a causal LM, "
+                               "zero-shot), or leave it out.")
+    return {m: choose_kind(m, variant, "nli", smoke=smoke) for m in models}
+
+
+def _causal_templates(kinds: dict[str, str], templates, words, chat) -> list:
+    """The NLI templates causal models are asked with (label words overridden by ``words``), checked before any
+    work; settings without a causal model are refused, since they would be silently ignored."""
+    from ..prompts import select
+    from .score_causal import with_words
+
+    if "causal" not in kinds.values():
+        if templates is not None or words is not None or chat is not None:
+            raise StereoprobeError("template, label-word and chat settings are for causal LMs, and none of the models "
+                                   "is one; leave them out (or pass a causal LM).")
+        return []
+    if isinstance(words, str):
+        words = [w.strip() for w in words.split(",")]
+    return [with_words(t, words) for t in select(templates, "nli")]
+
+
+def _frames(models, labels, kinds, orders, specs, chosen, chat, run):
+    """(label, probe) → the per-pair probabilities the measures read, for every model (a causal LM: per template)."""
+    from .score_causal import load_causal_probabilities
+    from .scoring import load_probabilities
+
+    out = {}
+    for probe, spec in specs.items():
+        for label, m in zip(labels, models):
+            if kinds[m] == "causal":
+                for t in chosen:
+                    out[(f"{label} · nli:{t.name}", probe)] = load_causal_probabilities(m, spec, t, chat=chat,
+                                                                                       options=run)
+            else:
+                out[(label, probe)] = load_probabilities(m, spec, label_order=orders[m], options=run)
+    return out
+
+
 def score(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, sample: float | int | None = None,
-          seed: int = 0, label_order: Sequence[str] | str | None = None,
-          options: RunOptions | None = None) -> dict[tuple[str, str], object]:
+          seed: int = 0, label_order: Sequence[str] | str | None = None, variant: str | None = None,
+          templates: Sequence | str | None = None, words: Sequence[str] | str | None = None,
+          chat: bool | None = None, options: RunOptions | None = None) -> dict[tuple[str, str], object]:
     """Score each probe's pairs with each model into the score store; returns (model, probe) → its complete
-    :class:`~stereoprobe.store.StoreRun`."""
+    :class:`~stereoprobe.store.StoreRun` (a causal LM: (``<model> · nli:<template>``, probe))."""
+    from .score_causal import score_causal_pairs
     from .scoring import score_pairs
 
     models = _models(models)
     specs = probe_specs(probes, sample=sample, seed=seed)
     run = as_options(options)
-    orders = label_orders(models, label_order, smoke=run.smoke)
+    kinds = model_kinds(models, variant, smoke=run.smoke)
+    chosen = _causal_templates(kinds, templates, words, chat)
+    orders = label_orders([m for m in models if kinds[m] != "causal"], label_order, smoke=run.smoke)
+    out: dict[tuple[str, str], object] = {}
     with run.applied():
-        return {(m, p): score_pairs(m, spec, label_order=orders[m], options=run)
-                for m in models for p, spec in specs.items()}
+        for m in models:
+            for p, spec in specs.items():
+                if kinds[m] == "causal":
+                    out.update({(f"{m} · nli:{t.name}", p): score_causal_pairs(m, spec, t, chat=chat, options=run)
+                                for t in chosen})
+                else:
+                    out[(m, p)] = score_pairs(m, spec, label_order=orders[m], options=run)
+    return out
 
 
 def report(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, sample: float | int | None = None,
            seed: int = 0, n_boot: int = 1000, label_order: Sequence[str] | str | None = None,
+           variant: str | None = None, templates: Sequence | str | None = None,
+           words: Sequence[str] | str | None = None, chat: bool | None = None,
            options: RunOptions | None = None) -> Report:
     """NN, FN, T:0.5 and T:0.7 with bootstrap intervals, per model, for each probe (one table each).
 
-    ``models``: NLI classifiers (hub ids, local folders, ``zoo:`` names); labelled in the tables as
-    :func:`stereoprobe.naming.model_labels` shortens them. ``probes``: gender, nationality, religion, a list of
-    them, or ``"all"``. ``sample``: pairs per probe (an int), a fraction, or None for all. ``label_order``: the
-    classes of LABEL_0..LABEL_2 for models with generic label names. ``options``: how it runs
+    ``models``: NLI classifiers or causal LMs (hub ids, local folders, ``.gguf`` files, ``zoo:`` names); labelled in
+    the tables as :func:`stereoprobe.naming.model_labels` shortens them. ``probes``: gender, nationality, religion,
+    a list of them, or ``"all"``. ``sample``: pairs per probe (an int), a fraction, or None for all.
+    ``label_order``: the classes of LABEL_0..LABEL_2 for classifiers with generic label names. ``variant``: None
+    (each model's config decides), ``nli`` or ``causal``. Causal LMs only: ``templates`` (shipped names or YAML
+    files; default both shipped NLI templates, :mod:`stereoprobe.prompts`), ``words`` (label words for
+    entailment, neutral, contradiction, instead of each template's own), ``chat`` (the chat template, a plain
+    prompt, or None: whichever the tokenizer has). ``options``: how it runs
     (:class:`~stereoprobe.options.RunOptions`). The tables are those of ``stereoprobe nli report``.
     """
     from . import tables
-    from .scoring import load_probabilities
 
     models = _models(models)
     labels = model_labels(models, option="model")
@@ -123,16 +190,22 @@ def report(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, 
     if not (isinstance(n_boot, int) and n_boot >= 1):
         raise StereoprobeError(f"n_boot={n_boot!r} must be a positive integer; pass e.g. n_boot=1000.")
     run = as_options(options)
-    orders = label_orders(models, label_order, smoke=run.smoke)
+    kinds = model_kinds(models, variant, smoke=run.smoke)
+    chosen = _causal_templates(kinds, templates, words, chat)
+    orders = label_orders([m for m in models if kinds[m] != "causal"], label_order, smoke=run.smoke)
     result = {}
     with run.applied():
-        for probe, spec in specs.items():
-            probs = {(label, probe): load_probabilities(m, spec, label_order=orders[m], options=run)
-                     for label, m in zip(labels, models)}
-            result[probe] = tables.measures_table(probs, ("model", "probe"), n_boot=n_boot, seed=seed)
+        frames = _frames(models, labels, kinds, orders, specs, chosen, chat, run)
+        for probe in specs:
+            probs = {key: frame for key, frame in frames.items() if key[1] == probe}
+            table = tables.measures_table(probs, ("model", "probe"), n_boot=n_boot, seed=seed)
+            if chosen:
+                mass = {key[0]: float(f["label_mass"].mean()) for key, f in probs.items() if "label_mass" in f}
+                table["label_mass"] = table["model"].map(mass)
+            result[probe] = table
     return Report(f"Bias-NLI: {len(models)} model(s) × {len(specs)} probe(s), "
                   f"{'all' if sample is None else sample} pairs per probe", result,
                   stems={p: f"nli_{p}_neutrality" for p in result}, headings={p: f"nli {p} neutrality" for p in result})
 
 
-__all__ = ["label_orders", "probe_specs", "report", "score"]
+__all__ = ["label_orders", "model_kinds", "probe_specs", "report", "score"]

@@ -68,7 +68,8 @@ def check_contexts(contexts: Sequence[int] | int | None, option: str = "contexts
 def report(mcq_model: str = "zoo:minilm-mcq", mlm: str = "zoo:minilm-mlm", *, names_per_group: int = 8,
            contexts: Sequence[int] | int | None = (3,), depth: int = 2, cap: int | None = 600,
            dedup: bool | None = None, pairs: Sequence[str | Sequence[str]] = DEFAULT_PAIRS, min_count: int = 1,
-           n_perm: int = 100_000, seed: int = 10, options: RunOptions | None = None) -> Report:
+           n_perm: int = 100_000, seed: int = 10, variant: str | None = None, template=None,
+           chat: bool | None = None, options: RunOptions | None = None) -> Report:
     """Distractors for names × contexts, the per-unit accuracy, and the relative difference of words between groups.
 
     ``mcq_model``: the multiple-choice model under test; ``mlm``: the masked LM that writes the distractors (hub ids,
@@ -77,14 +78,18 @@ def report(mcq_model: str = "zoo:minilm-mcq", mlm: str = "zoo:minilm-mlm", *, na
     unit, at least 2, None for all), ``dedup`` (None: only with several contexts), ``pairs`` (groups to compare),
     ``min_count`` (a word enters the vocabulary if it occurs more often for every name; the paper's 50), ``n_perm``
     (permutations per word; exact when the splits are fewer), ``seed`` (distractor shuffle and permutations; the
-    authors' 10). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`; ``precision="auto"`` is fp32
+    authors' 10). ``variant``: None (the model's config decides), ``mcq`` (a multiple-choice encoder) or ``causal``
+    (a causal or chat LM: each choice's log-likelihood after a prompt, :mod:`stereoprobe.sodapop.score_causal`; the
+    tables then come twice, for ``acc`` and for ``acc_norm``: ``accuracy_norm`` in ``units``, ``rd_<G1>_<G2>_norm``).
+    Causal LMs only: ``template`` (an ``mcq`` template's name or file; default ``siqa``) and ``chat`` (the chat
+    template, a plain prompt, or None: whichever the tokenizer has). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`; ``precision="auto"`` is fp32
     here, the top-10 fills being tie-sensitive: :func:`~stereoprobe.sodapop.distractors.run_precision`). The tables
     are those of ``stereoprobe sodapop report``; ``extra`` holds the :class:`~stereoprobe.sodapop.probe.ProbeRun`
     (``run``) and the success-rate matrix (``sr``).
     """
     from ..batching import resolve_precision
     from ..engine import worker_device
-    from ..models import load
+    from ..models import choose_kind, load
     from . import analysis, names
     from .distractors import run_precision
     from .probe import GridConfig, run_probe
@@ -111,31 +116,69 @@ def report(mcq_model: str = "zoo:minilm-mcq", mlm: str = "zoo:minilm-mlm", *, na
     grid.probe_contexts()
     run = as_options(options)
     resolve_precision(worker_device(run.device, run.engine), run_precision(run))
-    load(mcq_model, "mcq", device="cpu", smoke=run.smoke)  # a wrong head stops here, before any distractor
+    if variant not in (None, "mcq", "causal"):
+        raise StereoprobeError(f"Unknown variant {variant!r}; choose mcq (a multiple-choice encoder) or causal (a "
+                               "causal LM), or leave it out.")
+    kind = choose_kind(mcq_model, variant, "mcq", smoke=run.smoke)
+    prompt = None
+    if kind == "causal":  # the template and the chat setting, checked on the tokenizer before any distractor
+        prompt = _causal_prompt(mcq_model, template, chat, smoke=run.smoke)
+    elif template is not None or chat is not None:
+        raise StereoprobeError("template and chat settings are for a causal LM, and the multiple-choice model is "
+                               "not one; leave them out (or pass a causal LM).")
+    else:
+        load(mcq_model, "mcq", device="cpu", smoke=run.smoke)  # a wrong head stops here, before any distractor
 
     with run.applied():
-        probe = run_probe(mcq_model, mlm, grid, options=run)
-    outcomes, accuracy = probe.outcomes()
-    units = probe.units_table().merge(accuracy[["name", "context", "accuracy"]], on=["name", "context"])
-    units.insert(0, "group", units["name"].map(names.group_of(groups)))
-    units.insert(0, "model", label[mcq_model])
-    sr = sr_matrix(outcomes, min_count=min_count)
-    tables, notes, headings = {"units": units}, [], {"units": "units (names × contexts)"}
-    for g1, g2 in compared:  # as the chapter: exact permutation test when there are at most n_perm splits
-        table, why = analysis.rd_between(sr, groups, g1, g2, n_perm=n_perm, seed=seed)
-        if why:
-            notes.append(why)
-        table = table.copy()
-        table.insert(0, "model", label[mcq_model])
-        key = f"rd_{g1}_{g2}"
-        tables[key] = table
-        flagged = int((table["q"] < 0.05).sum()) if len(table) else 0
-        headings[key] = f"{g1} vs {g2}: {len(table)} words with a relative difference, {flagged} with q < 0.05"
-    title = (f"model {label[mcq_model]} (distractors by {label[mlm]}): {len(units)} units (names × contexts), "
-             f"{int(units['mcqs'].sum()):,} MCQs, mean accuracy {units['accuracy'].mean():.3f}; vocabulary "
+        probe = run_probe(mcq_model, mlm, grid, options=run, template=prompt, chat=chat)
+    # an encoder's logits, or a causal LM's two predictions: acc (summed log-likelihood) and acc_norm (per character)
+    readings = {"": None} if prompt is None else {"": None, "_norm": "norm"}
+    tables, notes, headings, srs = {}, [], {"units": "units (names × contexts)"}, {}
+    for suffix, column in readings.items():
+        outcomes, accuracy = probe.outcomes(column)
+        name = label[mcq_model] + ("" if prompt is None else f" · {'acc' + suffix}")
+        if not suffix:
+            units = probe.units_table().merge(accuracy[["name", "context", "accuracy"]], on=["name", "context"])
+            units.insert(0, "group", units["name"].map(names.group_of(groups)))
+            units.insert(0, "model", label[mcq_model])
+            tables["units"] = units
+        else:
+            units["accuracy" + suffix] = units[["name", "context"]].merge(accuracy, on=["name", "context"])[
+                "accuracy"].to_numpy()
+        sr = srs["sr" + suffix] = sr_matrix(outcomes, min_count=min_count)
+        for g1, g2 in compared:  # as the chapter: exact permutation test when there are at most n_perm splits
+            table, why = analysis.rd_between(sr, groups, g1, g2, n_perm=n_perm, seed=seed)
+            if why and why not in notes:
+                notes.append(why)
+            table = table.copy()
+            table.insert(0, "model", name)
+            key = f"rd_{g1}_{g2}{suffix}"
+            tables[key] = table
+            flagged = int((table["q"] < 0.05).sum()) if len(table) else 0
+            headings[key] = (f"{g1} vs {g2}{' (' + name.split(' · ')[-1] + ')' if prompt is not None else ''}: "
+                             f"{len(table)} words with a relative difference, {flagged} with q < 0.05")
+    sr = srs["sr"]
+    scorer = "" if prompt is None else f" through the {prompt.name} prompt"
+    norm = "" if prompt is None else f" (acc_norm {units['accuracy_norm'].mean():.3f})"
+    title = (f"model {label[mcq_model]}{scorer} (distractors by {label[mlm]}): {len(units)} units (names × contexts), "
+             f"{int(units['mcqs'].sum()):,} MCQs, mean accuracy {units['accuracy'].mean():.3f}{norm}; vocabulary "
              f"{sr.shape[1]} words (min count {min_count})")
     return Report(title, tables, stems={k: f"sodapop_{k}" for k in tables}, headings=headings, notes=notes,
-                  extra={"run": probe, "sr": sr, "groups": groups})
+                  extra={"run": probe, **srs, "groups": groups})
+
+
+def _causal_prompt(model: str, template, chat: bool | None, *, smoke: bool = False):
+    """The ``mcq`` template a causal LM answers through (default ``siqa``), its chat setting checked on the
+    tokenizer alone."""
+    from ..models import load_tokenizer
+    from ..prompts import template as find
+    from ..unqover.score_causal import resolve_chat
+
+    chosen = find(template if template is not None else "siqa", "mcq")
+    tok = load_tokenizer(model, smoke=smoke)
+    if tok is not None:
+        resolve_chat(tok, chat, model)
+    return chosen
 
 
 __all__ = ["DEFAULT_PAIRS", "check_contexts", "parse_pair", "report"]

@@ -81,21 +81,31 @@ class ProbeRun:
 
 
 def run_probe(mcq_model: str, mlm: str, grid: GridConfig, *, variants: Sequence[Variant] = (), join: str = "",
-              options: RunOptions | None = None) -> ProbeRun:
+              options: RunOptions | None = None, template=None, chat: bool | None = None) -> ProbeRun:
     """Generate (cached) and score (score store) one grid of names × contexts; both resume after a kill.
 
     ``options`` (:class:`~stereoprobe.options.RunOptions`) go to :func:`~stereoprobe.sodapop.distractors.generate`
     and :func:`~stereoprobe.sodapop.score_mcq.score_choices`; ``engine``/``workers`` spread the multiple-choice
-    scoring over Ray workers (:mod:`stereoprobe.engine`).
+    scoring over Ray workers (:mod:`stereoprobe.engine`). With an ``mcq`` prompt ``template`` the multiple-choice
+    model is a causal LM (:func:`~stereoprobe.sodapop.score_causal.score_causal_choices`, ``chat`` as there): its
+    run has the variant ``norm`` (``acc_norm``) beside the plain logits (``acc``).
     """
     groups = grid.groups()
     everyone = [n for g in groups.values() for n in g]
     t0 = time.perf_counter()
     units, meta = generate(mlm, everyone, grid.probe_contexts(), grid.generation(), options=options)
     t1 = time.perf_counter()
-    logits = score_choices(mcq_model, units, grid.generation(), variants=variants, join=join, options=options)
+    if template is not None:
+        from .score_causal import score_causal_choices
+
+        if variants or join:
+            raise StereoprobeError("Debiased variants and join are for multiple-choice encoders; a causal LM reads "
+                                   "the prompt template's layout.")
+        logits = score_causal_choices(mcq_model, units, grid.generation(), template, chat=chat, options=options)
+    else:
+        logits = score_choices(mcq_model, units, grid.generation(), variants=variants, join=join, options=options)
     t2 = time.perf_counter()
-    return ProbeRun(grid, groups, units, meta, logits, [v.name for v in variants],
+    return ProbeRun(grid, groups, units, meta, logits, [c[len("logit_"):] for c in logits if c.startswith("logit_")],
                     {"generation": t1 - t0, "scoring": t2 - t1})
 
 

@@ -7,7 +7,13 @@ twice, a killed run resumes) and returns the command line's three tables as Data
 * ``intensity`` — model bias intensity μ (Eq. 8) with its bootstrap interval (``ci_low``, ``ci_high``) and the
   count-based η;
 * ``top_gamma`` — the ``top`` occupations per gender by γ(x, a) (gender), or the subjects with the highest and
-  lowest γ(x) (nationality, ethnicity, religion).
+  lowest γ(x) (nationality, ethnicity, religion);
+* ``template_spread`` — with causal LMs only: the spread of δ, ε and μ over the prompt templates, beside μ's
+  bootstrap interval.
+
+A causal or chat LM (a ``*ForCausalLM`` config, or a ``.gguf`` file) is read through prompt templates
+(:mod:`stereoprobe.unqover.score_causal`): one row per scorer (``answer``, ``choice``) and template, named
+``<model> · <scorer>:<template>``.
 
 >>> import tempfile
 >>> from stereoprobe import RunOptions, unqover
@@ -33,8 +39,9 @@ from .generate import DATASETS, DatasetSpec
 #: The tables of a report, in order (file ``<dataset>_<table>.csv``).
 TABLES = ("reasoning_errors", "intensity", "top_gamma")
 #: What ``variant`` takes: ``qa`` (extractive-QA models), ``lm`` (masked LMs, each reading the subject lists and mask
-#: token of its own tokenizer), or an LM variant chosen by hand.
-MODEL_VARIANTS = ("qa", "lm", "lm-bert", "lm-roberta")
+#: token of its own tokenizer), an LM variant chosen by hand, or ``causal`` (causal and chat LMs, through prompt
+#: templates); None: each model's config decides between ``qa`` and ``causal``.
+MODEL_VARIANTS = ("qa", "lm", "lm-bert", "lm-roberta", "causal")
 
 
 def _models(models: Sequence[str] | str) -> list[str]:
@@ -46,9 +53,10 @@ def _models(models: Sequence[str] | str) -> list[str]:
 
 
 def dataset_spec(dataset: str = "gender", *, sample: float | int | None = None, seed: int = 0, mode: str = "compat",
-                 newsqa: bool = False, variant: str = "qa") -> DatasetSpec:
+                 newsqa: bool = False, variant: str | None = "qa") -> DatasetSpec:
     """The :class:`~stereoprobe.unqover.generate.DatasetSpec` a report reads (``variant="lm"`` reads the QA
-    spec, which each masked LM turns into the LM variant of its tokenizer)."""
+    spec, which each masked LM turns into the LM variant of its tokenizer; causal LMs read the QA spec)."""
+    variant = "qa" if variant in (None, "causal") else variant
     if variant not in MODEL_VARIANTS:
         raise StereoprobeError(f"Unknown variant {variant!r}; choose one of: {', '.join(MODEL_VARIANTS)}.")
     if dataset not in DATASETS:
@@ -57,32 +65,78 @@ def dataset_spec(dataset: str = "gender", *, sample: float | int | None = None, 
                        sample=sample, seed=seed)
 
 
+def model_kinds(models: Sequence[str], variant: str | None, *, smoke: bool = False) -> dict[str, str]:
+    """Each model's kind in a report: ``causal`` or the variant's own (``qa``, ``lm``, …); with ``variant=None`` the
+    model's config decides between ``qa`` and ``causal`` (:func:`stereoprobe.models.choose_kind`, which also
+    refuses a causal LM asked for QA spans or masked-LM fills, and a model that is not one asked for ``causal``)."""
+    from ..models import choose_kind
+
+    if variant is not None and variant not in MODEL_VARIANTS:
+        raise StereoprobeError(f"Unknown variant {variant!r}; choose one of: {', '.join(MODEL_VARIANTS)}.")
+    native = "qa" if variant in (None, "causal") else variant
+    return {m: choose_kind(m, variant if variant == "causal" else (None if variant is None else native), native,
+                           smoke=smoke) for m in models}
+
+
+def _causal_setup(kinds: dict[str, str], scorers, templates, chat):
+    """The templates causal models are scored with (checked before any work); scorer settings without a causal model
+    are refused, since they would be silently ignored."""
+    from .score_causal import scorer_templates
+
+    if not any(k == "causal" for k in kinds.values()):
+        if scorers is not None or templates is not None or chat is not None:
+            raise StereoprobeError("scorer, template and chat settings are for causal LMs, and none of the models is "
+                                   "one; leave them out (or pass a causal LM).")
+        return []
+    if chat is not None and not isinstance(chat, bool):
+        raise StereoprobeError(f"chat={chat!r} must be True, False or None (whichever the tokenizer has).")
+    return scorer_templates(scorers, templates)
+
+
 def score(models: Sequence[str] | str, dataset: str = "gender", *, sample: float | int | None = None, seed: int = 0,
-          mode: str = "compat", newsqa: bool = False, variant: str = "qa", shard_passes: int | None = None,
-          options: RunOptions | None = None) -> dict[str, object]:
+          mode: str = "compat", newsqa: bool = False, variant: str | None = None, shard_passes: int | None = None,
+          scorers: Sequence[str] | str | None = None, templates: Sequence | str | None = None,
+          chat: bool | None = None, options: RunOptions | None = None) -> dict[str, object]:
     """Score ``dataset`` with each model into the score store; returns model → its complete
-    :class:`~stereoprobe.store.StoreRun` (``run.read()`` gives the raw start/end scores per pass)."""
+    :class:`~stereoprobe.store.StoreRun` (``run.read()`` gives the raw start/end scores per pass; a causal LM's
+    runs are keyed ``<model> · <scorer>:<template>``, with the subjects' log-probabilities per pass)."""
+    from .score_causal import causal_spec, row_label, score_causal
     from .score_qa import SHARD_PASSES, score_dataset
     from .tables import lm_spec_for, spec_for
 
     models = _models(models)
     spec = dataset_spec(dataset, sample=sample, seed=seed, mode=mode, newsqa=newsqa, variant=variant)
     run = as_options(options)
+    kinds = model_kinds(models, variant, smoke=run.smoke)
+    chosen = _causal_setup(kinds, scorers, templates, chat)
+    shards = shard_passes or SHARD_PASSES
+    out: dict[str, object] = {}
     with run.applied():
-        return {m: score_dataset(m, (lm_spec_for if variant == "lm" else spec_for)(m, spec), mode=mode,
-                                 shard_passes=shard_passes or SHARD_PASSES, options=run) for m in models}
+        for m in models:
+            if kinds[m] == "causal":
+                out.update({row_label(m, t): score_causal(m, causal_spec(spec), t, chat=chat, options=run,
+                                                          shard_passes=shards) for t in chosen})
+            else:
+                out[m] = score_dataset(m, (lm_spec_for if variant == "lm" else spec_for)(m, spec), mode=mode,
+                                       shard_passes=shards, options=run)
+    return out
 
 
 def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: float | int | None = None, seed: int = 0,
-           mode: str = "compat", newsqa: bool = False, variant: str = "qa", n_boot: int = 1000, top: int = 3,
-           shard_passes: int | None = None, options: RunOptions | None = None) -> Report:
+           mode: str = "compat", newsqa: bool = False, variant: str | None = None, n_boot: int = 1000, top: int = 3,
+           shard_passes: int | None = None, scorers: Sequence[str] | str | None = None,
+           templates: Sequence | str | None = None, chat: bool | None = None,
+           options: RunOptions | None = None) -> Report:
     """Reasoning errors, bias intensity μ and the top γ of each model on one UnQover dataset.
 
-    ``models``: hub ids, local folders, ``zoo:`` or ``lab:`` names (labelled in the tables as
+    ``models``: hub ids, local folders, ``.gguf`` files, ``zoo:`` or ``lab:`` names (labelled in the tables as
     :func:`stereoprobe.naming.model_labels` shortens them). ``dataset``: gender, nationality, ethnicity or
     religion. ``sample``: paper examples (an int), a fraction (a float in (0, 1]) or None for all. ``mode``:
-    ``compat`` (the authors' code) or ``clean``. ``variant``: ``qa`` (extractive QA), ``lm`` (masked LMs, each
-    reading the lists of its own tokenizer), ``lm-bert`` or ``lm-roberta``. ``n_boot``: bootstrap resamples of the
+    ``compat`` (the authors' code) or ``clean``. ``variant``: None (each model's config decides: extractive QA or
+    causal), ``qa``, ``lm`` (masked LMs, each reading the lists of its own tokenizer), ``lm-bert``, ``lm-roberta`` or
+    ``causal``. Causal LMs only: ``scorers`` (``answer``, ``choice``; default both), ``templates`` (shipped names or
+    YAML files; default every shipped template of each scorer, :mod:`stereoprobe.prompts`), ``chat`` (the chat
+    template, a plain prompt, or None: whichever the tokenizer has). ``n_boot``: bootstrap resamples of the
     intervals; ``top``: rows per group in ``top_gamma``; ``shard_passes``: passes per score-store shard (default
     20,000; the unit of resumption). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`). The
     tables are those of ``stereoprobe unqover report``.
@@ -96,12 +150,15 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
         raise StereoprobeError(f"top={top!r} and n_boot={n_boot!r} must be positive integers; pass e.g. top=3, "
                                "n_boot=1000.")
     run = as_options(options)
+    kinds = model_kinds(models, variant, smoke=run.smoke)
+    chosen = _causal_setup(kinds, scorers, templates, chat)
     with run.applied():
         result = tables.model_report(models, spec, mode=mode, n_boot=n_boot, top=top, seed=seed, lm=variant == "lm",
-                                     shard_passes=shard_passes or SHARD_PASSES, options=run)
+                                     shard_passes=shard_passes or SHARD_PASSES, options=run,
+                                     causal=[m for m in models if kinds[m] == "causal"], templates=chosen, chat=chat)
     return Report(f"UnQover {dataset}: {len(models)} model(s), {'all' if sample is None else sample} paper examples, "
                   f"{mode} mode", result, stems={k: f"{dataset}_{k}" for k in result},
                   headings={k: k for k in result})
 
 
-__all__ = ["MODEL_VARIANTS", "TABLES", "dataset_spec", "report", "score"]
+__all__ = ["MODEL_VARIANTS", "TABLES", "dataset_spec", "model_kinds", "report", "score"]

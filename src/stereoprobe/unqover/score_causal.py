@@ -280,6 +280,14 @@ def scorer_templates(scorers: Sequence[str] | str | None = None,
     return out
 
 
+def causal_spec(spec: DatasetSpec) -> DatasetSpec:
+    """The dataset a causal LM reads: the QA variant's paragraphs and questions, without the NewsQA header (the
+    same examples, sample and seed)."""
+    import dataclasses
+
+    return dataclasses.replace(spec, variant="qa", newsqa=False, mask=None)
+
+
 def row_label(label: str, template: PromptTemplate) -> str:
     """How a causal model's row is named in a report: ``<model> · <scorer>:<template>``."""
     return f"{label} · {template.task.removeprefix('unqover-')}:{template.name}"
@@ -318,4 +326,4 @@ def template_spread(errors: pd.DataFrame, intensity: pd.DataFrame) -> pd.DataFra
 
 
 __all__ = ["SCORERS", "CAUSAL_COLUMNS", "task_of", "requests", "check_causal", "score_causal", "normalised",
-           "load_causal_scores", "scorer_templates", "row_label", "causal_frames", "template_spread"]
+           "load_causal_scores", "scorer_templates", "causal_spec", "row_label", "causal_frames", "template_spread"]

@@ -37,15 +37,16 @@ def spec_for(model: str, spec: DatasetSpec) -> DatasetSpec:
 
 
 def gather(models: Sequence[str], spec: DatasetSpec, *, options: RunOptions | None = None,
-           **study) -> dict[str, pd.DataFrame]:
+           labels: Sequence[str] | None = None, **study) -> dict[str, pd.DataFrame]:
     """Per-example scores (:func:`~stereoprobe.unqover.score_qa.load_scores`, with ``options`` and the ``study``
     keywords ``mode`` and ``shard_passes``) for each model, by its label (:func:`stereoprobe.naming.model_labels`:
     unique, short; a model listed twice is an error).
 
-    NewsQA models read the dataset with the NewsQA header (:func:`spec_for`); the sample is the same.
+    NewsQA models read the dataset with the NewsQA header (:func:`spec_for`); the sample is the same. ``labels``:
+    the models' labels when they are part of a longer list (default: their own).
     """
     frames = {label: load_scores(m, spec_for(m, spec), options=options, **study)
-              for label, m in zip(model_labels(models), models)}
+              for label, m in zip(labels or model_labels(models), models)}
     if spec.variant != "qa":  # an LM variant chosen by hand
         for (label, frame), model in zip(frames.items(), models):
             flag_degenerate(label, model, frame)
@@ -60,7 +61,7 @@ def lm_spec_for(model: str, spec: DatasetSpec) -> DatasetSpec:
 
 
 def gather_lm(models: Sequence[str], spec: DatasetSpec, *, options: RunOptions | None = None,
-              **study) -> dict[str, pd.DataFrame]:
+              labels: Sequence[str] | None = None, **study) -> dict[str, pd.DataFrame]:
     """Per-example scores of masked LMs on the LM variant of ``spec`` (:func:`lm_spec_for`), by label (keywords as
     :func:`gather`).
 
@@ -68,7 +69,7 @@ def gather_lm(models: Sequence[str], spec: DatasetSpec, *, options: RunOptions |
     all zero, all equal, near-uniform, or no better than chance) is flagged with a :class:`StereoprobeWarning`.
     """
     frames = {label: load_scores(m, lm_spec_for(m, spec), options=options, **study)
-              for label, m in zip(model_labels(models), models)}
+              for label, m in zip(labels or model_labels(models), models)}
     for (label, frame), model in zip(frames.items(), models):
         flag_degenerate(label, model, frame)
     return frames
@@ -239,14 +240,28 @@ def side_by_side(mu: pd.DataFrame, top: pd.DataFrame, errors: pd.DataFrame) -> p
 
 
 def model_report(models: Sequence[str], spec: DatasetSpec, *, mode: str = "compat", n_boot: int = 1000, top: int = 3,
-                 seed: int = 0, lm: bool = False, options: RunOptions | None = None,
-                 **study) -> dict[str, pd.DataFrame]:
+                 seed: int = 0, lm: bool = False, options: RunOptions | None = None, causal: Sequence[str] = (),
+                 templates: Sequence = (), chat: bool | None = None, **study) -> dict[str, pd.DataFrame]:
     """The CLI's report: reasoning errors, intensity, and top γ (per gender, or per subject γ(x)).
 
     ``lm=True``: the models are masked LMs, each reading the LM variant of its tokenizer (:func:`gather_lm`).
-    ``options`` and ``study`` (``shard_passes``) go to :func:`gather`.
+    ``causal``: the models that are causal LMs, each scored through every prompt template of ``templates``
+    (:func:`~stereoprobe.unqover.score_causal.causal_frames`: one row per scorer and template; ``chat`` as there),
+    with a fourth table, ``template_spread``. ``options`` and ``study`` (``shard_passes``) go to the scorers.
     """
-    frames = (gather_lm if lm else gather)(models, spec, mode=mode, options=options, **study)
+    from .score_causal import causal_frames, causal_spec, template_spread
+
+    labels = dict(zip(models, model_labels(models)))
+    others = [m for m in models if m not in causal]
+    known = (gather_lm if lm else gather)(others, spec, mode=mode, options=options, labels=[labels[m] for m in others],
+                                          **study) if others else {}
+    frames: dict[str, pd.DataFrame] = {}
+    for m in models:
+        if m in causal:
+            frames.update(causal_frames(m, labels[m], causal_spec(spec), templates, chat=chat, options=options,
+                                        **study))
+        else:
+            frames[labels[m]] = known[labels[m]]
     tables = {"reasoning_errors": reasoning_errors(frames), "intensity": intensity(frames, n_boot=n_boot, seed=seed)}
     if spec.dataset == "gender":
         gammas = {n: gender_gamma(f, n_boot=n_boot, seed=seed) for n, f in frames.items()}
@@ -258,6 +273,8 @@ def model_report(models: Sequence[str], spec: DatasetSpec, *, mode: str = "compa
             sb.insert(0, "model", name)
             rows.append(pd.concat([sb.head(top), sb.tail(top)]))
         tables["top_gamma"] = pd.concat(rows, ignore_index=True)
+    if causal:
+        tables["template_spread"] = template_spread(tables["reasoning_errors"], tables["intensity"])
     return tables
 
 
