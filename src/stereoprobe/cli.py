@@ -54,7 +54,8 @@ from .unqover.generate import DATASETS, VARIANTS
 Dataset = Literal[tuple(DATASETS)]
 DatasetOrAll = Literal[(*DATASETS, "all")]
 Variant = Literal[tuple(VARIANTS)]
-ModelVariant = Literal[tuple(VARIANTS) + ("lm",)]  # lm: each masked LM reads the lists of its own tokenizer
+ModelVariant = Literal[tuple(VARIANTS) + ("lm", "causal")]  # lm: each masked LM reads its own tokenizer's lists
+Scorer = enum.StrEnum("Scorer", {name: name for name in ("answer", "choice")})
 Mode = Literal[MODES]
 Precision = Literal[PRECISIONS]
 Engine = Literal[ENGINES]
@@ -178,9 +179,18 @@ ModeOpt = typer.Option("compat", "--mode", help="compat (the authors' code, bit 
 NewsqaOpt = typer.Option(False, "--newsqa", help="Prepend the NewsQA header (automatic for models whose name contains 'newsqa').")
 VariantOpt = typer.Option("qa", "--variant", help="qa (extractive-QA models), lm-bert or lm-roberta (masked LMs, "
                           "e.g. zoo:minilm-mlm with lm-bert).")
-ModelVariantOpt = typer.Option("qa", "--variant", help="qa (extractive-QA models); lm (masked LMs, each with the "
+ModelVariantOpt = typer.Option(None, "--variant", help="qa (extractive-QA models); lm (masked LMs, each with the "
                                "subject lists and mask token of its tokenizer), or lm-bert / lm-roberta to choose "
-                               "the lists yourself.")
+                               "the lists yourself; causal (causal and chat LMs, through prompt templates). Default: "
+                               "each model's config decides between qa and causal.")
+# causal and chat LMs (every probe): which scorers and prompt templates, and whether the chat template is used
+ScorerOpt = typer.Option(None, "--scorer", help="Causal LMs: answer (the subject after an answer cue) or choice (both "
+                         "subjects as options); repeat for both (the default).")
+TemplateOpt = typer.Option(None, "--template", help="Causal LMs: a shipped prompt template's name or a YAML file of "
+                           "your own (repeat for several; default: every shipped template of the task; see "
+                           "stereoprobe/data/prompts.yaml).")
+ChatOpt = typer.Option(None, "--chat/--no-chat", help="Causal LMs: read the prompt through the model's chat template "
+                       "or as plain text (default: whether the tokenizer has a chat template).")
 
 
 @unqover_app.command("count")
@@ -322,17 +332,21 @@ def score_cmd(
     device: str = DeviceOpt,
     precision: Precision = PrecisionOpt,
     store: Optional[Path] = StoreOpt,
-    variant: ModelVariant = ModelVariantOpt,
+    variant: Optional[ModelVariant] = ModelVariantOpt,
     engine: Engine = EngineOpt,
     workers: Optional[int] = WorkersOpt,
     shard_passes: int = ShardOpt,
+    scorer: Optional[List[Scorer]] = ScorerOpt,
+    template: Optional[List[str]] = TemplateOpt,
+    chat: Optional[bool] = ChatOpt,
 ):
-    """Score a dataset with one or more QA models (or masked LMs, --variant lm) into the score store."""
+    """Score a dataset with one or more QA models, masked LMs (--variant lm) or causal LMs into the score store."""
     from .unqover import api
 
     _models(model)
     runs = api.score(model, dataset, sample=_sample(sample), seed=seed, mode=mode, newsqa=newsqa, variant=variant,
-                     shard_passes=shard_passes, options=_run_options(batch_tokens, device, precision, store, engine, workers))
+                     shard_passes=shard_passes, scorers=[str(x) for x in scorer] if scorer else None, templates=template or None, chat=chat,
+                     options=_run_options(batch_tokens, device, precision, store, engine, workers))
     for name, run in runs.items():
         typer.echo(f"{name}: {run.n_rows():,} passes stored in {run.path}")
 
@@ -353,22 +367,30 @@ def report_cmd(
     device: str = DeviceOpt,
     precision: Precision = PrecisionOpt,
     store: Optional[Path] = StoreOpt,
-    variant: ModelVariant = ModelVariantOpt,
+    variant: Optional[ModelVariant] = ModelVariantOpt,
     engine: Engine = EngineOpt,
     workers: Optional[int] = WorkersOpt,
     shard_passes: int = ShardOpt,
+    scorer: Optional[List[Scorer]] = ScorerOpt,
+    template: Optional[List[str]] = TemplateOpt,
+    chat: Optional[bool] = ChatOpt,
 ):
     """Reasoning errors (δ, ε, avg S), bias intensity μ and the top γ(x, a) per subject group.
 
-    Tables (with -o): <dataset>_reasoning_errors.csv, <dataset>_intensity.csv, <dataset>_top_gamma.csv.
+    A causal or chat LM gets one row per scorer and prompt template (<model> · <scorer>:<template>) and a fourth
+    table, the spread over templates beside μ's bootstrap interval.
+
+    Tables (with -o): <dataset>_reasoning_errors.csv, <dataset>_intensity.csv, <dataset>_top_gamma.csv (and
+    <dataset>_template_spread.csv).
     """
     from .unqover import api
 
     _models(model)
-    _spec(dataset, sample, seed, mode, newsqa, "qa" if variant == "lm" else variant)
-    _check_out_dir(out, [f"{dataset}_{name}" for name in api.TABLES])
+    _spec(dataset, sample, seed, mode, newsqa, "qa" if variant in (None, "lm", "causal") else variant)
+    _check_out_dir(out, [f"{dataset}_{name}" for name in (*api.TABLES, "template_spread")])
     rep = api.report(model, dataset, sample=_sample(sample), seed=seed, mode=mode, newsqa=newsqa, variant=variant,
-                     n_boot=n_boot, top=top, shard_passes=shard_passes,
+                     n_boot=n_boot, top=top, shard_passes=shard_passes, scorers=[str(x) for x in scorer] if scorer else None,
+                     templates=template or None, chat=chat,
                      options=_run_options(batch_tokens, device, precision, store, engine, workers))
     _show_report(rep)
     _write_tables(out, rep)
@@ -380,6 +402,10 @@ LabelOrderOpt = typer.Option(None, "--label-order", help="The classes of LABEL_0
                              "generic label names, e.g. entailment,neutral,contradiction (models that name their "
                              "labels use their own; an error if every -m model does).")
 NliSampleOpt = _sample_opt("Pairs per probe")
+NliVariantOpt = typer.Option(None, "--variant", help="nli (a classifier) or causal (a causal or chat LM, zero-shot "
+                             "through NLI prompts and label words); default: the model's config decides.")
+WordsOpt = typer.Option(None, "--words", help="Causal LMs: the label words for entailment, neutral and contradiction, "
+                        "comma-separated (e.g. Yes,Maybe,No), instead of each template's own.")
 
 
 def _nli_specs(probes: List[Probe], sample: Optional[str], seed: int) -> dict:
@@ -427,14 +453,19 @@ def nli_score_cmd(
     engine: Engine = EngineOpt,
     workers: Optional[int] = WorkersOpt,
     label_order: Optional[str] = LabelOrderOpt,
+    variant: Optional[Literal["nli", "causal"]] = NliVariantOpt,
+    template: Optional[List[str]] = TemplateOpt,
+    words: Optional[str] = WordsOpt,
+    chat: Optional[bool] = ChatOpt,
 ):
-    """Score the pairs of each probe with one or more NLI classifiers into the score store."""
+    """Score the pairs of each probe with one or more NLI classifiers (or causal LMs, zero-shot) into the score store."""
     from .nli import api
 
     _models(model)
     _nli_specs(probe, sample, seed)
     _label_orders(model, label_order)
     runs = api.score(model, [str(p) for p in probe], sample=_sample(sample), seed=seed, label_order=label_order,
+                     variant=variant, templates=template or None, words=words, chat=chat,
                      options=_run_options(batch_tokens, device, precision, store, engine, workers))
     for (name, probe_name), run in runs.items():
         typer.echo(f"{name} · {probe_name}: {run.n_rows():,} pairs stored in {run.path}")
@@ -456,8 +487,15 @@ def nli_report_cmd(
     engine: Engine = EngineOpt,
     workers: Optional[int] = WorkersOpt,
     label_order: Optional[str] = LabelOrderOpt,
+    variant: Optional[Literal["nli", "causal"]] = NliVariantOpt,
+    template: Optional[List[str]] = TemplateOpt,
+    words: Optional[str] = WordsOpt,
+    chat: Optional[bool] = ChatOpt,
 ):
     """Net neutral NN, fraction neutral FN, T:0.5 and T:0.7 with bootstrap CIs, per model and probe.
+
+    A causal or chat LM is asked zero-shot, one row per prompt template (<model> · nli:<template>), with the
+    probability mass of its label words (label_mass).
 
     Tables (with -o): nli_<probe>_neutrality.csv.
     """
@@ -468,6 +506,7 @@ def nli_report_cmd(
     _check_out_dir(out, [f"nli_{p}_neutrality" for p in specs])
     _label_orders(model, label_order)
     rep = api.report(model, list(specs), sample=_sample(sample), seed=seed, n_boot=n_boot, label_order=label_order,
+                     variant=variant, templates=template or None, words=words, chat=chat,
                      options=_run_options(batch_tokens, device, precision, store, engine, workers))
     _show_report(rep)
     _write_tables(out, rep)
@@ -538,8 +577,18 @@ def sodapop_report_cmd(
     store: Optional[Path] = StoreOpt,
     engine: Engine = EngineOpt,
     workers: Optional[int] = WorkersOpt,
+    variant: Optional[Literal["mcq", "causal"]] = typer.Option(None, "--variant", help="mcq (a multiple-choice "
+                                                               "encoder) or causal (a causal or chat LM); default: "
+                                                               "the model's config decides."),
+    template: Optional[str] = typer.Option(None, "--template", help="Causal LMs: an mcq prompt template's name or a "
+                                           "YAML file (default: siqa, lm-evaluation-harness's)."),
+    chat: Optional[bool] = ChatOpt,
 ):
     """Distractors for names × contexts, the per-unit accuracy, and the relative difference of words between groups.
+
+    A causal or chat LM as the multiple-choice model gives both of lm-evaluation-harness's predictions: acc
+    (summed log-likelihood) and acc_norm (per character), with accuracy_norm in the units table and
+    sodapop_rd_<G1>_<G2>_norm.csv beside each comparison.
 
     Tables (with -o): sodapop_units.csv and sodapop_rd_<G1>_<G2>.csv, each with the MCQ model in a first column.
     """
@@ -552,10 +601,11 @@ def sodapop_report_cmd(
     if caps is not None and (len(caps) != 1 or caps[0] < 2):
         raise StereoprobeError(f"--cap {cap!r} is not one number of at least 2 (distractors come in pairs); pass "
                                "e.g. 600 or 'all'.")
-    _check_out_dir(out, ["sodapop_units", *(f"sodapop_rd_{g1}_{g2}" for g1, g2 in pairs)])
+    _check_out_dir(out, ["sodapop_units", *(f"sodapop_rd_{g1}_{g2}{s}" for g1, g2 in pairs for s in ("", "_norm"))])
     rep = api.report(mcq_model, mlm, names_per_group=names_per_group, contexts=chosen, depth=depth,
                      cap=None if caps is None else caps[0], dedup=dedup, pairs=pairs, min_count=min_count,
-                     n_perm=n_perm, seed=seed, options=_run_options(batch_tokens, device, precision, store, engine, workers))
+                     n_perm=n_perm, seed=seed, variant=variant, template=template, chat=chat,
+                     options=_run_options(batch_tokens, device, precision, store, engine, workers))
     typer.echo(rep.title)
     _show_report(rep)
     _write_tables(out, rep)
