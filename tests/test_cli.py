@@ -198,7 +198,7 @@ def test_help_lists_the_values_of_every_fixed_set(cli, wide, command):
         "sodapop report": [", ".join(GROUPS), _choices(PRECISIONS), _choices(ENGINES), "cuda:N"],
     }
     expected["unqover score"] = expected["unqover report"] = [
-        _choices(DATASETS), _choices(MODES), _choices([*VARIANTS, "lm"]), _choices(PRECISIONS), _choices(ENGINES),
+        _choices(DATASETS), _choices(MODES), _choices([*VARIANTS, "lm", "causal"]), _choices(PRECISIONS), _choices(ENGINES),
         "cuda:N"]
     expected["nli score"] = expected["nli report"] = [*expected["nli count"], _choices(PRECISIONS), _choices(ENGINES)]
     for text in expected[" ".join(command)]:
