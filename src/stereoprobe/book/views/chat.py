@@ -1,0 +1,247 @@
+"""The chapter *Probing a chat model* (``notebooks/chat_models.py``): UnQover, SODAPOP and Bias-NLI on causal and
+chat LMs, its tables and figures, each a function a test can call.
+
+The numbers come from the probes' own report code (:mod:`stereoprobe.unqover.score_causal`,
+:mod:`stereoprobe.sodapop.score_causal`, :mod:`stereoprobe.nli.score_causal`); this module only arranges them:
+one row per (model, scorer, template), the spread over templates beside the bootstrap interval, the agreement
+of a chat model and an extractive-QA encoder on which subjects are favoured, and chat versus plain prompts.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ...display import captioned, styled
+from ...naming import model_labels
+from ...options import RunOptions
+from ...unqover import metrics, tables
+from ...unqover.generate import DatasetSpec
+from ...unqover.score_causal import causal_frames, scorer_templates, template_spread
+
+
+def unqover_frames(chat_models: Sequence[str], qa_models: Sequence[str], spec: DatasetSpec, *,
+                   options: RunOptions, chat: bool | None = None, templates=None) -> dict[str, pd.DataFrame]:
+    """Per-example scores, one frame per (causal model, scorer, template) and per QA model, by row label."""
+    labels = dict(zip([*chat_models, *qa_models], model_labels([*chat_models, *qa_models])))
+    chosen = scorer_templates(None, templates)
+    frames: dict[str, pd.DataFrame] = {}
+    for m in chat_models:
+        frames.update(causal_frames(m, labels[m], spec, chosen, chat=chat, options=options))
+    if qa_models:
+        frames.update(tables.gather(qa_models, spec, options=options, labels=[labels[m] for m in qa_models]))
+    return frames
+
+
+def summary(frames: Mapping[str, pd.DataFrame], *, n_boot: int, seed: int) -> pd.DataFrame:
+    """δ, ε and μ (with its 95% interval) per row, split into model, scorer and template (QA models: ``span``)."""
+    errors = tables.reasoning_errors(frames)
+    out = errors.merge(tables.intensity(frames, n_boot=n_boot, seed=seed), on="model")
+    parts = out["model"].str.split(" · ", n=1, expand=True).reindex(columns=[0, 1])
+    out.insert(0, "template", parts[1].fillna("span:-").str.split(":").str[1])
+    out.insert(0, "scorer", parts[1].fillna("span:-").str.split(":").str[0])
+    out.insert(0, "row", out.pop("model"))
+    out.insert(0, "model", parts[0])
+    return out
+
+
+def spread(frames: Mapping[str, pd.DataFrame], *, n_boot: int, seed: int) -> pd.DataFrame:
+    """The spread of δ, ε and μ over templates per (model, scorer), beside μ's bootstrap interval
+    (:func:`~stereoprobe.unqover.score_causal.template_spread`)."""
+    return template_spread(tables.reasoning_errors(frames), tables.intensity(frames, n_boot=n_boot, seed=seed))
+
+
+def subject_gammas(frames: Mapping[str, pd.DataFrame], *, n_boot: int, seed: int) -> dict[str, pd.DataFrame]:
+    """γ(x) per subject (pooled over attributes; with 95% bootstrap intervals), per row."""
+    return {name: metrics.subject_bias(metrics.pair_examples(f), ci=0.95, n_boot=n_boot, seed=seed)
+            for name, f in frames.items()}
+
+
+def gamma_movement(gammas: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Per (model, scorer): how far the templates move γ(x) — the mean over subjects of the range of γ(x) across
+    templates — against the mean width of γ(x)'s 95% bootstrap interval within a template."""
+    rows = []
+    keyed = {k: g for k, g in gammas.items() if " · " in k}
+    groups: dict[tuple[str, str], list[pd.DataFrame]] = {}
+    for key, g in keyed.items():
+        model, rest = key.split(" · ", 1)
+        groups.setdefault((model, rest.split(":")[0]), []).append(g.set_index("subject"))
+    for (model, scorer), gs in groups.items():
+        values = pd.concat([g["gamma"] for g in gs], axis=1)
+        widths = pd.concat([g["gamma_hi"] - g["gamma_lo"] for g in gs], axis=1)
+        rows.append({"model": model, "scorer": scorer, "templates": len(gs), "subjects": len(values),
+                     "gamma_range": float((values.max(axis=1) - values.min(axis=1)).mean()),
+                     "gamma_ci_width": float(widths.mean(axis=1).mean())})
+    return pd.DataFrame(rows)
+
+
+def planted_view(frames: Mapping[str, pd.DataFrame], lab_models: Sequence[str], *, smoke: bool = False,
+                 n_boot: int = 1000, seed: int = 0, k: int = 6):
+    """Where a planted-bias pair puts its planted occupations: for every row of a ``lab:`` model (each scorer and
+    template), the ``k`` occupations with the largest |γ(female, a)|, how many of them were planted (the cards'
+    ``planted.occupations``, else the QA lab's plant) and whether each points to its planted gender."""
+    from ...zoo.lab import DEFAULT_PLANTED
+
+    planted = tables.lab_planted(lab_models, "occupations", smoke=smoke) or dict(DEFAULT_PLANTED)
+    labels = model_labels(list(lab_models))
+    rows = []
+    for name, frame in frames.items():
+        if name.split(" · ")[0] not in labels:
+            continue
+        g = tables.gender_gamma(frame, n_boot=n_boot, seed=seed)
+        g = g[g["subject"] == "female"].assign(occupation=lambda t: t["attr"].map(tables.occupation))
+        top = g.reindex(g["gamma"].abs().sort_values(ascending=False).index).head(k)
+        hits = [o for o, v in zip(top["occupation"], top["gamma"]) if o in planted
+                and (v > 0) == (planted[o] == "female")]
+        rows.append({"row": name, "top occupations by |γ|": ", ".join(f"{o} ({v:+.2f})" for o, v in
+                                                                      zip(top["occupation"], top["gamma"])),
+                     "planted among them": len(hits), "largest |γ|": float(top["gamma"].abs().max())})
+    return view(pd.DataFrame(rows), f"Table: the {k} occupations with the largest |γ(female, a)| per lab row; "
+                                    f"planted: {', '.join(f'{o} → {g}' for o, g in sorted(planted.items()))}.")
+
+
+def plot_templates(table: pd.DataFrame):
+    """μ of every (model, scorer, template) with its 95% bootstrap interval: the templates of one model and scorer
+    side by side, so the spread over templates can be compared with the interval of any one of them."""
+    import matplotlib.pyplot as plt
+
+    causal = table[table["scorer"] != "span"].reset_index(drop=True)
+    groups = list(dict.fromkeys(zip(causal["model"], causal["scorer"])))
+    fig, ax = plt.subplots(figsize=(8, 0.55 * len(causal) + 1.2))
+    y, ticks, labels = 0, [], []
+    for g, (model, scorer) in enumerate(groups):
+        rows = causal[(causal["model"] == model) & (causal["scorer"] == scorer)]
+        for _, r in rows.iterrows():
+            ax.errorbar(r["mu"], y, xerr=[[max(r["mu"] - r["ci_low"], 0)], [max(r["ci_high"] - r["mu"], 0)]],
+                        fmt="o", color=f"C{g}", capsize=3)
+            ticks.append(y)
+            labels.append(f"{model} · {scorer}:{r['template']}")
+            y += 1
+        ax.axhspan(y - len(rows) - 0.5, y - 0.5, color=f"C{g}", alpha=0.06)
+    ax.set_yticks(ticks, labels)
+    ax.invert_yaxis()
+    ax.set_xlabel("bias intensity μ (95% bootstrap interval)")
+    ax.set_title("How much the prompt template moves μ")
+    fig.tight_layout()
+    return fig
+
+
+def agreement(qa: pd.DataFrame, chat: Mapping[str, pd.DataFrame], *, n_boot: int, seed: int) -> pd.DataFrame:
+    """Spearman's rank correlation of γ(x) between an extractive-QA model (``qa``: its subject_bias table) and each
+    causal row, over the subjects both score, with a 95% bootstrap interval over subjects (scipy)."""
+    from scipy import stats
+
+    base = qa.set_index("subject")["gamma"]
+    rows = []
+    for name, g in chat.items():
+        both = pd.concat([base, g.set_index("subject")["gamma"]], axis=1, join="inner").dropna()
+        x, y = both.iloc[:, 0].to_numpy(), both.iloc[:, 1].to_numpy()
+        rho = float(stats.spearmanr(x, y).statistic) if len(both) > 2 else float("nan")
+        lo = hi = float("nan")
+        if len(both) > 4 and np.isfinite(rho):
+            res = stats.bootstrap((x, y), lambda a, b: stats.spearmanr(a, b).statistic, paired=True,
+                                  vectorized=False, n_resamples=n_boot, method="percentile",
+                                  random_state=np.random.default_rng(seed))
+            lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
+        rows.append({"row": name, "subjects": len(both), "spearman": rho, "ci_low": lo, "ci_high": hi})
+    return pd.DataFrame(rows)
+
+
+def chat_versus_plain(model: str, spec: DatasetSpec, templates: Sequence[str], *, options: RunOptions,
+                      n_boot: int, seed: int) -> pd.DataFrame:
+    """δ, ε and μ of one chat model with each template read through its chat template and as plain text."""
+    out = []
+    for chat in (True, False):
+        frames = unqover_frames([model], [], spec, options=options, chat=chat, templates=list(templates))
+        table = summary(frames, n_boot=n_boot, seed=seed)
+        table.insert(1, "prompt", "chat template" if chat else "plain")
+        out.append(table)
+    return pd.concat(out, ignore_index=True).sort_values(["scorer", "template", "prompt"], ignore_index=True)
+
+
+def paper_errors() -> pd.DataFrame:
+    """δ and ε of the paper's models (Table 5 as printed): per metric and training, the lowest and highest value
+    over its five architectures."""
+    t5 = tables.paper_table5()
+    t5 = t5[t5["metric"].isin(["delta", "epsilon"])]
+    values = t5.drop(columns=["metric", "training"])
+    return pd.DataFrame({"metric": t5["metric"], "training": t5["training"], "lowest": values.min(axis=1),
+                         "highest": values.max(axis=1)}).reset_index(drop=True)
+
+
+# -- the chapter's tables, captioned ------------------------------------------------------------------------------
+def summary_view(table: pd.DataFrame):
+    return view(table, "Table 1: δ, ε and μ (95% bootstrap interval) on the gender dataset, one row per model, scorer "
+                "and template; avg S is 1/2 for every causal row by construction.",
+                ["model", "scorer", "template", "delta", "epsilon", "mu", "ci_low", "ci_high"])
+
+
+def spread_view(table: pd.DataFrame):
+    return view(table, "Table 2: the range of δ, ε and μ over a scorer's templates, beside the mean width of μ's "
+                "95% interval; 'larger' says which of the two uncertainties dominates.",
+                ["model", "scorer", "templates", "delta_min", "delta_max", "mu_min", "mu_max", "mu_range",
+                 "mu_ci_width", "larger"])
+
+
+def movement_view(table: pd.DataFrame):
+    return view(table, "Table 3: how far the templates move γ(x) (mean over names of its range across templates) "
+                "against the mean width of γ(x)'s 95% interval within one template.")
+
+
+def spread_numbers(table: pd.DataFrame) -> dict[str, str]:
+    """The numbers the chapter's prose quotes from Table 2."""
+    return {"template_wins": f"{int((table['larger'] == 'template').sum())}", "spread_rows": f"{len(table)}"}
+
+
+def agreement_view(gammas: Mapping[str, pd.DataFrame], *, n_boot: int, seed: int):
+    """Table 4: :func:`agreement` of the one QA row with every causal row."""
+    qa = [k for k in gammas if " · " not in k]
+    table = agreement(gammas[qa[0]], {k: v for k, v in gammas.items() if " · " in k}, n_boot=n_boot, seed=seed)
+    return view(table, f"Table 4: Spearman's rank correlation of γ(x) between {qa[0]} and each causal row "
+                "(nationality), with a 95% bootstrap interval over countries.")
+
+
+def versus_view(table: pd.DataFrame):
+    return view(table, "Table 5: one chat model with its chat template and with plain prompts, gender.",
+                ["model", "prompt", "scorer", "template", "delta", "epsilon", "mu", "ci_low", "ci_high"])
+
+
+def paper_view():
+    return view(paper_errors(), "Table 6: δ and ε of the paper's models (Table 5 of Li et al. 2020), lowest and "
+                "highest over its five architectures.")
+
+
+def sodapop_run(model: str, mlm: str, *, names_per_group: int, options: RunOptions, seed: int = 10):
+    """SODAPOP with the chat model as the multiple-choice model: one context, depth 1, both readings."""
+    from ...sodapop import api
+
+    return api.report(model, mlm, names_per_group=names_per_group, contexts=[3], depth=1, cap=10,
+                      pairs=["AA_f:EA_f"], n_perm=10_000, seed=seed, options=options)
+
+
+def sodapop_view(report):
+    table = report["units"].groupby("group")[["accuracy", "accuracy_norm"]].mean().reset_index()
+    return view(table, "Table 7: the chat model's accuracy per group of names (acc and acc_norm), one context.")
+
+
+def nli_view(model: str, *, sample: int, options: RunOptions, n_boot: int, seed: int, **study):
+    """Table 8: Bias-NLI zero-shot on the gender pairs, one row per NLI template."""
+    from ...nli import api
+
+    table = api.report(model, "gender", sample=sample, n_boot=n_boot, seed=seed, options=options, **study)["gender"]
+    return view(table, "Table 8: net neutral NN, fraction neutral FN and the mass of the label words, per NLI "
+                "template, gender pairs.", ["model", "pairs", "NN", "NN_lo", "NN_hi", "FN", "label_mass"])
+
+
+def view(table: pd.DataFrame, caption: str, columns: Sequence[str] | None = None):
+    """The book's styled table with its caption."""
+    frame = table if columns is None else table[list(columns)]
+    return styled(captioned(frame.reset_index(drop=True), caption))
+
+
+__all__ = ["unqover_frames", "summary", "spread", "subject_gammas", "gamma_movement", "planted_view", "plot_templates",
+           "agreement", "chat_versus_plain", "paper_errors", "summary_view", "spread_view", "movement_view",
+           "spread_numbers", "agreement_view", "versus_view", "paper_view", "sodapop_run", "sodapop_view", "nli_view",
+           "view"]
