@@ -10,10 +10,12 @@ compared with the baseline's.
 
 Requests (SmolLM2-135M-Instruct's chat template around each prompt, its default system message included):
 
-* UnQover-like: the project's gender examples (``unqover.generate``, each template in both subject orders):
+* UnQover: the requests of the answer scorer with its ``qa`` template (``unqover.score_causal.pass_requests``) on the
+  project's gender examples (``unqover.generate``, each template in both subject orders):
   paragraph + question, then the two subjects as answers, and the negated question over the same paragraph
   (4 requests per example);
-* SODAPOP-like: Social IQa items (the Bethany slice): context + question, then the three options.
+* SODAPOP: Social IQa items (the Bethany slice) through the ``siqa`` template: context + question, then the three
+  options.
 
     python benchmarks/causal.py                       # zoo:smollm2-135m-instruct, 60 UnQover examples, 40 items
     python benchmarks/causal.py --model DIR --unqover 400 --sodapop 200 --device cuda
@@ -37,22 +39,19 @@ SMOLLM2 = "zoo:smollm2-135m-instruct"
 
 
 def requests(tokenizer, n_unqover: int, n_sodapop: int, chat: bool) -> list[tuple[str, str]]:
-    from stereoprobe.causal import chat_prompt
     from stereoprobe.paths import data_dir
+    from stereoprobe.prompts import template
     from stereoprobe.unqover.generate import DatasetSpec, iter_examples
+    from stereoprobe.unqover.score_causal import pass_requests
 
-    def wrap(text: str) -> str:
-        return chat_prompt(tokenizer, text, "Answer:") if chat else text + "\nAnswer:"
-
-    out = []
-    for ex in iter_examples(DatasetSpec("gender", sample=n_unqover, seed=0)):
-        for question in (ex.question, ex.negated_question):
-            prompt = wrap(f"{ex.context}\n{question}")
-            out += [(prompt, " " + ex.ans1), (prompt, " " + ex.ans2)]
+    # the probes' own requests: UnQover's answer scorer through its `qa` template, SODAPOP's `siqa` template
+    examples = list(iter_examples(DatasetSpec("gender", sample=n_unqover, seed=0)))
+    out = pass_requests(template("qa", "unqover-answer"), tokenizer, chat, examples)
+    siqa = template("siqa", "mcq")
     lines = (Path(data_dir()) / "sodapop" / "social_iqa_dev_bethany.jsonl").read_text().splitlines()[:n_sodapop]
     for item in map(json.loads, lines):
-        prompt = wrap(f"{item['context']}\n{item['question']}")
-        out += [(prompt, " " + item[f"answer{k}"]) for k in "ABC"]
+        prompt = siqa.prompt(tokenizer, chat=chat, context=item["context"], question=item["question"])
+        out += [(prompt, siqa.continuation(prompt, item[f"answer{k}"])) for k in "ABC"]
     return out
 
 
