@@ -163,7 +163,9 @@ chapter.paper_view()
 # SODAPOP {cite:p}`an2023sodapop` asks whether distractors written by a masked LM fool a multiple-choice model
 # more for one group of names than another. A chat model answers the Social IQa items as a continuation of
 # "Q: context question / A:", with both of lm-evaluation-harness's readings: `acc` (summed log-likelihood) and
-# `acc_norm` (per character).
+# `acc_norm` (per character). The distractors are still written by a masked LM (here `zoo:minilm-mlm`): SODAPOP's
+# algorithm replaces words in the *middle* of an answer by the fills of a mask, and a left-to-right model cannot
+# fill a gap whose right-hand words it has not read. Only the model under test changes.
 
 # %%
 soda = chapter.sodapop_run(chat_models[0], mlm, names_per_group=names_per_group, options=options)
