@@ -39,11 +39,11 @@ hidden states at the positions that predict a continuation token (each once, how
 predicts), so the model's own head code turns them into logits (``final_logit_softcapping`` of Gemma 2, a
 ``logit_scale``, …, whatever the family applies) and ``[batch, length, vocabulary]`` is never materialised.
 
-Measured (``benchmarks/causal.py``, SmolLM2-135M-Instruct Q4_1 on two shared CPU cores, 360 UnQover- and
-SODAPOP-like chat requests, 4.5x fewer tokens after sharing): 4.8x the requests per second of lm-evaluation-harness's
-loop (one sequence per request, full logits), 1.2x of it from the gathered head alone, the largest |Δ log-probability|
-3e-5, 96 MiB of peak memory above the model's against 1.15 GiB; rows of 1,024 nodes beat 256 (4.3x) and 2,048
-(3.6x, attention grows with the square of the row).
+Measured (``benchmarks/causal.py``, SmolLM2-135M-Instruct Q4_1 on two CPU cores shared with four other processes,
+the probes' own 360 UnQover and SODAPOP chat requests, 4.6x fewer tokens after sharing): 3.5x the requests per second
+of lm-evaluation-harness's loop (one sequence per request, full logits), the gathered head alone 0.97x, the largest
+|Δ log-probability| 2.9e-5, 63 MiB of peak memory above the model's against 1.37 GiB; rows of 2,048 nodes 4.2x and of
+256 3.7x here (an earlier, less shared run: 4.8x with rows of 1,024).
 
 Helpers a prompt-building layer needs: :func:`has_chat_template`, :func:`chat_prompt`, :func:`context_window`,
 :func:`check_fits` and :func:`check_spellable`.
