@@ -176,17 +176,41 @@ def test_a_profile_naming_a_new_hub_id_fails_with_the_list(tmp_path: Path) -> No
         H.require_standins(ids)
 
 
+#: What each stand-in is loaded as, and the profile-key kind (stereoprobe.book.heads.MODEL_KEYS) it must satisfy.
+AS = {"qa": ("qa", "qa"), "mlm": ("mlm", "mlm"), "nli": ("nli", "nli"), "causal": ("causal", "chat")}
+
+#: Run offline against the stand-in hub: every id loaded by its hub id with stereoprobe.models.load, checked by
+#: stereoprobe.book.heads.problem, a chat model's prompt rendered, an NLI model's entailment logit found.
+LOAD_ALL = """
+import json, sys
+from stereoprobe.book.heads import problem
+from stereoprobe.causal import chat_prompt
+from stereoprobe.models import load, local_folder
+from stereoprobe.nli.measures import label_indices
+for hub_id, head, kind in json.loads(sys.argv[1]):
+    m = load(hub_id, head, device="cpu")
+    extra = ""
+    if head == "causal":
+        extra = chat_prompt(m.tokenizer, "Who was a nurse?")
+    if head == "nli":
+        extra = m.model.config.id2label[label_indices(m.model.config.id2label)[0]]
+    print(json.dumps([hub_id, m.path, type(m.model).__name__, local_folder(hub_id).name, problem(hub_id, kind), extra]))
+"""
+
+
 def test_the_standins_are_what_their_ids_are(tmp_path: Path) -> None:
-    """Each stand-in as the hub library finds it offline: its head, its labels in the real model's order, its chat
-    template; loaded by stereoprobe.models.load through the hub id."""
-    snapshots = H.build_hub(tmp_path / "hub", ["roberta-large-mnli", "cross-encoder/nli-deberta-v3-base",
-                                               "mistralai/Mistral-7B-Instruct-v0.3", "bert-base-uncased"])
+    """Every stand-in of the table as the hub library finds it offline: its head, its labels in the real model's
+    order, its chat template, the cache's layout; loaded by stereoprobe.models.load through its hub id."""
+    snapshots = H.build_hub(tmp_path / "hub")
+    assert set(snapshots) == set(H.STANDINS) >= set(HUB_IDS)
     seen = {i: H.describe(s) for i, s in snapshots.items()}
     assert seen["roberta-large-mnli"]["architectures"] == ["RobertaForSequenceClassification"]
     assert seen["roberta-large-mnli"]["id2label"] == {"0": "CONTRADICTION", "1": "NEUTRAL", "2": "ENTAILMENT"}
     assert seen["cross-encoder/nli-deberta-v3-base"]["id2label"] == {"0": "contradiction", "1": "entailment",
                                                                       "2": "neutral"}
-    assert seen["mistralai/Mistral-7B-Instruct-v0.3"]["chat"] and not seen["bert-base-uncased"]["chat"]
+    assert {i for i, d in seen.items() if d["chat"]} == {i for i, s in H.STANDINS.items() if s.causal} == {
+        "meta-llama/Llama-3.1-8B-Instruct", "Qwen/Qwen2.5-7B-Instruct", "google/gemma-2-9b-it",
+        "mistralai/Mistral-7B-Instruct-v0.3"}
     repo = H.repo_folder(tmp_path / "hub", "cross-encoder/nli-deberta-v3-base")
     assert repo.name == "models--cross-encoder--nli-deberta-v3-base"
     assert (repo / "refs" / "main").read_text() == snapshots["cross-encoder/nli-deberta-v3-base"].name
@@ -197,22 +221,25 @@ def test_the_standins_are_what_their_ids_are(tmp_path: Path) -> None:
     tree = json.loads((bert / "trees" / f"{H.revision_of('bert-base-uncased')}.json").read_text())["files"]
     assert {"pytorch_model.bin", "tf_model.h5", "model.safetensors", "config.json"} <= set(tree)
     assert not (snapshots["bert-base-uncased"] / "pytorch_model.bin").exists()
-    assert tree["model.safetensors"]["lfs_sha256"] == (bert / "blobs").joinpath(tree["model.safetensors"]
-                                                                                ["lfs_sha256"]).name
-    code = ("from stereoprobe.models import load\nfrom stereoprobe.causal import chat_prompt\n"
-            "m = load('mistralai/Mistral-7B-Instruct-v0.3', 'causal', device='cpu')\n"
-            "print(m.path, type(m.model).__name__, repr(chat_prompt(m.tokenizer, 'Who was a nurse?')))\n"
-            "n = load('roberta-large-mnli', 'nli', device='cpu')\nprint(n.model.config.id2label[2])\n"
-            "from stereoprobe.models import local_folder\nb = load('bert-base-uncased', 'mlm', device='cpu')\n"
-            "print(local_folder('bert-base-uncased').name, b.path)")
+    assert (bert / "blobs" / tree["model.safetensors"]["lfs_sha256"]).is_file()
+
+    todo = [[i, *AS[s.head]] for i, s in H.STANDINS.items()]
     env = {**os.environ, **H.hub_environment(tmp_path / "hub", tmp_path / "home")}
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run([sys.executable, "-c", LOAD_ALL, json.dumps(todo)], capture_output=True, text=True, env=env,
+                          timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    first, second, third = proc.stdout.splitlines()[-3:]
-    assert first.startswith("mistralai/Mistral-7B-Instruct-v0.3 MistralForCausalLM ") and "[INST] Who was a nurse?" \
-        in first
-    assert second == "ENTAILMENT"
-    assert third == f"{H.revision_of('bert-base-uncased')} bert-base-uncased"  # the partial snapshot, by its hub id
+    loaded = {row[0]: row[1:] for row in map(json.loads, proc.stdout.splitlines())}
+    assert set(loaded) == set(H.STANDINS)
+    for hub_id, (path, cls, snapshot, problem, extra) in loaded.items():
+        assert path == hub_id and snapshot == H.revision_of(hub_id) and problem is None, (hub_id, problem)
+        assert cls.endswith({"qa": "ForQuestionAnswering", "mlm": "ForMaskedLM", "nli": "ForSequenceClassification",
+                             "causal": "ForCausalLM"}[H.STANDINS[hub_id].head]), (hub_id, cls)
+    assert loaded["roberta-large-mnli"][4] == "ENTAILMENT" and loaded["cross-encoder/nli-deberta-v3-base"][4] == \
+        "entailment"
+    assert loaded["mistralai/Mistral-7B-Instruct-v0.3"][4] == "<s>[INST] Who was a nurse? [/INST]"
+    assert "<|start_header_id|>user<|end_header_id|>" in loaded["meta-llama/Llama-3.1-8B-Instruct"][4]
+    assert "<|im_start|>user" in loaded["Qwen/Qwen2.5-7B-Instruct"][4]
+    assert "<start_of_turn>user" in loaded["google/gemma-2-9b-it"][4]
 
 
 def test_a_hub_id_is_checked_from_the_hub_cache(tmp_path: Path) -> None:
