@@ -65,7 +65,8 @@ benchmark: $(STAMP)
 
 # every profile of params/ as its user runs it (stereoprobe book --profile P), on the CPU at the smoke profile's
 # sizes, with tiny stand-ins of its hub models read offline from a Hugging Face cache (tests/test_profiles_hub.py):
-# about 14 minutes on 2 CPU cores, too long for make test; the publish workflow runs it before building the book
+# 6 to 9 minutes on 2 CPU cores (two runs beside other work), which would take make test to an estimated 11 to 14
+# minutes; the publish workflow runs it before building the book
 test-profiles: $(STAMP)
 	$(PY) -m pytest -q -m profiles tests/test_profiles_hub.py --durations=5
 

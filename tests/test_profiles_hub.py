@@ -119,7 +119,7 @@ def _output_text(output: dict) -> str:
 
 
 @pytest.mark.slow
-@pytest.mark.profiles  # make test-profiles (about 14 minutes on 2 cores), run by the publish workflow before it builds
+@pytest.mark.profiles  # make test-profiles (6–9 minutes on 2 cores), run by the publish workflow before it builds
 @pytest.mark.parametrize("profile", PROFILES)
 def test_every_profile_executes_with_the_standin_hub(profile: str, hub: dict, tmp_path: Path) -> None:
     start = time.perf_counter()
