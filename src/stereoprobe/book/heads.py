@@ -13,6 +13,7 @@ project's ``zoo:``/``lab:``/``asset:`` models to their providers.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -39,19 +40,21 @@ _NEEDS = {"qa": "an extractive-QA model (…ForQuestionAnswering)", "mlm": "a ma
           "mcq": "a multiple-choice model (…ForMultipleChoice)", "encoder": "an encoder",
           "causal": "a causal LM (…ForCausalLM, or a GGUF file)",
           "chat": "a causal chat LM: …ForCausalLM or a GGUF file, with a chat template"}
-_IS = {"qa": "an extractive-QA model", "mlm": "a masked LM", "classifier": "a sequence classifier",
+_IS = {"qa": "an extractive-QA model", "mlm": "a masked LM", "pretraining": "a pre-training checkpoint",
+       "classifier": "a sequence classifier",
        "mcq": "a multiple-choice model", "token-classifier": "a token classifier", "causal": "a causal LM",
        "encoder": "a bare encoder with no head"}
-_ACCEPTS = {"qa": {"qa"}, "mlm": {"mlm"}, "nli": {"classifier"}, "mcq": {"mcq"}, "causal": {"causal"},
+_ACCEPTS = {"qa": {"qa"}, "mlm": {"mlm", "pretraining"}, "nli": {"classifier"}, "mcq": {"mcq"}, "causal": {"causal"},
             "chat": {"causal"}}
 _SUFFIXES = (("ForQuestionAnswering", "qa"), ("ForSequenceClassification", "classifier"),
              ("ForMultipleChoice", "mcq"), ("ForTokenClassification", "token-classifier"), ("ForMaskedLM", "mlm"),
-             ("ForPreTraining", "mlm"), ("ForCausalLM", "causal"))
+             ("ForPreTraining", "pretraining"), ("ForCausalLM", "causal"))
 
 
 def architecture_kind(architecture: str) -> str | None:
-    """The head of a config's ``architectures`` entry: qa, classifier, mcq, token-classifier, mlm, causal,
-    encoder (a bare ``…Model``), or None when transformers' tables do not say (loading then decides).
+    """The head of a config's ``architectures`` entry: qa, classifier, mcq, token-classifier, mlm, pretraining (BERT's
+    masked-LM and next-sentence heads; loading decides whether a masked LM is there), causal, encoder (a bare
+    ``…Model``), or None when transformers' tables do not say (loading then decides).
 
     >>> [architecture_kind(a) for a in ("RobertaForSequenceClassification", "GPT2LMHeadModel", "BertModel", "T5X")]
     ['classifier', 'causal', 'encoder', None]
@@ -117,7 +120,9 @@ def problem(name: str, needs: str, base: Path = Path(".")) -> str | None:
     if gguf is not None:
         if needs not in ("causal", "chat"):
             return "a GGUF file, which holds a causal LM"
-        return None if needs == "causal" or gguf_is_chat(folder / gguf) else "a GGUF file without a chat template"
+        if needs == "causal" or importlib.util.find_spec("gguf") is None:  # no reader: loading says to install it
+            return None
+        return None if gguf_is_chat(folder / gguf) else "a GGUF file without a chat template"
     try:
         config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
