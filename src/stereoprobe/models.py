@@ -114,10 +114,15 @@ def local_folder(path: str) -> Path | None:
     folder = Path(path)
     if folder.is_dir():
         return folder
-    try:
-        from huggingface_hub import snapshot_download
+    from huggingface_hub import errors, snapshot_download
 
+    try:
         return Path(snapshot_download(path, local_files_only=True))
+    except getattr(errors, "IncompleteSnapshotError", ()) as err:
+        # the cache's tree listing names files the snapshot lacks: a download of some of them (`hf download ID
+        # --include …`, without the pickle, TensorFlow or ONNX weights); the folder holds what was downloaded, and
+        # check_folder / loading say if that is not enough
+        return Path(err.snapshot_path)
     except Exception:  # noqa: BLE001 - not cached (or not a valid id)
         return None
 

@@ -23,6 +23,7 @@ from stereoprobe import paths
 from stereoprobe.atomic import atomic_file, build_lock
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.options import WAIT_POLICY
+from stereoprobe.book.heads import check_models
 from stereoprobe.book.params import (KERNEL_NAME, PORTABLE_KERNELSPEC, Chapter, NotebookExecutionError, _parameters_cell_index,
                                      _read_notebook, _rel, book_root, chapters, load_profile, notebook_parameters,
                                      resolve_parameters)
@@ -455,6 +456,8 @@ def run_notebooks(
                                    f'tag its parameters cell with `# %% tags=["parameters"]`.')
     resolved = resolve_parameters(name, data, declared, overrides)
     selected = _select(notebooks, only)
+    # a model the chapters cannot use (wrong head, no NLI labels, no chat template) stops here, before any chapter
+    check_models(name, data, overrides, {c.stem: (resolved[c.stem], c.source.parent) for c in selected})
     out = _resolve_dir(out_dir, root)
 
     written: list[Path] = []
