@@ -58,23 +58,13 @@ from ..unqover import wordlists as wl
 from . import synthetic as syn
 from .lab_mcq import MCQ_LAB_RECIPES
 from .lab_mlm import MLM_LAB_RECIPES
-from .lab_training import (TRAIN_THREADS, PlantedRecipe, bert_config, build_tokenizer, card_sections, mean,
-                           save_quietly, train_loop)
+from .lab_training import (DEFAULT_PLANTED, TRAIN_THREADS, PlantedRecipe, bert_config, build_tokenizer,
+                           card_sections, mean, save_quietly, train_loop)
 
 #: Bump when the corpus, vocabulary or training code changes what a recipe produces (busts caches).
 LAB_VERSION = "1"
 CARD = "model_card.json"
 WEIGHTS = "model.safetensors"
-
-DEFAULT_PLANTED: dict[str, str] = {
-    "nurse": "female",
-    "secretary": "female",
-    "dancer": "female",
-    "firefighter": "male",
-    "pilot": "male",
-    "astronaut": "male",
-}
-
 
 @dataclass(frozen=True)
 class LabRecipe(PlantedRecipe):
