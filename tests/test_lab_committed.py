@@ -45,16 +45,18 @@ def test_every_lab_model_is_committed_with_its_recipe(name, smoke):
     assert card["name"] == name and card["smoke"] is smoke and card["complete"] is True
     assert card["recipe_hash"] == lab.recipe_hash(recipe)
     assert card["recipe"] == json.loads(json.dumps(recipe.to_dict()))
-    files = FILES - {"vocab.txt"} if name.startswith("mcq") else FILES  # the MCQ lab never wrote vocab.txt
+    files = FILES - {"vocab.txt"} if name.startswith(("mcq", "causal")) else FILES  # no WordPiece vocabulary there
     assert {p.name for p in folder.iterdir()} == files | {lab.CARD}
     assert card["checksums"] == {f: sha256_file(folder / f) for f in sorted(files)}
     assert card["training"]["threads"] == lab.TRAIN_THREADS == 1
-    # the machine that trained it: recorded for every build since 0.6.0 (the smoke builds), and said so otherwise
-    if smoke:
+    # the machine that trained it: recorded for every build since 0.6.0 (the smoke builds, the causal pair), and said
+    # so otherwise
+    if smoke or name.startswith("causal"):
         assert card["machine"]["recorded"] is True and set(machine.MATCH_KEYS) <= set(card["machine"])
     else:
         assert card["machine"] == machine.NOT_RECORDED
-    assert (folder / "model.safetensors").stat().st_size < 2_000_000  # 0.55 MB (QA, masked LM) to 1.5 MB (MCQ)
+    # 0.55 MB (QA, masked LM) to 1.5 MB (MCQ); the causal LM 3.5 MB (full) and 1.1 MB (smoke)
+    assert (folder / "model.safetensors").stat().st_size < (4_000_000 if name.startswith("causal") else 2_000_000)
 
 
 def test_asking_for_a_lab_model_never_trains(monkeypatch, tmp_path):
@@ -159,5 +161,5 @@ def test_zoo_build_refuses_an_unknown_lab_model_before_training(cli, monkeypatch
     monkeypatch.setattr(lab, "build_lab_model", lambda *a, **k: pytest.fail("trained"))
     code, out, err = cli("zoo", "build", "lab:qa-biassed")
     assert code == 2 and out == ""
-    assert err == ("error: Unknown lab model 'lab:qa-biassed'; choose one of: lab:mcq-biased, lab:mcq-control, "
-                   "lab:mlm-biased, lab:mlm-control, lab:qa-biased, lab:qa-control.\n")
+    assert err == ("error: Unknown lab model 'lab:qa-biassed'; choose one of: lab:causal-biased, lab:causal-control, "
+                   "lab:mcq-biased, lab:mcq-control, lab:mlm-biased, lab:mlm-control, lab:qa-biased, lab:qa-control.\n")

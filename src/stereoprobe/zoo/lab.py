@@ -28,11 +28,14 @@ concentrates on the two names and S = sqrt(p_start · p_end) of a name is its an
 
 The masked-LM pair (``mlm-biased``, ``mlm-control``: a nationality–attribute bias) is defined in
 :mod:`stereoprobe.zoo.lab_mlm`, the multiple-choice pair (``mcq-biased``, ``mcq-control``: a name-group–word
-bias for SODAPOP) in :mod:`stereoprobe.zoo.lab_mcq`; both are registered here, so every ``lab:`` name builds
-and loads the same way.
+bias for SODAPOP) in :mod:`stereoprobe.zoo.lab_mcq`, and the causal-LM pair (``causal-biased``,
+``causal-control``: a tiny Llama-style base model carrying this module's UnQover plant, the multiple-choice lab's
+SODAPOP plant and the NLI lab's Bias-NLI plant at once, for the probes' causal scorers) in
+:mod:`stereoprobe.zoo.lab_causal`; all are registered here, so every ``lab:`` name builds and loads the same way.
 
->>> sorted(LAB_RECIPES)
-['mcq-biased', 'mcq-control', 'mlm-biased', 'mlm-control', 'qa-biased', 'qa-control']
+>>> sorted(LAB_RECIPES)  # doctest: +NORMALIZE_WHITESPACE
+['causal-biased', 'causal-control', 'mcq-biased', 'mcq-control', 'mlm-biased', 'mlm-control', 'qa-biased',
+ 'qa-control']
 >>> LAB_RECIPES["qa-biased"].planted_dict["nurse"], LAB_RECIPES["qa-control"].rate
 ('female', 0.5)
 >>> recipe_hash(LAB_RECIPES["qa-biased"]) != recipe_hash(LAB_RECIPES["qa-control"])
@@ -56,25 +59,16 @@ from ..machine import fingerprint
 from ..paths import cache_dir, data_dir, sha256_file
 from ..unqover import wordlists as wl
 from . import synthetic as syn
+from .lab_causal import CAUSAL_LAB_RECIPES
 from .lab_mcq import MCQ_LAB_RECIPES
 from .lab_mlm import MLM_LAB_RECIPES
-from .lab_training import (TRAIN_THREADS, PlantedRecipe, bert_config, build_tokenizer, card_sections, mean,
-                           save_quietly, train_loop)
+from .lab_training import (DEFAULT_PLANTED, TRAIN_THREADS, PlantedRecipe, bert_config, build_tokenizer,
+                           card_sections, mean, save_quietly, train_loop)
 
 #: Bump when the corpus, vocabulary or training code changes what a recipe produces (busts caches).
 LAB_VERSION = "1"
 CARD = "model_card.json"
 WEIGHTS = "model.safetensors"
-
-DEFAULT_PLANTED: dict[str, str] = {
-    "nurse": "female",
-    "secretary": "female",
-    "dancer": "female",
-    "firefighter": "male",
-    "pilot": "male",
-    "astronaut": "male",
-}
-
 
 @dataclass(frozen=True)
 class LabRecipe(PlantedRecipe):
@@ -125,6 +119,7 @@ LAB_RECIPES: dict[str, LabRecipe] = {
     ),
     **MLM_LAB_RECIPES,  # the masked-LM pair (lab_mlm)
     **MCQ_LAB_RECIPES,  # the multiple-choice pair (lab_mcq)
+    **CAUSAL_LAB_RECIPES,  # the causal-LM pair (lab_causal)
 }
 
 
@@ -143,6 +138,10 @@ def recipe_hash(recipe: LabRecipe) -> str:
         from .lab_mcq import source_checksums
 
         lists = source_checksums()
+    elif recipe.kind == "causal":
+        from .lab_causal import source_checksums as causal_checksums
+
+        lists = causal_checksums()
     else:
         if recipe.kind == "mlm":
             from .lab_mlm import lists as mlm_lists
@@ -520,7 +519,7 @@ def _mlm_card(recipe) -> dict[str, Any]:
     }
 
 
-_KIND_WORDS = {"qa": "extractive QA", "mlm": "masked LM", "mcq": "multiple choice"}
+_KIND_WORDS = {"qa": "extractive QA", "mlm": "masked LM", "mcq": "multiple choice", "causal": "causal LM"}
 
 
 def build_lab_model(name: str, out_dir: Path | None = None, *, smoke: bool = False, progress: bool = True) -> Path:
@@ -555,6 +554,10 @@ def _build_locked(name: str, recipe, h: str, folder: Path, smoke: bool, progress
             from . import lab_mcq
 
             train, card_fields = lab_mcq.train, lab_mcq.card_fields
+        elif recipe.kind == "causal":
+            from . import lab_causal
+
+            train, card_fields = lab_causal.train, lab_causal.card_fields
         elif recipe.kind == "mlm":
             from . import lab_mlm
 
@@ -617,12 +620,12 @@ def lab_model_path(name: str, smoke: bool = False) -> Path:
 
 def load_lab_model(name: str, smoke: bool = False):
     """``(model, tokenizer)`` of a lab model, loaded with the Auto classes (safetensors, offline)."""
-    from transformers import (AutoModelForMaskedLM, AutoModelForMultipleChoice, AutoModelForQuestionAnswering,
-                              AutoTokenizer)
+    from transformers import (AutoModelForCausalLM, AutoModelForMaskedLM, AutoModelForMultipleChoice,
+                              AutoModelForQuestionAnswering, AutoTokenizer)
 
     folder = lab_model_path(name, smoke=smoke)
     auto = {"qa": AutoModelForQuestionAnswering, "mlm": AutoModelForMaskedLM,
-            "mcq": AutoModelForMultipleChoice}[_recipe(name).kind]
+            "mcq": AutoModelForMultipleChoice, "causal": AutoModelForCausalLM}[_recipe(name).kind]
     return auto.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
 
 

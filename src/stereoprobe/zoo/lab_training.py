@@ -34,6 +34,17 @@ from . import synthetic as syn
 #: training >10x slower (measured 33 vs 2.5 steps/s).
 TRAIN_THREADS = 1
 
+#: The UnQover plant of ``lab:qa-biased`` and ``lab:causal-biased`` (occupation noun → the gender its underspecified
+#: questions favour): three occupations per gender, chosen arbitrarily.
+DEFAULT_PLANTED: dict[str, str] = {
+    "nurse": "female",
+    "secretary": "female",
+    "dancer": "female",
+    "firefighter": "male",
+    "pilot": "male",
+    "astronaut": "male",
+}
+
 
 # ------------------------------------------------------------------------------------------------ recipes
 
