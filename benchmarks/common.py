@@ -91,5 +91,17 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def current_rss_mb() -> float | None:
+    """Resident memory of this process now, in MB (Linux's /proc/self/status VmRSS; None elsewhere)."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 def folder_bytes(folder: Path, pattern: str = "*.parquet") -> int:
     return sum(p.stat().st_size for p in Path(folder).rglob(pattern))
