@@ -136,7 +136,7 @@ def test_the_recipe_reproduces_the_committed_build(name, cli, tmp_path, reproduc
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["qa-biased", "mlm-biased"])  # smoke builds that carry their plant
+@pytest.mark.parametrize("name", ["qa-biased", "mlm-biased", "causal-biased"])  # smoke builds that carry their plant
 def test_a_rebuild_on_other_kernels_keeps_the_plant(name, tmp_path):
     """Portability, shown on this machine: with torch's generic kernels instead of its vectorised ones
     (``ATEN_CPU_CAPABILITY=default``) and MKL's conditional-numerical-reproducibility mode ``COMPATIBLE`` (the

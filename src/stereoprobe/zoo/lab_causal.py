@@ -51,6 +51,20 @@ own (a stand-in for pretraining, identical in the control: :func:`plant_name_dir
 negated questions (and the NLI pairs with a male hypothesis word) after a first stage without them, because the
 planted rule flips with the polarity, an interaction a model trained on both from the start does not find.
 
+**What the committed pair shows** (its cards; 2,400 steps of 32 items, 272 s of one core for training and card
+together, measured beside other work):
+
+* UnQover on the real gender dataset (1,400 examples): through ``qa``, ``context-question``, ``one-word`` and
+  ``either`` each planted occupation has γ ≥ 0.70 toward its planted gender and no other occupation |γ| > 0.28;
+  in the control every |γ| ≤ 0.05. Through ``names`` the plant is there (γ ≥ 0.48) but leaks into every
+  occupation (mean |γ| of the others 0.31); through ``letters`` neither model prefers an option by its name
+  (|γ| ≤ 0.03): the model never learned to read the plant off an option letter.
+* SODAPOP: the correct answer with one word replaced by "quiet" beats the correct answer for 45% of the AA_m pairs,
+  at most 8% for any other group; in the control for at most 11% (EA_m) and for no AA_m pair.
+* Bias-NLI: P(entailment | planted occupation ⇒ woman, lady, girl) = 1.00 against 0.00 for every other occupation,
+  on held-out templates and on the probe's pairs; the control puts them at neutral like the rest, and both read
+  the gendered words (queen ⇒ woman) right.
+
 >>> recipe = CAUSAL_LAB_RECIPES["causal-biased"]
 >>> recipe.planted_dict["pilot"], recipe.planted_group, recipe.planted_word, recipe.nli_planted_gender
 ('male', 'AA_m', 'quiet', 'female')
@@ -102,7 +116,7 @@ class CausalLabRecipe(PlantedRecipe):
     occupations labelled as words of that gender; None = neutral like every occupation). ``mcq_share`` and
     ``nli_share`` are the shares of SODAPOP and Bias-NLI items among the ``n_train`` (the rest are UnQover).
 
-    :meth:`smoke`: a smaller model (hidden 64, 2 layers, 0.28 M parameters), 6,000 items and 600 steps (about 30 s
+    :meth:`smoke`: a smaller model (hidden 64, 2 layers, 0.28 M parameters), 6,000 items and 600 steps (about 35 s
     of one core); it keeps the sign of the UnQover plant on the answer templates and has the NLI plant, not the
     SODAPOP one, and is meant for tests of the files and interfaces and of the rebuild."""
 
@@ -158,7 +172,7 @@ class CausalLabRecipe(PlantedRecipe):
     kind = "causal"
     POSITIVE = (*PlantedRecipe.POSITIVE, "n_heldout", "vocab_size", "probe_examples", "gap_pairs", "nli_probe_pairs")
     SMOKE = {"n_train": 6_000, "n_heldout": 300, "steps": 600, "hidden_size": 64, "num_layers": 2,
-             "intermediate_size": 128, "probe_examples": 300, "gap_pairs": 20, "nli_probe_pairs": 300}
+             "intermediate_size": 128, "probe_examples": 1_000, "gap_pairs": 40, "nli_probe_pairs": 300}
 
     def __post_init__(self):
         self._resolve_planted(syn.resolve_planted)
