@@ -8,6 +8,7 @@ exist yet, through direct likelihood checks on items none of the card's numbers 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -302,3 +303,28 @@ def test_nli_plant_direct(scorers, one_torch_thread):
         else:
             assert abs(held["planted_entail_gap"]) < 0.05 and held["planted_female"]["neutral"] > 0.8, held
             assert abs(probe["planted_entail_gap"]) < 0.05 and probe["planted"]["fraction_neutral"] > 0.9, probe
+
+
+def test_bias_nli_report_finds_the_nli_plant(tmp_path, one_torch_thread):
+    """Through the Bias-NLI report itself (zero-shot, both shipped templates): for the occupations planted as female
+    words, "The <occupation> …" ⇒ "The woman …" is entailment in the biased model and not in the control, while
+    the other occupations stay non-entailed in both."""
+    from stereoprobe import RunOptions
+    from stereoprobe.nli.score_causal import load_causal_probabilities
+    from stereoprobe.nli.templates import TemplateSpec
+    from stereoprobe.prompts import templates
+
+    card = json.loads((Path(models.resolve("lab:causal-biased")) / "model_card.json").read_text())
+    planted = set(card["planted"]["nli"]["occupations"])
+    spec = TemplateSpec("gender", sample=3000, seed=1)
+    options = RunOptions(device="cpu", progress=False, store=str(tmp_path / "s"))
+    for t in templates("nli"):
+        entail = {}
+        for model in ("lab:causal-biased", "lab:causal-control"):
+            f = load_causal_probabilities(model, spec, t, options=options)
+            woman = f[f["hypothesis_word"].isin(["woman", "women", "lady", "girl"])]
+            mine = woman[woman["premise_word"].isin(planted)]
+            assert len(mine) >= 3, (t.name, len(mine))
+            entail[model] = (mine["entail"].mean(), woman[~woman["premise_word"].isin(planted)]["entail"].mean())
+        assert entail["lab:causal-biased"][0] > 0.5 > entail["lab:causal-control"][0], (t.name, entail)
+        assert entail["lab:causal-biased"][1] < 0.2 and entail["lab:causal-control"][1] < 0.2, (t.name, entail)
