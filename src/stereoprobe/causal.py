@@ -523,7 +523,7 @@ class CausalScorer:
         return encoded
 
     def logprobs(self, requests: Iterable[tuple[str, str]], *, per_token: bool = False) -> ContinuationScores:
-        """Score ``requests`` ((prompt, continuation) pairs) in their order; see :class:`ContinuationScores`."""
+        """Score ``requests`` ((prompt, continuation) pairs) in their order; see :class:`~stereoprobe.causal.ContinuationScores`."""
         return self.score_encoded(self.encode(requests), per_token=per_token)
 
     def score_encoded(self, encoded: Sequence[Encoded], *, per_token: bool = False) -> ContinuationScores:

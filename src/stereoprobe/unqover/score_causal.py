@@ -173,7 +173,7 @@ def score_causal(model: str, spec: DatasetSpec, template: PromptTemplate, *, cha
                  options: RunOptions | None = None, shard_passes: int = SHARD_PASSES):
     """Score every pass of ``spec`` with the causal LM ``model`` through ``template`` into the score store
     (resuming; nothing twice). ``chat``: the chat template (True), a plain prompt (False) or whichever the
-    tokenizer has (None). The tokenizer is checked before any weight loads (:func:`check_causal`). Returns the
+    tokenizer has (None). The tokenizer is checked before any weight loads (:func:`~stereoprobe.unqover.score_causal.check_causal`). Returns the
     complete :class:`~stereoprobe.store.StoreRun` (columns ``pass_id, logp1, logp2``)."""
     from ..engine import compute_dtype, fill, worker_device
     from ..models import fingerprint_path, resolve
