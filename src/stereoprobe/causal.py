@@ -57,6 +57,7 @@ from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
+from .engine import ShardJob
 from .errors import StereoprobeError, StereoprobeWarning
 
 __all__ = [
@@ -65,6 +66,7 @@ __all__ = [
     "ContinuationScores",
     "CausalScorer",
     "scorer_for",
+    "PromptJob",
     "split_whitespace",
     "continuation_tokens",
     "encode_requests",
@@ -370,6 +372,32 @@ def scorer_for(name: str, *, device: str = "auto", smoke: bool = False, batch_to
         _RECENT.clear()
         _RECENT[key] = models.load(name, "causal", device=device, smoke=smoke)
     return CausalScorer(_RECENT[key], batch_tokens=batch_tokens, precision=precision)
+
+
+@dataclass(kw_only=True)
+class PromptJob(ShardJob):
+    """A store run's shards scored by the causal LM ``model`` through one prompt ``template`` (read through the chat
+    template or not, ``chat``): what the probes' causal jobs share (:mod:`stereoprobe.unqover.score_causal`,
+    :mod:`stereoprobe.sodapop.score_causal`, :mod:`stereoprobe.nli.score_causal`); each adds what it reads and its
+    :meth:`score_shard`. A worker, local or Ray, builds its scorer on first use (:func:`scorer_for`)."""
+
+    model: str
+    template: Any
+    chat: bool
+    batch_tokens: int | None = None
+    device: str = "cpu"
+    precision: str = "fp32"
+    smoke: bool = False
+
+    def scorer(self) -> "CausalScorer":
+        if "scorer" not in self.state:
+            scorer = scorer_for(self.model, device=self.device, smoke=self.smoke, batch_tokens=self.batch_tokens,
+                                precision=self.precision)
+            self.state["fingerprint"], self.state["scorer"] = scorer.fingerprint, scorer
+        return self.state["scorer"]
+
+    def model_fingerprint(self) -> str | None:
+        return self.state.get("fingerprint")
 
 
 # -- the scorer ---------------------------------------------------------------------------------------------------

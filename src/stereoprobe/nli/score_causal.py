@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..engine import ShardJob
+from ..causal import PromptJob
 from ..errors import StereoprobeError
 from ..options import RunOptions, as_options
 from ..prompts import PromptTemplate
@@ -68,26 +68,13 @@ def renormalised(logp: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 @dataclass(kw_only=True)
-class CausalNLIJob(ShardJob):
+class CausalNLIJob(PromptJob):
     """Shard ``i`` of ``spec``'s pairs scored zero-shot by a causal LM through one template (local or Ray worker)."""
 
-    model: str
     spec: TemplateSpec
-    template: PromptTemplate
-    chat: bool
-    batch_tokens: int | None = None
-    device: str = "cpu"
-    precision: str = "fp32"
-    smoke: bool = False
 
     def score_shard(self, i: int) -> dict[str, np.ndarray]:
-        from ..causal import scorer_for
-
-        if "scorer" not in self.state:
-            scorer = scorer_for(self.model, device=self.device, smoke=self.smoke, batch_tokens=self.batch_tokens,
-                                precision=self.precision)
-            self.state["fingerprint"], self.state["scorer"] = scorer.fingerprint, scorer
-        scorer = self.state["scorer"]
+        scorer = self.scorer()
         chunk = list(iter_pairs(self.spec, *self.span(i)))
         reqs = [r for p in chunk for r in pair_requests(self.template, scorer.tokenizer, self.chat, p.premise,
                                                          p.hypothesis)]
@@ -95,9 +82,6 @@ class CausalNLIJob(ShardJob):
         return {"pass_id": np.fromiter((p.index for p in chunk), dtype=np.int64, count=len(chunk)),
                 **{c: probs[:, k].astype(np.float32) for k, c in enumerate(PROB_COLUMNS)},
                 "label_mass": mass.astype(np.float32)}
-
-    def model_fingerprint(self) -> str | None:
-        return self.state.get("fingerprint")
 
 
 def score_causal_pairs(model: str, spec: TemplateSpec, template: PromptTemplate, *, chat: bool | None = None,

@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..engine import ShardJob
+from ..causal import PromptJob
 from ..errors import StereoprobeError
 from ..options import RunOptions, as_options
 from ..prompts import PromptTemplate
@@ -61,28 +61,15 @@ def _fingerprint(units: Sequence[Unit], config: GenerationConfig) -> str:
 
 
 @dataclass(kw_only=True)
-class CausalChoiceJob(ShardJob):
+class CausalChoiceJob(PromptJob):
     """Shard ``i`` of the distinct-choice stream scored by a causal LM through one template (local or Ray worker)."""
 
-    model: str
     units: Sequence[Unit]
     config: GenerationConfig
     ends: np.ndarray
-    template: PromptTemplate
-    chat: bool
-    batch_tokens: int | None = None
-    device: str = "cpu"
-    precision: str = "fp32"
-    smoke: bool = False
 
     def score_shard(self, i: int) -> dict[str, np.ndarray]:
-        from ..causal import scorer_for
-
-        if "scorer" not in self.state:
-            scorer = scorer_for(self.model, device=self.device, smoke=self.smoke, batch_tokens=self.batch_tokens,
-                                precision=self.precision)
-            self.state["fingerprint"], self.state["scorer"] = scorer.fingerprint, scorer
-        scorer = self.state["scorer"]
+        scorer = self.scorer()
         start, stop = self.span(i)
         ids, reqs = [], []
         for k in range(int(np.searchsorted(self.ends, start, side="right")), len(self.units)):
@@ -97,9 +84,6 @@ class CausalChoiceJob(ShardJob):
         s = scorer.logprobs(reqs)
         return {"pass_id": np.array(ids, dtype=np.int64), "logit": s.logprob.astype(np.float32),
                 "logit_norm": s.per_char.astype(np.float32)}
-
-    def model_fingerprint(self) -> str | None:
-        return self.state.get("fingerprint")
 
 
 def score_causal_choices(model: str, units: Sequence[Unit], config: GenerationConfig, template: PromptTemplate, *,

@@ -32,7 +32,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..engine import ShardJob
+from ..causal import PromptJob
 from ..errors import StereoprobeError
 from ..models import load, load_tokenizer
 from ..options import RunOptions, as_options
@@ -129,29 +129,13 @@ def _check_window(model: str, tokenizer, reqs, smoke: bool) -> None:
 
 
 @dataclass(kw_only=True)
-class CausalJob(ShardJob):
+class CausalJob(PromptJob):
     """Shard ``i`` of ``spec``'s passes scored by a causal LM with one template (a worker's unit, local or Ray)."""
 
-    model: str
     spec: DatasetSpec
-    template: PromptTemplate
-    chat: bool
-    batch_tokens: int | None = None
-    device: str = "cpu"
-    precision: str = "fp32"
-    smoke: bool = False
-
-    def _scorer(self):
-        if "scorer" not in self.state:
-            from ..causal import scorer_for
-
-            scorer = scorer_for(self.model, device=self.device, smoke=self.smoke, batch_tokens=self.batch_tokens,
-                                precision=self.precision)
-            self.state["fingerprint"], self.state["scorer"] = scorer.fingerprint, scorer
-        return self.state["scorer"]
 
     def score_shard(self, i: int) -> dict[str, np.ndarray]:
-        scorer = self._scorer()
+        scorer = self.scorer()
         start, stop = self.span(i)
         examples: list[Example] = list(iter_examples(self.spec, start // 2, stop // 2))
         lp = scorer.logprobs(pass_requests(self.template, scorer.tokenizer, self.chat, examples)).logprob
@@ -159,9 +143,6 @@ class CausalJob(ShardJob):
         ids[0::2] = [2 * ex.index for ex in examples]
         ids[1::2] = ids[0::2] + 1
         return {"pass_id": ids, "logp1": lp[0::2].astype(np.float32), "logp2": lp[1::2].astype(np.float32)}
-
-    def model_fingerprint(self) -> str | None:
-        return self.state.get("fingerprint")
 
 
 def _run_kind(template: PromptTemplate, chat: bool, dtype: str) -> str:
