@@ -354,6 +354,34 @@ def _check_length(n: int, limit: int | None, prompt: str) -> None:
                                f"model's context window of {limit:,} tokens; shorten the prompt.")
 
 
+def resolve_chat(tokenizer, chat: bool | None, model: str) -> bool:
+    """Whether prompts go through the chat template: ``chat`` as asked (True needs one), else whether it has one."""
+    has = has_chat_template(tokenizer)
+    if chat is None:
+        return has
+    if chat and not has:
+        raise StereoprobeError(f"--chat was asked for, but the tokenizer of {model!r} has no chat template; pass "
+                               "--no-chat (a plain prompt), or the chat model's own tokenizer.")
+    return bool(chat)
+
+
+def prepare_run(model: str, chat: bool | None, options) -> tuple[Any, str, bool, str, str]:
+    """What a probe's causal store run needs before any weight loads: (tokenizer, the model's fingerprint, the chat
+    setting, the workers' device, the dtype name). The tokenizer and fingerprint come from the local files; a model
+    with no local copy is loaded once (loading then says what to do if it cannot be had)."""
+    from .engine import compute_dtype, worker_device
+    from .models import fingerprint_path, load, load_tokenizer, resolve
+
+    dev = worker_device(options.device, options.engine)
+    dtype = compute_dtype(dev, options.precision)
+    tok = load_tokenizer(model, smoke=options.smoke)
+    model_fp = fingerprint_path(resolve(model, smoke=options.smoke))
+    if tok is None or model_fp is None:
+        loaded = load(model, "causal", device=dev, smoke=options.smoke)
+        tok, model_fp = loaded.tokenizer, loaded.fingerprint
+    return tok, model_fp, resolve_chat(tok, chat, model), dev, dtype
+
+
 # -- loading once per process ---------------------------------------------------------------------------------------
 #: The causal LM loaded last in this process (one entry): a report scores one model through several prompt
 #: templates, each a store run of its own, and loads it once.

@@ -21,7 +21,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..causal import PromptJob
+from ..causal import PromptJob, prepare_run
 from ..errors import StereoprobeError
 from ..options import RunOptions, as_options
 from ..prompts import PromptTemplate
@@ -93,24 +93,15 @@ def score_causal_pairs(model: str, spec: TemplateSpec, template: PromptTemplate,
     (spelled without its unknown token, cut cleanly after the prompt) before any weight loads. Returns the complete
     :class:`~stereoprobe.store.StoreRun` (``entail, neutral, contradiction, label_mass``)."""
     from ..causal import continuation_tokens
-    from ..engine import compute_dtype, fill, worker_device
-    from ..models import fingerprint_path, load, load_tokenizer, resolve
+    from ..engine import fill
     from ..store import ScoreStore
-    from ..unqover.score_causal import resolve_chat
 
     run_options = as_options(options)
     template = with_words(template, words)
     if isinstance(shard_pairs, bool) or not isinstance(shard_pairs, (int, np.integer)) or shard_pairs < 1:
         raise StereoprobeError(f"shard_pairs={shard_pairs!r} is not a positive integer; pass e.g. {SHARD_PAIRS}.")
     smoke, engine = run_options.smoke, run_options.engine
-    dev = worker_device(run_options.device, engine)
-    dtype = compute_dtype(dev, run_options.precision)
-    tok = load_tokenizer(model, smoke=smoke)
-    model_fp = fingerprint_path(resolve(model, smoke=smoke))
-    if tok is None or model_fp is None:  # no local copy: loading says what to do
-        loaded = load(model, "causal", device=dev, smoke=smoke)
-        tok, model_fp = loaded.tokenizer, loaded.fingerprint
-    use_chat = resolve_chat(tok, chat, model)
+    tok, model_fp, use_chat, dev, dtype = prepare_run(model, chat, run_options)
     first = next(iter_pairs(spec, 0, 1), None)
     if first is not None:
         for prompt, cont in pair_requests(template, tok, use_chat, first.premise, first.hypothesis):

@@ -172,7 +172,7 @@ def _causal_prompt(model: str, template, chat: bool | None, *, smoke: bool = Fal
     tokenizer alone."""
     from ..models import load_tokenizer
     from ..prompts import template as find
-    from ..unqover.score_causal import resolve_chat
+    from ..causal import resolve_chat
 
     chosen = find(template if template is not None else "siqa", "mcq")
     tok = load_tokenizer(model, smoke=smoke)

@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..causal import PromptJob
+from ..causal import PromptJob, prepare_run
 from ..errors import StereoprobeError
 from ..options import RunOptions, as_options
 from ..prompts import PromptTemplate
@@ -93,24 +93,15 @@ def score_causal_choices(model: str, units: Sequence[Unit], config: GenerationCo
     whichever the tokenizer has. Returns ``unit, name, context, choice, logit, logit_norm`` in stream order
     (``logit``: summed log-probability, ``acc``; ``logit_norm``: per character, ``acc_norm``)."""
     from ..causal import continuation_tokens
-    from ..engine import compute_dtype, fill, worker_device
-    from ..models import fingerprint_path, load, load_tokenizer, resolve
+    from ..engine import fill
     from ..store import ScoreStore
-    from ..unqover.score_causal import resolve_chat
 
     run_options = as_options(options)
     if not isinstance(template, PromptTemplate) or template.task != "mcq":
         raise StereoprobeError(f"template {template!r} is not a multiple-choice prompt template; pass one of "
                                "stereoprobe.prompts.templates('mcq').")
     smoke, engine = run_options.smoke, run_options.engine
-    dev = worker_device(run_options.device, engine)
-    dtype = compute_dtype(dev, run_options.precision)
-    tok = load_tokenizer(model, smoke=smoke)
-    model_fp = fingerprint_path(resolve(model, smoke=smoke))
-    if tok is None or model_fp is None:  # no local copy: loading says what to do
-        loaded = load(model, "causal", device=dev, smoke=smoke)
-        tok, model_fp = loaded.tokenizer, loaded.fingerprint
-    use_chat = resolve_chat(tok, chat, model)
+    tok, model_fp, use_chat, dev, dtype = prepare_run(model, chat, run_options)
     if units:  # the first unit's choices cut cleanly and spell without the unknown token, before any weight loads
         for prompt, cont in unit_requests(units[0], config, template, tok, use_chat):
             continuation_tokens(tok, prompt, cont)

@@ -32,7 +32,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..causal import PromptJob
+from ..causal import PromptJob, resolve_chat
 from ..errors import StereoprobeError
 from ..models import load, load_tokenizer
 from ..options import RunOptions, as_options
@@ -73,19 +73,6 @@ def pass_requests(template: PromptTemplate, tokenizer, chat: bool, examples) -> 
         for question in (ex.question, ex.negated_question):
             out += requests(template, tokenizer, chat, ex.context, question, ex.ans1, ex.ans2)
     return out
-
-
-def resolve_chat(tokenizer, chat: bool | None, model: str) -> bool:
-    """Whether prompts go through the chat template: ``chat`` as asked (True needs one), else whether it has one."""
-    from ..causal import has_chat_template
-
-    has = has_chat_template(tokenizer)
-    if chat is None:
-        return has
-    if chat and not has:
-        raise StereoprobeError(f"--chat was asked for, but the tokenizer of {model!r} has no chat template; pass "
-                               "--no-chat (a plain prompt), or the chat model's own tokenizer.")
-    return bool(chat)
 
 
 def check_causal(model: str, spec: DatasetSpec, template: PromptTemplate, chat: bool | None, *,
