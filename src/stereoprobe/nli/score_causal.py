@@ -123,18 +123,9 @@ def load_causal_probabilities(model: str, spec: TemplateSpec, template: PromptTe
     """Per-pair probabilities of a causal LM (scoring what the store lacks) in the frame of
     :func:`stereoprobe.nli.scoring.load_probabilities` (the input of :mod:`stereoprobe.nli.measures`), plus
     ``label_mass``. ``kwargs`` go to :func:`score_causal_pairs`."""
-    from ..errors import StoreError
-    from .scoring import pairs_frame
+    from .scoring import run_frame
 
-    run = score_causal_pairs(model, spec, template, **kwargs)
-    raw = run.read()
-    meta = pairs_frame(spec)
-    if not np.array_equal(raw["pass_id"].to_numpy(dtype=np.int64), meta["index"].to_numpy()):
-        raise StoreError(f"The stored scores in {run.path} do not match the pairs of {spec.probe}; delete that "
-                         "folder to recompute them.")
-    for c in CAUSAL_COLUMNS:
-        meta[c] = raw[c].to_numpy()
-    return meta
+    return run_frame(score_causal_pairs(model, spec, template, **kwargs), spec, CAUSAL_COLUMNS)
 
 
 __all__ = ["CAUSAL_COLUMNS", "with_words", "pair_requests", "renormalised", "score_causal_pairs",

@@ -206,14 +206,18 @@ def load_probabilities(model: str, spec: TemplateSpec, *, options: RunOptions | 
     """Per-pair probabilities of ``model`` on ``spec`` (scoring whatever the store lacks): the input of
     :mod:`stereoprobe.nli.measures` — ``index, premise_word, hypothesis_word, tid, verb, object, entail,
     neutral, contradiction``. ``options`` and ``study`` (e.g. ``projection="gender"``) go to :func:`score_pairs`."""
+    return run_frame(score_pairs(model, spec, options=options, **study), spec, PROB_COLUMNS)
+
+
+def run_frame(run, spec: TemplateSpec, columns: Sequence[str]) -> pd.DataFrame:
+    """:func:`pairs_frame` with the stored ``columns`` of a complete run of ``spec``'s pairs, checked pair by pair."""
     from ..errors import StoreError
 
-    run = score_pairs(model, spec, options=options, **study)
     raw = run.read()
     meta = pairs_frame(spec)
     if not np.array_equal(raw["pass_id"].to_numpy(dtype=np.int64), meta["index"].to_numpy()):
         raise StoreError(f"The stored scores in {run.path} do not match the pairs of {spec.probe}; "
                          "delete that folder to recompute them.")
-    for c in PROB_COLUMNS:
+    for c in columns:
         meta[c] = raw[c].to_numpy()
     return meta
