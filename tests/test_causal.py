@@ -412,6 +412,28 @@ def test_loading_refusals(built, how, needles):
     one_sentence(err.value, *needles)
 
 
+def test_scorer_for_keeps_small_models_loaded(built, monkeypatch):
+    """A report goes back to a model it scored before: it is loaded once while the kept models' weights fit in
+    KEEP_BYTES, and the oldest goes first when they do not."""
+    import stereoprobe.causal as causal
+    import stereoprobe.models as models
+
+    loads = []
+    real = models.load
+    monkeypatch.setattr(models, "load", lambda name, *a, **k: loads.append(name) or real(name, *a, **k))
+    monkeypatch.setattr(causal, "_RECENT", {})
+    gpt2, llama = (str(built.folder(f)) for f in ("gpt2", "llama"))
+    for name in (gpt2, llama, gpt2, llama):
+        assert causal.scorer_for(name, device="cpu").name == name
+    assert loads == [gpt2, llama] and len(causal._RECENT) == 2
+    monkeypatch.setattr(causal, "KEEP_BYTES", 0)  # the next load keeps only the newest
+    gemma = str(built.folder("gemma2"))
+    causal.scorer_for(gemma, device="cpu")
+    assert loads == [gpt2, llama, gemma] and [k[0] for k in causal._RECENT] == [gemma]
+    causal.scorer_for(gpt2, device="cpu")
+    assert loads == [gpt2, llama, gemma, gpt2] and [k[0] for k in causal._RECENT] == [gpt2]
+
+
 def test_an_encoder_is_no_causal_lm(tmp_path):
     from stereoprobe.models import load
 
@@ -566,6 +588,8 @@ def test_smollm2_is_what_its_card_says(smollm2):
     assert smollm2.name == SMOLLM2 and smollm2.fingerprint.endswith("-q4_1")
     tokenizer = load_tokenizer(SMOLLM2)
     assert tokenizer.get_vocab() == smollm2.tokenizer.get_vocab()
+    tokenizer.add_tokens(["<mine>"])  # the file's tokenizer is read once per process, each caller gets a copy
+    assert "<mine>" not in load_tokenizer(SMOLLM2).get_vocab() and len(tokenizer) == len(smollm2.tokenizer) + 1
     assert tokenizer.chat_template == smollm2.tokenizer.chat_template
     assert card["chat_template"]["default_system"] in chat_prompt(tokenizer, "Hi")
 

@@ -383,22 +383,33 @@ def prepare_run(model: str, chat: bool | None, options) -> tuple[Any, str, bool,
 
 
 # -- loading once per process ---------------------------------------------------------------------------------------
-#: The causal LM loaded last in this process (one entry): a report scores one model through several prompt
-#: templates, each a store run of its own, and loads it once.
+#: The causal LMs loaded last in this process, oldest first: a report scores one model through several prompt
+#: templates, each a store run of its own, and a chapter goes back to its chat model after the lab models, so each is
+#: loaded once. Models stay while their weights together take at most :data:`KEEP_BYTES`; the newest always stays.
 _RECENT: dict = {}
+#: The weight bytes :func:`scorer_for` keeps loaded besides the newest model (1 GiB: small models such as SmolLM2
+#: and the lab's stay together; a 7B model replaces whatever was there).
+KEEP_BYTES = 1 << 30
+
+
+def _weight_bytes(loaded) -> int:
+    return sum(p.numel() * p.element_size() for p in loaded.model.parameters())
 
 
 def scorer_for(name: str, *, device: str = "auto", smoke: bool = False, batch_tokens: int | None = None,
                precision: str = "auto") -> "CausalScorer":
     """A :class:`CausalScorer` of the causal LM ``name`` (:func:`stereoprobe.models.load`, head ``causal``); the
-    loaded model is kept for the next call with the same name, files, device and smoke setting (the previous one is
-    dropped)."""
+    loaded model is kept for the next call with the same name, files, device and smoke setting, beside the other
+    recently loaded ones while they fit in :data:`KEEP_BYTES` (the oldest are dropped first)."""
     from . import models
 
     key = (name, str(device), bool(smoke), models.fingerprint_path(models.resolve(name, smoke=smoke)))
-    if key not in _RECENT:
-        _RECENT.clear()
+    if key in _RECENT:
+        _RECENT[key] = _RECENT.pop(key)  # the newest now
+    else:
         _RECENT[key] = models.load(name, "causal", device=device, smoke=smoke)
+        while len(_RECENT) > 1 and sum(map(_weight_bytes, _RECENT.values())) > KEEP_BYTES:
+            del _RECENT[next(iter(_RECENT))]
     return CausalScorer(_RECENT[key], batch_tokens=batch_tokens, precision=precision)
 
 

@@ -334,7 +334,7 @@ def _load_gguf(name: str, path: str, folder: Path, file: str, dev) -> LoadedMode
     try:
         gguf_utils.tqdm = partial(bar, disable=not progress_enabled())
         with quiet_transformers():
-            tokenizer = AutoTokenizer.from_pretrained(str(folder), gguf_file=file, trust_remote_code=False)
+            tokenizer = gguf_tokenizer(folder, file)
             model, info = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=file, output_loading_info=True,
                                                                trust_remote_code=False)
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as err:
@@ -349,6 +349,24 @@ def _load_gguf(name: str, path: str, folder: Path, file: str, dev) -> LoadedMode
     _check_tokenizer(tokenizer, name, None)
     model.eval().to(dev)
     return LoadedModel(name, path, model, tokenizer, fingerprint_path(str(folder / file)))
+
+
+def gguf_tokenizer(folder: Path, file: str):
+    """The tokenizer stored in a GGUF file: read once per process and file version (transformers rebuilds it from the
+    file's metadata, several seconds for a 49k vocabulary), a fresh copy for every caller."""
+    import copy
+
+    target = Path(folder) / file
+    stat = target.stat()
+    return copy.deepcopy(_gguf_tokenizer(str(target), stat.st_mtime_ns, stat.st_size))
+
+
+@lru_cache(maxsize=4)
+def _gguf_tokenizer(target: str, _mtime: int, _size: int):
+    from transformers import AutoTokenizer
+
+    path = Path(target)
+    return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, trust_remote_code=False)
 
 
 def load_tokenizer(name: str, *, smoke: bool = False):
@@ -369,8 +387,9 @@ def load_tokenizer(name: str, *, smoke: bool = False):
 
     try:
         with quiet_transformers():
-            return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False,
-                                                 **({"gguf_file": gguf[1]} if gguf else {}))
+            if gguf:
+                return gguf_tokenizer(*gguf)
+            return AutoTokenizer.from_pretrained(str(folder), trust_remote_code=False)
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
