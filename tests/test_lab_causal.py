@@ -2,8 +2,9 @@
 their loading, the smoke rebuild, and each probe's plant found in causal-biased and not in causal-control.
 
 The probe-level checks run the probes' own code on the committed full builds (no training): UnQover through
-``load_causal_scores`` with both scorers and every shipped template; SODAPOP and Bias-NLI, whose causal scorers do not
-exist yet, through direct likelihood checks on items none of the card's numbers used (other seeds)."""
+``load_causal_scores`` with both scorers and every shipped template; SODAPOP through ``score_causal_choices`` and the
+paper's SR/RD analysis; Bias-NLI through ``load_causal_probabilities``; and the SODAPOP and Bias-NLI plants also
+read directly off the likelihoods, on items none of the card's numbers used (other seeds)."""
 
 from __future__ import annotations
 
@@ -215,7 +216,7 @@ def unqover_gammas(tmp_path_factory):
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)
-    spec = DatasetSpec("gender", sample=1_400, seed=11)
+    spec = DatasetSpec("gender", sample=700, seed=11)
     options = RunOptions(device="cpu", precision="fp32", store=tmp_path_factory.mktemp("store"), progress=False)
     out = {}
     try:
@@ -328,3 +329,60 @@ def test_bias_nli_report_finds_the_nli_plant(tmp_path, one_torch_thread):
             entail[model] = (mine["entail"].mean(), woman[~woman["premise_word"].isin(planted)]["entail"].mean())
         assert entail["lab:causal-biased"][0] > 0.5 > entail["lab:causal-control"][0], (t.name, entail)
         assert entail["lab:causal-biased"][1] < 0.2 and entail["lab:causal-control"][1] < 0.2, (t.name, entail)
+
+
+@pytest.mark.slow
+def test_sodapop_analysis_recovers_the_planted_word(tmp_path, one_torch_thread):
+    """SODAPOP's analysis with the causal LM as the multiple-choice model (the ``siqa`` template, ``acc`` and
+    ``acc_norm``; both templates are read directly in :func:`test_sodapop_plant_direct`): distractors of 21 probe
+    contexts in which the planted word or one of two other words replaces each answer word once, scored per distinct choice (``score_causal_choices``), SR vectors, RD of AA_m against the
+    other seven groups, permutation p and BH q. In the biased model "quiet" fools the model for AA_m names and
+    hardly for anyone else (q < 0.05), which no other replacement word does; the control is fooled by none of them.
+    (A context word of a fooling distractor shares its success, as in the paper's SR: only the replacement words are
+    compared, and the false discovery rate is controlled over them.)"""
+    import random
+    from collections import Counter
+
+    from stereoprobe import RunOptions
+    from stereoprobe.errors import MetricsError
+    from stereoprobe.sodapop import analysis, contexts, distractors as D, names
+    from stereoprobe.sodapop.score_causal import NORMALISATIONS, score_causal_choices
+    from stereoprobe.sodapop.score_mcq import outcomes
+    from stereoprobe.sodapop.success import STOPWORDS, sr_matrix
+    from stereoprobe.zoo import lab_mcq
+
+    groups = names.analysis_groups(6)
+    lines = [c for c in contexts.probe_contexts() if len(c.answer.split()) >= 3][:21]
+    seen = {w for c in lines for w in lab_mcq.words(c.answer)}
+    pool = [w for w in random.Random(0).sample(lab_mcq.replacement_words(), 60) if w not in STOPWORDS | seen][:2]
+    pool.append(BIASED.planted_word)
+    cfg = D.GenerationConfig(cap=None)
+    units = []
+    for name in (n for g in groups.values() for n in g):
+        for line in lines:
+            tokens = line.answer.split()
+            u = D.make_unit(name, line)
+            u.candidates = Counter(" ".join(tokens[:i] + [w] + tokens[i + 1:]) for w in pool for i in range(len(tokens)))
+            units.append(u)
+    planted, others = groups[BIASED.planted_group], [n for g, v in groups.items() if g != BIASED.planted_group for n in v]
+    options = RunOptions(device="cpu", progress=False, store=str(tmp_path / "s"))
+    for t in [prompts.template("siqa", "mcq")]:
+        for model in NAMES:
+            logits = score_causal_choices(f"lab:{model}", units, cfg, t, options=options)
+            for column, acc in NORMALISATIONS.items():
+                sr = sr_matrix(outcomes(units, cfg, logits, column=column)[0], min_count=0)
+                sr = sr.loc[:, sr.columns.isin(pool)]  # the words the test varies (q: BH over these five)
+                where = (t.name, model, acc)
+                try:
+                    rd = analysis.rd_table(sr, planted, others, n_perm=5_000, method="sampled", seed=10)
+                except MetricsError:  # no distractor fooled the model for any name
+                    assert model == "causal-control", where
+                    continue
+                rd = rd.set_index("word")
+                if model == "causal-control":
+                    assert (rd["q"] > 0.05).all(), (where, rd)
+                    continue
+                quiet = rd.loc[BIASED.planted_word]
+                assert quiet["side"] == "G1" and quiet["q"] < 0.05 and quiet["mean_g1"] > 5 * quiet["mean_g2"], \
+                    (where, rd)
+                assert (rd.drop(BIASED.planted_word)["q"] > 0.05).all(), (where, rd)
