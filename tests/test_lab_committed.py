@@ -13,7 +13,8 @@ effect on the card's evaluation must still agree within ``machine.REBUILD_ATOL +
 (0.05 + 10 %), with the plant ranked first exactly where the card ranks it first. Measured for that tolerance:
 the six full recipes rebuilt on an AMD EPYC (Zen 5, AVX-512) against the committed builds from another CPU differ
 by at most 0.024, except mcq-biased's planted group gap (2.99 vs 2.83, 5.6 %); the smoke recipes rebuilt with
-torch's generic kernels by at most 0.007.
+torch's generic kernels by at most 0.007. That retraining on generic kernels (the test marked ``portability``)
+runs in ``make test-portability``, not in ``make test``: 2.7 minutes of CPU with the static Bias-NLI lab's.
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ def test_the_recipe_reproduces_the_committed_build(name, cli, tmp_path, reproduc
         assert sha256_file(again / f"{name}-smoke" / "model.safetensors") == sha256_file(built / "model.safetensors")
 
 
-@pytest.mark.slow
+@pytest.mark.portability  # make test-portability (2.7 min on 2 cores), run by the publish workflow
 @pytest.mark.parametrize("name", ["qa-biased", "mlm-biased", "causal-biased"])  # smoke builds that carry their plant
 def test_a_rebuild_on_other_kernels_keeps_the_plant(name, tmp_path):
     """Portability, shown on this machine: with torch's generic kernels instead of its vectorised ones

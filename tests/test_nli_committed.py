@@ -133,7 +133,7 @@ def test_every_committed_card_says_which_machine_trained_it():
             assert meta["machine"] == machine.NOT_RECORDED, folder.name
 
 
-@pytest.mark.slow
+@pytest.mark.portability  # make test-portability (2.7 min on 2 cores), run by the publish workflow
 def test_a_rebuild_on_other_kernels_is_still_the_same_kind_of_model(glove, tmp_path):
     """Portability, shown on this machine: trained with torch's generic kernels and MKL's compatible code path,
     the smoke lab model gets other weights and must still pass what is asserted on any machine."""

@@ -71,8 +71,11 @@ def test_test_fast_is_test_without_the_slow_tests():
     makefile = (ROOT / "Makefile").read_text()
     prerequisites = {t: re.search(rf"^{t}:(.*)$", makefile, re.M).group(1).split() for t in ("test", "test-fast")}
     assert prerequisites["test-fast"] == prerequisites["test"]  # the same set-up
-    recipe = re.search(r"^test-fast:.*\n\t(.*)$", makefile, re.M).group(1)
-    assert '-m "not slow"' in recipe
+    recipes = {t: re.search(rf"^{t}:.*\n\t(.*)$", makefile, re.M).group(1) for t in ("test", "test-fast")}
+    test_marks = re.search(r'-m "(.*?)"', recipes["test"]).group(1)
+    assert re.search(r'-m "(.*?)"', recipes["test-fast"]).group(1) == f"not slow and {test_marks}"
+    for marker in re.findall(r"not (\w+)", test_marks):  # each mark make test leaves out has its own target
+        assert re.search(rf"^test-\w+:.*\n\t.* -m {marker}\b", makefile, re.M), marker
     for doc in ("README.md", "CONTRIBUTING.md"):
         assert "make test-fast" in (ROOT / doc).read_text(), doc
 

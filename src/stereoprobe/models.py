@@ -326,7 +326,7 @@ def _load_gguf(name: str, path: str, folder: Path, file: str, dev) -> LoadedMode
     from functools import partial
 
     import transformers.modeling_gguf_pytorch_utils as gguf_utils
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     from .batching import progress_enabled, quiet_transformers
 
