@@ -38,8 +38,8 @@
 #   on a CPU.
 # * **The `gpu` profile** names four chat models of the hub (Llama 3.1 8B Instruct, Qwen2.5 7B Instruct, Gemma 2
 #   9B it, Mistral 7B Instruct v0.3) on 20,000 paper examples; their cost on paper is in {doc}`/book/scale`.
-# * **Time**: `cpu` profile on 2 CPU cores: about 5 min. The timings of every chapter are in
-#   {doc}`/book/scale`.
+# * **Time**: `cpu` profile on 2 CPU cores: about 3 min. The `gpu` profile's four chat models on one H100: about
+#   2 hours (an estimate on paper). The timings of every chapter are in {doc}`/book/scale`.
 # :::
 
 # %% tags=["parameters"]
