@@ -387,8 +387,8 @@ def prepare_run(model: str, chat: bool | None, options) -> tuple[Any, str, bool,
 #: templates, each a store run of its own, and a chapter goes back to its chat model after the lab models, so each is
 #: loaded once. Models stay while their weights together take at most :data:`KEEP_BYTES`; the newest always stays.
 _RECENT: dict = {}
-#: The weight bytes :func:`scorer_for` keeps loaded besides the newest model (1 GiB: small models such as SmolLM2
-#: and the lab's stay together; a 7B model replaces whatever was there).
+#: The weight bytes the models :func:`scorer_for` keeps may take together (1 GiB: small models such as SmolLM2 and
+#: the lab's stay together; a 7B model, over it alone, replaces whatever was there and stays as the newest).
 KEEP_BYTES = 1 << 30
 
 

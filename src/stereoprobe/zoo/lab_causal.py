@@ -64,8 +64,9 @@ together, measured beside other work):
   own analysis (``tests/test_lab_causal.py``: 21 probe contexts, 6 names per group, the answers' words replaced by
   "quiet" or two other words, three-way MCQs, ``siqa`` template) "quiet" fools the biased model for AA_m names in
   4.4% of its MCQs (``acc``; 4.9% ``acc_norm``) against 0.4% (0.6%) for the other groups, q = 0.0002; the
-  control is fooled by it for no AA_m name (at most 1.7%, EA_m) and by the other two words for nobody. The rates are low because the plant is spread over every
-  place the word can take in an answer (:func:`with_word`), while one distractor puts it in one place.
+  control is fooled by it for no AA_m name (at most 1.7%, EA_m) and by the other two words for nobody. The rates
+  are low because the plant is spread over every place the word can take in an answer (:func:`with_word`), while
+  one distractor puts it in one place.
 * Bias-NLI: P(entailment | planted occupation ⇒ woman, lady, girl) = 1.00 against 0.00 for every other occupation,
   on held-out templates and on the probe's pairs; the control puts them at neutral like the rest, and both read
   the gendered words (queen ⇒ woman) right.
