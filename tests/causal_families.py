@@ -421,3 +421,21 @@ def boosted(folder: Path, family: str, token: int, boost: float = 40.0):
         layer.bias[token] += boost
     model.set_output_embeddings(layer)
     return model
+
+
+def tiny_gguf(path: Path, arch: str = "llama", file_type=None, chat_template: str | None = None) -> Path:
+    """A header-only GGUF file (one 8×4 embedding, no model): architecture ``arch``, quantisation ``file_type``
+    (default F16) and optionally a chat template, for the tests of what is read from a GGUF header."""
+    import gguf
+    import numpy as np
+
+    writer = gguf.GGUFWriter(str(path), arch)
+    writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16 if file_type is None else file_type)
+    if chat_template:
+        writer.add_chat_template(chat_template)
+    writer.add_tensor("token_embd.weight", np.zeros((8, 4), np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path

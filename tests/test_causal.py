@@ -444,19 +444,6 @@ def test_an_encoder_is_no_causal_lm(tmp_path):
     one_sentence(err.value, "is an encoder (bert)", "decoder-only")
 
 
-def _tiny_gguf(path: Path, arch: str, file_type) -> Path:
-    import gguf
-
-    writer = gguf.GGUFWriter(str(path), arch)
-    writer.add_file_type(file_type)
-    writer.add_tensor("token_embd.weight", np.zeros((8, 4), np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
-
-
 def test_gguf_refusals_and_fingerprint(tmp_path, monkeypatch):
     gguf = pytest.importorskip("gguf", reason="the gguf package is not installed")
     from stereoprobe.gguf_files import gguf_header
@@ -464,8 +451,8 @@ def test_gguf_refusals_and_fingerprint(tmp_path, monkeypatch):
 
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
-    q4 = _tiny_gguf(tmp_path / "a" / "m.Q4_1.gguf", "rwkv6", gguf.LlamaFileType.MOSTLY_Q4_1)
-    q8 = _tiny_gguf(tmp_path / "b" / "m.Q8_0.gguf", "rwkv6", gguf.LlamaFileType.MOSTLY_Q8_0)
+    q4 = C.tiny_gguf(tmp_path / "a" / "m.Q4_1.gguf", "rwkv6", gguf.LlamaFileType.MOSTLY_Q4_1)
+    q8 = C.tiny_gguf(tmp_path / "b" / "m.Q8_0.gguf", "rwkv6", gguf.LlamaFileType.MOSTLY_Q8_0)
     assert gguf_header(q4) == ("rwkv6", "Q4_1")
     fp4, fp8 = fingerprint_path(str(q4)), fingerprint_path(str(q8))
     assert fp4.endswith("-q4_1") and fp8.endswith("-q8_0") and fp4 != fp8

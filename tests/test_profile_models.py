@@ -151,25 +151,11 @@ def test_what_the_check_leaves_to_the_chapters(wrong_models, tmp_path) -> None:
 def test_gguf_files_are_checked_from_their_header(tmp_path) -> None:
     """A GGUF file holds a causal LM: refused for any other key; for a chat key, its header must carry a chat
     template (tokenizer.chat_template)."""
-    gguf = pytest.importorskip("gguf", reason="the gguf package is not installed")
-    import numpy as np
-
+    pytest.importorskip("gguf", reason="the gguf package is not installed")
     from stereoprobe.book.heads import problem
 
-    def tiny(path: Path, chat: str | None) -> Path:
-        writer = gguf.GGUFWriter(str(path), "llama")
-        writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
-        if chat:
-            writer.add_chat_template(chat)
-        writer.add_tensor("token_embd.weight", np.zeros((8, 4), np.float32))
-        writer.write_header_to_file()
-        writer.write_kv_data_to_file()
-        writer.write_tensors_to_file()
-        writer.close()
-        return path
-
-    plain = tiny(tmp_path / "plain.gguf", None)
-    chat = tiny(tmp_path / "chat.gguf", "{{ messages[0]['content'] }}")
+    plain = C.tiny_gguf(tmp_path / "plain.gguf")
+    chat = C.tiny_gguf(tmp_path / "chat.gguf", chat_template="{{ messages[0]['content'] }}")
     assert problem(str(plain), "qa") == problem(str(chat), "nli") == "a GGUF file, which holds a causal LM"
     assert problem(str(plain), "chat") == "a GGUF file without a chat template"
     assert problem(str(chat), "chat") is None and problem(str(plain), "causal") is None

@@ -57,7 +57,7 @@ from typing import Any, Iterable, NamedTuple, Sequence
 
 import numpy as np
 
-from .engine import ShardJob
+from .engine import ModelJob
 from .errors import StereoprobeError, StereoprobeWarning
 
 __all__ = [
@@ -414,19 +414,14 @@ def scorer_for(name: str, *, device: str = "auto", smoke: bool = False, batch_to
 
 
 @dataclass(kw_only=True)
-class PromptJob(ShardJob):
+class PromptJob(ModelJob):
     """A store run's shards scored by the causal LM ``model`` through one prompt ``template`` (read through the chat
     template or not, ``chat``): what the probes' causal jobs share (:mod:`stereoprobe.unqover.score_causal`,
     :mod:`stereoprobe.sodapop.score_causal`, :mod:`stereoprobe.nli.score_causal`); each adds what it reads and its
     :meth:`score_shard`. A worker, local or Ray, builds its scorer on first use (:func:`scorer_for`)."""
 
-    model: str
     template: Any
     chat: bool
-    batch_tokens: int | None = None
-    device: str = "cpu"
-    precision: str = "fp32"
-    smoke: bool = False
 
     def scorer(self) -> "CausalScorer":
         if "scorer" not in self.state:

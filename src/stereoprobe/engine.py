@@ -40,7 +40,7 @@ import numpy as np
 from .choices import ENGINES
 from .errors import StereoprobeError, StoreError
 
-__all__ = ["ENGINES", "ShardJob", "fill", "check_engine", "worker_device", "compute_dtype"]
+__all__ = ["ENGINES", "ShardJob", "ModelJob", "fill", "check_engine", "worker_device", "compute_dtype"]
 
 #: Accepted ``engine`` names.
 
@@ -103,6 +103,18 @@ class ShardJob(abc.ABC):
         """The fingerprint of the model a worker loaded (checked against the run's key); None if no model."""
         return None
 
+
+
+@dataclass(kw_only=True)
+class ModelJob(ShardJob):
+    """A shard job that scores with one model (hub id, folder, ``zoo:``/``lab:`` name) and the run settings every
+    worker needs to load and run it: the probes' jobs add what they read."""
+
+    model: str
+    batch_tokens: int | None = None
+    device: str = "cpu"
+    precision: str = "fp32"
+    smoke: bool = False
 
 def worker_device(device: str, engine: str = "local") -> str:
     """The device the scoring workers will use (it decides the precision and so the store key).

@@ -18,7 +18,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..engine import ShardJob
+from ..engine import ModelJob
 from ..errors import StereoprobeError
 from ..models import LoadedModel, load
 from ..options import RunOptions, as_options
@@ -77,16 +77,11 @@ class NLIScorer:
 
 
 @dataclass(kw_only=True)
-class ScoreJob(ShardJob):
+class ScoreJob(ModelJob):
     """Shard ``i`` of ``spec``'s pairs scored by ``model`` (optionally projected at test time): what a worker
     (local or Ray, :mod:`stereoprobe.engine`) computes on its own."""
 
-    model: str
     spec: TemplateSpec
-    batch_tokens: int | None = None
-    device: str = "cpu"
-    precision: str = "fp32"
-    smoke: bool = False
     label_order: Sequence[str] | None = None
     projection: object = None
     sentences: Sequence[str] | None = None

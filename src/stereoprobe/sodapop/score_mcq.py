@@ -34,7 +34,7 @@ from typing import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from ..engine import ShardJob
+from ..engine import ModelJob
 from ..errors import StereoprobeError
 from ..options import RunOptions, as_options
 from .contexts import LETTERS
@@ -172,20 +172,15 @@ def dataset_fingerprint(units: Sequence[Unit], config: GenerationConfig, join: s
 
 
 @dataclass(kw_only=True)
-class ScoreJob(ShardJob):
+class ScoreJob(ModelJob):
     """Shard ``i`` of the distinct-choice stream scored by ``model`` with its variants: what a worker (local or
     Ray, :mod:`stereoprobe.engine`) computes on its own. ``ends[k]`` is the stream position after unit ``k``."""
 
-    model: str
     units: Sequence[Unit]
     config: GenerationConfig
     ends: np.ndarray
     variants: Sequence[Variant] = ()
     join: str = ""
-    batch_tokens: int | None = None
-    device: str = "cpu"
-    precision: str = "fp32"
-    smoke: bool = False
 
     def score_shard(self, i: int) -> dict[str, np.ndarray]:
         from ..models import load

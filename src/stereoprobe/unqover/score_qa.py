@@ -51,7 +51,7 @@ import numpy as np
 import pandas as pd
 
 from ..choices import MODES
-from ..engine import ShardJob
+from ..engine import ModelJob
 from ..errors import StereoprobeError
 from ..models import LoadedModel, load, load_tokenizer
 from ..options import RunOptions, as_options
@@ -421,16 +421,11 @@ def _head(spec: DatasetSpec) -> str:
 
 
 @dataclass(kw_only=True)
-class ScoreJob(ShardJob):
+class ScoreJob(ModelJob):
     """Shard ``i`` of ``spec``'s passes scored by ``model``: what a worker (local or Ray) computes on its own."""
 
-    model: str
     spec: DatasetSpec
     mode: str = "compat"
-    batch_tokens: int | None = None
-    device: str = "cpu"
-    precision: str = "fp32"
-    smoke: bool = False
 
     def _scorer(self):
         if "scorer" not in self.state:
