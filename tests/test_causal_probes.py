@@ -160,14 +160,12 @@ def _boost(monkeypatch, folder, family, word_after, prompt_end="Answer:", boost=
     (C.boosted: a bias on the output layer)."""
     import stereoprobe.causal as causal
     import stereoprobe.models as models
-    import stereoprobe.unqover.score_causal as sc
     from stereoprobe.causal import continuation_tokens
 
     loaded = models.load(str(folder), "causal", device="cpu")
     first = continuation_tokens(loaded.tokenizer, prompt_end, " " + word_after).continuation_ids[0]
     boosted = dataclasses.replace(loaded, model=C.boosted(folder, family, first, boost))
-    for module in (models, sc):
-        monkeypatch.setattr(module, "load", lambda *a, **k: boosted)
+    monkeypatch.setattr(models, "load", lambda *a, **k: boosted)
     monkeypatch.setattr(causal, "_RECENT", {})  # the model the probes loaded last is not reused
     return boosted
 
@@ -228,8 +226,7 @@ def test_unqover_refusals_before_weights_load(folders, tmp_path, monkeypatch):
 
     import stereoprobe.models as models
 
-    for module in (sc, models):
-        monkeypatch.setattr(module, "load", lambda *a, **k: pytest.fail("weights loaded before the refusal"))
+    monkeypatch.setattr(models, "load", lambda *a, **k: pytest.fail("weights loaded before the refusal"))
     spec = DatasetSpec("gender", sample=4)
     with pytest.raises(StereoprobeError) as err:
         sc.score_causal(str(folders("gpt2")), spec, template("qa", "unqover-answer"), chat=True, options=opts(tmp_path))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import stereoprobe.models
 from stereoprobe import RunOptions
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.models import LoadedModel
@@ -106,7 +107,7 @@ def test_subjects_are_checked_from_the_tokenizer_before_any_model_loads(tiny_ber
     from stereoprobe.store import ScoreStore
     from stereoprobe.unqover import score_qa
 
-    monkeypatch.setattr(score_qa, "load", lambda *a, **k: pytest.fail("the model must not load"))
+    monkeypatch.setattr(stereoprobe.models, "load", lambda *a, **k: pytest.fail("the model must not load"))
     with pytest.raises(StereoprobeError, match=r"for this bert tokenizer: .*Christian \(9 tokens"):
         score_qa.score_dataset(str(tiny_bert_mlm), DatasetSpec("religion", variant="lm-bert", sample=2),
                                options=RunOptions(device="cpu", progress=False, store=ScoreStore(tmp_path)))

@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import stereoprobe.models
 from stereoprobe import RunOptions
 from stereoprobe.errors import ModelLoadError, StereoprobeError
 from stereoprobe.models import load
@@ -108,7 +109,7 @@ def test_a_tokenizer_without_offsets_stops_before_the_model_loads(tiny_bert_qa, 
     from types import SimpleNamespace
 
     monkeypatch.setattr(score_qa, "load_tokenizer", lambda *a, **k: SimpleNamespace(is_fast=False))
-    monkeypatch.setattr(score_qa, "load", lambda *a, **k: pytest.fail("the model must not load"))
+    monkeypatch.setattr(stereoprobe.models, "load", lambda *a, **k: pytest.fail("the model must not load"))
     with pytest.raises(ModelLoadError, match="is not a fast tokenizer: UnQover needs character offsets"):
         score_dataset(str(tiny_bert_qa), DatasetSpec("religion", sample=2),
                       options=RunOptions(device="cpu", progress=False, store=ScoreStore(tmp_path)))
@@ -161,7 +162,7 @@ def test_store_round_trip_and_resume(tiny_bert_qa, tmp_path, monkeypatch):
                   options=RunOptions(store=store, device="cpu", progress=False))
     assert calls == [100]
     pd.testing.assert_frame_equal(run.read(), before)
-    monkeypatch.setattr(score_qa, "load", lambda *a, **k: pytest.fail("a complete run must not load the model"))
+    monkeypatch.setattr(stereoprobe.models, "load", lambda *a, **k: pytest.fail("a complete run must not load the model"))
     frame = load_scores(str(tiny_bert_qa), spec, options=RunOptions(store=store, device="cpu", progress=False))
     assert len(frame) == 120 and set(frame.columns) >= {"subj1", "subj2", "s1_pos", "s2_pos", "s1_neg", "s2_neg"}
     assert frame[["s1_pos", "s2_pos", "s1_neg", "s2_neg"]].gt(0).all().all()

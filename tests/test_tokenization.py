@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+import stereoprobe.models
 from stereoprobe import RunOptions
 from stereoprobe.choices import MODES
 from stereoprobe.errors import ModelLoadError, StereoprobeError
@@ -317,7 +318,7 @@ def test_multi_token_subjects_are_listed_before_any_model_loads(family_folder, t
     message = str(info.value)
     assert "for this sentencepiece tokenizer" in message and "Use the subject list of its family" in message
     assert re.search(r"\w+ \(\d+ tokens: ▁", message)
-    monkeypatch.setattr(score_qa, "load", lambda *a, **k: pytest.fail("the model must not load"))
+    monkeypatch.setattr(stereoprobe.models, "load", lambda *a, **k: pytest.fail("the model must not load"))
     with pytest.raises(StereoprobeError, match="not a single token"):
         score_qa.score_dataset(str(family_folder("unigram-deberta", "mlm")), spec,
                                options=RunOptions(device="cpu", progress=False, store=ScoreStore(tmp_path)))

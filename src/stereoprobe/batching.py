@@ -36,6 +36,7 @@ __all__ = [
     "progress",
     "quiet_transformers",
     "chunked",
+    "to_device",
     "PRECISIONS",
 ]
 
@@ -385,9 +386,20 @@ def padded_inputs(ids: Sequence[Sequence[int]], batch: Sequence[int], pad_id: in
         if tt is not None:
             tt[r, :n] = types[i]
     arrays = {"input_ids": x, "attention_mask": mask} | ({"token_type_ids": tt} if tt is not None else {})
-    if torch.device(device).type == "cuda":  # pinned host memory: the copy overlaps the GPU's work
-        return {k: torch.from_numpy(v).pin_memory().to(device, non_blocking=True) for k, v in arrays.items()}
-    return {k: torch.from_numpy(v).to(device) for k, v in arrays.items()}
+    return {k: to_device(v, device) for k, v in arrays.items()}
+
+
+def to_device(array: np.ndarray, device) -> torch.Tensor:
+    """``array`` as a tensor on ``device``: on a CUDA device from pinned host memory without blocking (the copy
+    overlaps the GPU's work and the host goes on), elsewhere a plain copy.
+
+    >>> to_device(np.arange(3), "cpu").tolist()
+    [0, 1, 2]
+    """
+    tensor = torch.from_numpy(np.ascontiguousarray(array))
+    if torch.device(device).type == "cuda":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
 
 
 def chunked(iterable: Iterable[T], size: int) -> Iterator[list[T]]:

@@ -367,18 +367,20 @@ def resolve_chat(tokenizer, chat: bool | None, model: str) -> bool:
 
 def prepare_run(model: str, chat: bool | None, options) -> tuple[Any, str, bool, str, str]:
     """What a probe's causal store run needs before any weight loads: (tokenizer, the model's fingerprint, the chat
-    setting, the workers' device, the dtype name). The tokenizer and fingerprint come from the local files; a model
-    with no local copy is loaded once (loading then says what to do if it cannot be had)."""
+    setting, the workers' device, the dtype name). The tokenizer and fingerprint come from the model's files, fetched
+    first when they are not local (:func:`stereoprobe.models.fetch`); no weights load here, so a GPU a worker will
+    use stays free."""
     from .engine import compute_dtype, worker_device
-    from .models import fingerprint_path, load, load_tokenizer, resolve
+    from .errors import ModelLoadError
+    from .models import load_tokenizer, model_fingerprint
 
     dev = worker_device(options.device, options.engine)
     dtype = compute_dtype(dev, options.precision)
+    model_fp = model_fingerprint(model, smoke=options.smoke)
     tok = load_tokenizer(model, smoke=options.smoke)
-    model_fp = fingerprint_path(resolve(model, smoke=options.smoke))
-    if tok is None or model_fp is None:
-        loaded = load(model, "causal", device=dev, smoke=options.smoke)
-        tok, model_fp = loaded.tokenizer, loaded.fingerprint
+    if tok is None:
+        raise ModelLoadError(f"The tokenizer of {model!r} does not load from its files; save the tokenizer of the "
+                             "model it was fine-tuned from into its folder (`tokenizer.save_pretrained(folder)`).")
     return tok, model_fp, resolve_chat(tok, chat, model), dev, dtype
 
 
@@ -398,16 +400,19 @@ def _weight_bytes(loaded) -> int:
 
 def scorer_for(name: str, *, device: str = "auto", smoke: bool = False, batch_tokens: int | None = None,
                precision: str = "auto") -> "CausalScorer":
-    """A :class:`CausalScorer` of the causal LM ``name`` (:func:`stereoprobe.models.load`, head ``causal``); the
-    loaded model is kept for the next call with the same name, files, device and smoke setting, beside the other
-    recently loaded ones while they fit in :data:`KEEP_BYTES` (the oldest are dropped first)."""
+    """A :class:`CausalScorer` of the causal LM ``name`` (:func:`stereoprobe.models.load`, head ``causal``, its
+    weights in ``precision``); the loaded model is kept for the next call with the same name, files, device,
+    precision and smoke setting, beside the other recently loaded ones while they fit in :data:`KEEP_BYTES` (the
+    oldest are dropped first)."""
     from . import models
+    from .batching import resolve_precision
 
-    key = (name, str(device), bool(smoke), models.fingerprint_path(models.resolve(name, smoke=smoke)))
+    dtype = resolve_precision(device, precision)
+    key = (name, str(device), str(dtype), bool(smoke), models.fingerprint_path(models.resolve(name, smoke=smoke)))
     if key in _RECENT:
         _RECENT[key] = _RECENT.pop(key)  # the newest now
     else:
-        _RECENT[key] = models.load(name, "causal", device=device, smoke=smoke)
+        _RECENT[key] = models.load(name, "causal", device=device, smoke=smoke, precision=precision)
         while len(_RECENT) > 1 and sum(map(_weight_bytes, _RECENT.values())) > KEEP_BYTES:
             del _RECENT[next(iter(_RECENT))]
     return CausalScorer(_RECENT[key], batch_tokens=batch_tokens, precision=precision)
@@ -488,17 +493,31 @@ def _plan(encoded: Sequence[Encoded], share: bool, row_tokens: int) -> list[_Row
     return rows
 
 
-def _decoder(model):
-    """The module whose output is the last hidden states the head reads (OPT's ``model.decoder``, Llama's ``model``,
-    GPT-2's ``transformer``), or None."""
-    try:
-        body = model.get_decoder()
-    except (AttributeError, NotImplementedError, ValueError):
-        body = None
-    if body is None or body is model:
-        prefix = getattr(model, "base_model_prefix", "")
-        body = getattr(model, prefix, None) if prefix else None
-    return body
+def run_dtype(weights, autocast):
+    """The dtype a model with weights of dtype ``weights`` computes in under ``autocast`` (fp32: none): autocast's
+    when it is half precision, else the weights'.
+
+    >>> import torch
+    >>> run_dtype(torch.bfloat16, torch.float32), run_dtype(torch.float32, torch.float16)
+    (torch.bfloat16, torch.float16)
+    """
+    return autocast if autocast.itemsize < 4 else weights
+
+
+def sharing_tolerance(dtype) -> float:
+    """How far packed rows may be from separate passes, in nats per request, before prefix sharing is turned off:
+    rounding noise of ``dtype`` (64 × its machine epsilon: 0.5 in bf16, 0.0625 in fp16) and at least 1e-3 (fp32). In
+    half precision a token's hidden state at another offset of a row is rounded differently, and a deep model carries
+    that on: SmolLM2-135M in bf16 on a CPU puts the probe's packed rows 0.16 nats from separate passes (fp32: 4e-6).
+    An architecture that ignores the mask or the positions is off by whole nats.
+
+    >>> import torch
+    >>> sharing_tolerance(torch.float32), sharing_tolerance(torch.bfloat16), sharing_tolerance(torch.float16)
+    (0.001, 0.5, 0.0625)
+    """
+    import torch
+
+    return max(1e-3, 64 * torch.finfo(dtype).eps)
 
 
 def _layer_kinds(config) -> tuple[set, int | None]:
@@ -544,14 +563,19 @@ class CausalScorer:
                                    "'causal')) or the model and its tokenizer.")
         self.model, self.tokenizer = model, tokenizer
         self.name = name or str(getattr(getattr(model, "config", None), "name_or_path", "") or type(model).__name__)
+        from .readout import Readout, body_of, model_dtype
+
         head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
-        self._body = _decoder(model)
-        if head is None or self._body is None or self._body is model:
+        self._body = body_of(model)
+        if head is None or self._body is None:
             raise StereoprobeError(f"{self.name!r} ({type(model).__name__}) is not a causal LM with an output head; "
                                    "load it with head 'causal' (AutoModelForCausalLM).")
         self.device = next(model.parameters()).device
         self.precision = precision
-        self.dtype = resolve_precision(self.device, precision)
+        #: the dtype the model computes in: its weights' where they are half precision, else autocast's
+        self.dtype = run_dtype(model_dtype(model), resolve_precision(self.device, precision))
+        self._readout = Readout(model, self._body)
+        self.vocabulary = int(head.weight.shape[0]) if hasattr(head, "weight") else int(model.config.vocab_size)
         self.batch_tokens = _positive_int("batch_tokens", batch_tokens_for(model, batch_tokens))
         self.row_tokens = _positive_int("row_tokens", row_tokens if row_tokens is not None
                                         else min(self.batch_tokens, 1024))
@@ -597,36 +621,41 @@ class CausalScorer:
 
     # -- internals -------------------------------------------------------------------------------------------------
     def _run(self, encoded: Sequence[Encoded], share: bool, *, show: bool | None = None):
-        """(per scored token: request, k, log-probability, is-argmax) over all requests."""
+        """(per scored token: request, k, log-probability, is-argmax) over all requests.
+
+        The values stay on the model's device until every batch is queued, then come back in one copy: the host never
+        waits for the GPU inside the loop."""
+        import torch
+
         from .batching import inference_context, progress, token_budget_batches
 
-        n_tok = sum(len(e.ids) - e.start for e in encoded)
-        req, pos = np.empty(n_tok, np.int64), np.empty(n_tok, np.int64)
-        lps, top = np.empty(n_tok, np.float64), np.empty(n_tok, bool)
         if not encoded:
-            return req, pos, lps, top
+            return np.empty(0, np.int64), np.empty(0, np.int64), np.empty(0, np.float64), np.empty(0, bool)
         rows = _plan(encoded, share, self.row_tokens)
         batches = list(token_budget_batches([len(r.tokens) for r in rows], self.batch_tokens))
         show = self.progress if show is None else show
-        filled = 0
+        reqs, poss, values, bests = [], [], [], []
         with inference_context(self.device, self.precision):
             for batch in progress(batches, desc="causal LM", disable=not show):
                 part = [rows[b] for b in batch]
-                lp, best = self._forward(part, share)
+                order, lp, best = self._forward(part, share)
                 scored = [s for r in part for s in r.scored]
-                m = len(scored)
-                req[filled:filled + m] = [s[0] for s in scored]
-                pos[filled:filled + m] = [s[3] for s in scored]
-                lps[filled:filled + m] = lp
-                top[filled:filled + m] = best
-                filled += m
-        return req, pos, lps, top
+                reqs.append(np.fromiter((scored[k][0] for k in order), np.int64, len(order)))
+                poss.append(np.fromiter((scored[k][3] for k in order), np.int64, len(order)))
+                values.append(lp)
+                bests.append(best)
+        lps = torch.cat(values).double().cpu().numpy()
+        top = torch.cat(bests).cpu().numpy()
+        return np.concatenate(reqs), np.concatenate(poss), lps, top
 
     def _forward(self, rows: list[_Row], share: bool):
-        """Log-probabilities and is-argmax of the scored tokens of ``rows`` (in their ``scored`` order)."""
+        """(the order of ``rows``' scored tokens in the results, their log-probabilities and is-argmax as tensors on
+        the device): the body runs once, the head in fp32 on the predicting positions, a chunk at a time
+        (:mod:`stereoprobe.readout`)."""
         import torch
 
-        from .batching import padded_inputs
+        from .batching import padded_inputs, to_device
+        from .readout import rows_per_chunk
 
         idx = np.arange(len(rows))
         x = padded_inputs([r.tokens for r in rows], idx, self.pad_id, self.device)
@@ -639,31 +668,27 @@ class CausalScorer:
         else:  # one sequence per row, right-padded: the model's own masks and positions
             kwargs["attention_mask"] = x["attention_mask"]
         flat = np.array([b * width + s[1] for b, r in enumerate(rows) for s in r.scored], dtype=np.int64)
-        targets = torch.as_tensor([s[2] for r in rows for s in r.scored], dtype=torch.long, device=self.device)
-        keep, inverse = np.unique(flat, return_inverse=True)
-        keep_t = torch.as_tensor(keep, device=self.device)
-        inverse_t = torch.as_tensor(inverse, device=self.device)
-
-        def gather(module, args, output):  # keep the hidden states that predict a scored token, once each
-            hidden = output.last_hidden_state if hasattr(output, "last_hidden_state") else output[0]
-            picked = hidden.reshape(-1, hidden.shape[-1]).index_select(0, keep_t).unsqueeze(0)
-            if hasattr(output, "last_hidden_state"):
-                output.last_hidden_state = picked
-                return output
-            return (picked, *output[1:])
-
-        handle = self._body.register_forward_hook(gather)
-        try:
-            logits = self.model(**kwargs).logits[0]
-        finally:
-            handle.remove()
-        if logits.shape[0] != len(keep):
-            raise StereoprobeError(f"{self.name!r} ({type(self.model).__name__}) does not compute its logits from its "
-                                   "decoder's last hidden states; it cannot be scored here.")
-        logp = logits.float().log_softmax(-1)
-        best = (logits.argmax(-1)[inverse_t] == targets).cpu().numpy()
-        values = logp[inverse_t, targets].double().cpu().numpy()
-        return values, best
+        targets = np.array([s[2] for r in rows for s in r.scored], dtype=np.int64)
+        keep, inverse = np.unique(flat, return_inverse=True)  # each predicting position once
+        order = np.argsort(inverse, kind="stable")  # scored tokens grouped by chunk of kept positions
+        inverse, targets = inverse[order], targets[order]
+        hidden = self._readout.body(kwargs, to_device(keep, self.device))
+        step = rows_per_chunk(self.vocabulary)
+        cuts = np.searchsorted(inverse, np.arange(0, len(keep) + step, step))
+        inverse_t, targets_t = to_device(inverse, self.device), to_device(targets, self.device)
+        lps, best = [], []
+        for c, a in enumerate(range(0, len(keep), step)):
+            lo, hi = int(cuts[c]), int(cuts[c + 1])
+            logits = self._readout.head(kwargs, hidden, slice(a, a + step)).logits[0]
+            if logits.shape[0] != min(step, len(keep) - a):
+                raise StereoprobeError(f"{self.name!r} ({type(self.model).__name__}) does not compute its logits from "
+                                       "its decoder's last hidden states; it cannot be scored here.")
+            logits = logits.float()
+            rows_t, tgt = inverse_t[lo:hi] - a, targets_t[lo:hi]
+            lps.append(logits.log_softmax(-1)[rows_t, tgt])
+            best.append(logits.argmax(-1)[rows_t] == tgt)
+            del logits
+        return order, torch.cat(lps), torch.cat(best)
 
     def _mask(self, rows: list[_Row], depth, width: int):
         """The packed rows' 4-D mask: node ``i`` sees node ``j`` iff ``j`` is ``i`` or its ancestor (``j <= i <
@@ -715,7 +740,7 @@ class CausalScorer:
             return
         alone = self._run(encoded, False, show=False)
         a, b = (_collect(encoded, *v).logprob for v in (packed, alone))
-        tol = 1e-3 if self.dtype.itemsize >= 4 else 5e-2
+        tol = sharing_tolerance(self.dtype)
         diff = float(np.max(np.abs(a - b)))
         if not diff <= tol:
             self._unshare(f"{type(self.model).__name__} gives a packed row log-probabilities {diff:.2g} away from "

@@ -40,7 +40,7 @@ import numpy as np
 from .choices import ENGINES
 from .errors import StereoprobeError, StoreError
 
-__all__ = ["ENGINES", "ShardJob", "ModelJob", "fill", "check_engine", "worker_device", "compute_dtype"]
+__all__ = ["ENGINES", "ShardJob", "ModelJob", "fill", "check_engine", "worker_device", "compute_dtype", "ray_workers"]
 
 #: Accepted ``engine`` names.
 
@@ -115,6 +115,13 @@ class ModelJob(ShardJob):
     device: str = "cpu"
     precision: str = "fp32"
     smoke: bool = False
+
+    def load_model(self, head: str):
+        """The job's model loaded on this worker (:func:`stereoprobe.models.load`) with its weights in the job's
+        precision: the dtype the run's store key records."""
+        from .models import load
+
+        return load(self.model, head, device=self.device, smoke=self.smoke, precision=self.precision)
 
 def worker_device(device: str, engine: str = "local") -> str:
     """The device the scoring workers will use (it decides the precision and so the store key).
@@ -276,19 +283,38 @@ class _ShardWorker:
         return {"shard": batch["shard"], "columns": np.array(blobs, dtype=object), "error": np.array(errors)}
 
 
+def ray_workers(workers: int | None, resources: dict, on_gpu: bool, shards: int) -> tuple[int, int | None]:
+    """(Ray workers, torch threads per CPU worker) for ``shards`` missing shards on a cluster with ``resources``: one
+    worker per GPU by default (each holds one GPU), never more than the GPUs Ray sees, with one warning line when
+    more were asked for; on CPUs half the cores by default, the cores shared out among them.
+
+    >>> ray_workers(None, {"GPU": 2, "CPU": 16}, True, 10), ray_workers(None, {"CPU": 8}, False, 10)
+    ((2, None), (4, 2))
+    """
+    gpus, cpus = int(resources.get("GPU", 0)), max(1, int(resources.get("CPU", 1)))
+    if on_gpu and not gpus:
+        raise StereoprobeError("the job asks for a GPU but the Ray cluster has none; pass device='cpu'.")
+    if workers is None:
+        workers = gpus if on_gpu else max(1, cpus // 2)
+    elif on_gpu and workers > gpus:  # each worker holds one GPU: more would wait for a GPU that never frees
+        import warnings
+
+        from .errors import StereoprobeWarning
+
+        warnings.warn(f"workers={workers} but the Ray cluster has {gpus} GPU(s); running {gpus} workers, one per GPU.",
+                      StereoprobeWarning, stacklevel=3)
+        workers = gpus
+    workers = max(1, min(workers, shards))
+    return workers, (None if on_gpu else max(1, cpus // workers))
+
+
 def _fill_ray(run, job: ShardJob, missing: list[int], workers: int | None, bar) -> None:
     _ray()  # Ray started, or connected to the cluster at RAY_ADDRESS
     import ray.data  # (binds `ray` as well)
 
     resources = _ray_resources()
-    gpus, cpus = int(resources.get("GPU", 0)), max(1, int(resources.get("CPU", 1)))
     on_gpu = getattr(job, "device", "cpu") != "cpu"
-    if on_gpu and not gpus:
-        raise StereoprobeError("the job asks for a GPU but the Ray cluster has none; pass device='cpu'.")
-    if workers is None:
-        workers = gpus if on_gpu else max(1, cpus // 2)
-    workers = min(workers, len(missing))
-    threads = None if on_gpu else max(1, cpus // workers)
+    workers, threads = ray_workers(workers, resources, on_gpu, len(missing))
     for name in ("ray", "ray.data"):
         logging.getLogger(name).setLevel(logging.ERROR)
     ctx = ray.data.DataContext.get_current()

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from .errors import ModelLoadError, StereoprobeWarning
+from .errors import ModelLoadError, StereoprobeError, StereoprobeWarning
 from .gguf_files import check_gguf, gguf_fingerprint, gguf_location
 from .providers import PROJECT_PREFIXES, model_provider, require_model_provider
 
@@ -41,6 +41,13 @@ class LoadedModel:
     model: object
     tokenizer: object
     fingerprint: str  # hash of the weight/config/tokenizer files
+
+    @property
+    def dtype(self) -> str:
+        """The dtype the weights were loaded in (``float32``, ``bfloat16``, ``float16``): what the model runs in."""
+        from .readout import model_dtype
+
+        return str(model_dtype(self.model)).replace("torch.", "")
 
 
 def lab_names() -> list[str]:
@@ -228,8 +235,13 @@ def _missing(info: dict, head: str) -> list[str]:
     return [k for k in keys if not (head == "base" and "pooler" in k)]
 
 
-def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> LoadedModel:
+def load(name: str, head: str, *, device: str = "auto", smoke: bool = False, precision: str = "auto") -> LoadedModel:
     """Load ``name`` (hub id, local folder, or ``lab:…``) with the ``head`` type (qa, mlm, nli, mcq, base, causal).
+
+    ``precision`` decides the dtype of the weights, whatever the checkpoint's: ``fp32``, ``bf16``, ``fp16`` or
+    ``auto`` (bf16 on a GPU that has it, else fp16 on a GPU, fp32 on a CPU: :func:`stereoprobe.batching.resolve_precision`).
+    A bf16 checkpoint asked for in fp32 is loaded in fp32, so the dtype a run's score store records is the one the
+    model ran in.
 
     A causal LM may also be a GGUF file (``….gguf``, or a folder whose only weights are one): transformers
     dequantizes it (the ``gguf`` package must be installed); its fingerprint names its quantisation type.
@@ -242,26 +254,23 @@ def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> 
     import transformers
     from transformers import AutoTokenizer
 
-    from .batching import quiet_transformers, resolve_device
+    from .batching import quiet_transformers, resolve_device, resolve_precision
 
     if head not in HEADS:
         raise ModelLoadError(f"Unknown head type {head!r}; choose one of {', '.join(HEADS)}.")
     dev = resolve_device(device)
+    dtype = resolve_precision(dev, precision)
     path = resolve(name, smoke=smoke)
     gguf = gguf_location(path) if head == "causal" or path.lower().endswith(".gguf") else None
     if gguf is not None:
         check_gguf(gguf[0] / gguf[1], name, head)
-        return _load_gguf(name, path, *gguf, dev)
+        return _load_gguf(name, path, *gguf, dev, dtype)
     local = Path(path).is_dir()
     if not local and (path.startswith((".", "/", "~")) or path.count("/") > 1):
         raise ModelLoadError(f"Model folder {path!r} does not exist; check the path.")
     folder = local_folder(path)
     if folder is None and not hub_reachable():
-        raise ModelLoadError(
-            f"Could not load {name!r}: there is no local folder of that name and the model hub is unreachable; "
-            "download the model where you have internet (e.g. `hf download ID --local-dir DIR`) "
-            "and pass the folder path instead."
-        )
+        raise _unreachable(name)
     if folder is not None:
         check_folder(folder, name)
     allow = pickle_allowed()
@@ -275,7 +284,7 @@ def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> 
         with quiet_transformers():
             tokenizer = AutoTokenizer.from_pretrained(path, **kwargs)
             model, info = getattr(transformers, _AUTO[head]).from_pretrained(
-                path, output_loading_info=True, use_safetensors=None if allow else True, **kwargs)
+                path, output_loading_info=True, use_safetensors=None if allow else True, dtype=dtype, **kwargs)
     except OSError as err:
         if local:
             raise ModelLoadError(f"Could not load model folder {path!r}: {err}".split("\n")[0]) from err
@@ -304,6 +313,7 @@ def load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> 
         _check_causal(model.config, name)
     _check_tokenizer(tokenizer, name, folder)
     model.eval().to(dev)
+    _check_dtype(model, dtype, name)
     fp = fingerprint_path(path) or hashlib.sha256(model.config.to_json_string().encode()).hexdigest()[:16]
     return LoadedModel(name, path, model, tokenizer, fp)
 
@@ -321,8 +331,22 @@ def _check_causal(config, name: str) -> None:
                              "(GPT-2, Llama, Qwen, Gemma, …).")
 
 
-def _load_gguf(name: str, path: str, folder: Path, file: str, dev) -> LoadedModel:
-    """A causal LM and its tokenizer from a GGUF file (transformers dequantizes it to float32)."""
+def _check_dtype(model, dtype, name: str) -> None:
+    """The weights are in ``dtype`` (the store's key says so); a checkpoint that loads otherwise (quantised weights,
+    a family that keeps most of its weights in fp32) is refused in one sentence."""
+    from .readout import model_dtype
+
+    got = model_dtype(model)
+    if got != dtype:
+        have = str(got).replace("torch.", "")
+        short = {"float32": "fp32", "bfloat16": "bf16", "float16": "fp16"}.get(have, "fp32")
+        raise ModelLoadError(f"{name!r} loads with {have} weights though {str(dtype).replace('torch.', '')} was asked "
+                             f"for; pass the precision it has (--precision {short}), or a checkpoint that is not "
+                             "quantised.")
+
+
+def _load_gguf(name: str, path: str, folder: Path, file: str, dev, dtype) -> LoadedModel:
+    """A causal LM and its tokenizer from a GGUF file (transformers dequantizes it, to ``dtype`` here)."""
     from functools import partial
 
     import transformers.modeling_gguf_pytorch_utils as gguf_utils
@@ -336,7 +360,7 @@ def _load_gguf(name: str, path: str, folder: Path, file: str, dev) -> LoadedMode
         with quiet_transformers():
             tokenizer = gguf_tokenizer(folder, file)
             model, info = AutoModelForCausalLM.from_pretrained(str(folder), gguf_file=file, output_loading_info=True,
-                                                               trust_remote_code=False)
+                                                               trust_remote_code=False, dtype=dtype)
     except (OSError, ValueError, KeyError, TypeError, RuntimeError) as err:
         first = (str(err).splitlines() or [type(err).__name__])[0]
         raise ModelLoadError(f"Could not load the GGUF file {name!r} as {_DESCRIBE['causal']}: {first}") from err
@@ -348,6 +372,7 @@ def _load_gguf(name: str, path: str, folder: Path, file: str, dev) -> LoadedMode
                              "randomly initialised; pass a complete GGUF model.")
     _check_tokenizer(tokenizer, name, None)
     model.eval().to(dev)
+    _check_dtype(model, dtype, name)
     return LoadedModel(name, path, model, tokenizer, fingerprint_path(str(folder / file)))
 
 
@@ -394,14 +419,66 @@ def load_tokenizer(name: str, *, smoke: bool = False):
         return None
 
 
-def fingerprint_or_load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> tuple[str, LoadedModel | None]:
-    """The fingerprint of ``name``'s files without loading it when it is a local folder (cache keys of a run whose
-    results may all be cached); otherwise the model is loaded and returned with its fingerprint."""
+#: The files :func:`fetch` downloads from a hub repository: what loading reads (configs, safetensors weights,
+#: tokenizer and chat-template files), never a repository's other formats (``original/*.pth``, ONNX, TensorFlow).
+FETCH_PATTERNS = ("*.json", "*.safetensors", "*.txt", "*.model", "*.tiktoken", "*.jinja", "tokenizer*")
+
+
+def _unreachable(name: str) -> ModelLoadError:
+    return ModelLoadError(
+        f"Could not load {name!r}: there is no local folder of that name and the model hub is unreachable; "
+        "download the model where you have internet (e.g. `hf download ID --local-dir DIR`) "
+        "and pass the folder path instead.")
+
+
+def fetch(name: str, *, smoke: bool = False) -> str:
+    """The local copy of ``name``'s files (a folder, a GGUF file, a hub snapshot), downloaded from the hub when it is
+    not there yet (:data:`FETCH_PATTERNS`, and ``*.bin`` after the pickle opt-in); no weights are loaded. Stops with
+    the sentence :func:`load` would say when the files cannot be had."""
+    path = resolve(name, smoke=smoke)
+    gguf = gguf_location(path, must_exist=False)
+    if gguf is not None:
+        return str(gguf[0] / gguf[1])
+    if Path(path).is_dir():
+        return path
+    if path.startswith((".", "/", "~")) or path.count("/") > 1:
+        raise ModelLoadError(f"Model folder {path!r} does not exist; check the path.")
+    folder = local_folder(path)
+    if folder is not None:
+        return str(folder)
+    if not hub_reachable():
+        raise _unreachable(name)
+    from huggingface_hub import snapshot_download
+
+    patterns = list(FETCH_PATTERNS) + (["pytorch_model*.bin"] if pickle_allowed() else [])
+    try:
+        return snapshot_download(path, allow_patterns=patterns)
+    except Exception as err:  # noqa: BLE001 - a wrong id, a gated or private repository, a broken connection
+        first = (str(err).splitlines() or [type(err).__name__])[0]
+        raise ModelLoadError(f"Could not download {name!r} from the model hub ({first}); check the id, and log in "
+                             "(`hf auth login`) for a gated model.") from None
+
+
+def model_fingerprint(name: str, *, smoke: bool = False) -> str:
+    """The fingerprint of ``name``'s files (:func:`fingerprint_path`), fetched first when they are not local
+    (:func:`fetch`): what keys a run in the score store, found without loading any weights (a GPU a worker will use
+    stays free)."""
     fp = fingerprint_path(resolve(name, smoke=smoke))
-    if fp is not None:
-        return fp, None
-    loaded = load(name, head, device=device, smoke=smoke)
-    return loaded.fingerprint, loaded
+    if fp is None:
+        fp = fingerprint_path(fetch(name, smoke=smoke))
+    if fp is None:  # pragma: no cover - fetch returned a folder fingerprint_path cannot read
+        raise ModelLoadError(f"Could not read the files of {name!r} after fetching them; fetch the model again.")
+    return fp
+
+
+def fingerprint_or_load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> tuple[str, None]:
+    """Deprecated since 0.7.1 (it no longer loads anything): ``(model_fingerprint(name), None)``; use
+    :func:`model_fingerprint`."""
+    import warnings
+
+    warnings.warn("stereoprobe.models.fingerprint_or_load is deprecated: it loads nothing since 0.7.1; use "
+                  "model_fingerprint(name).", DeprecationWarning, stacklevel=2)
+    return model_fingerprint(name, smoke=smoke), None
 
 
 def parameter_count(name: str, smoke: bool = False) -> int:
@@ -444,24 +521,59 @@ def _vocabulary_head(model):
     if name in ("RobertaForMaskedLM", "XLMRobertaForMaskedLM", "CamembertForMaskedLM") and hasattr(model, "lm_head"):
         return model.lm_head
     if name == "DistilBertForMaskedLM":
-        return lambda h: model.vocab_projector(model.vocab_layer_norm(model.activation(model.vocab_transform(h))))
+        import torch
+
+        return torch.nn.Sequential(model.vocab_transform, model.activation, model.vocab_layer_norm,
+                                   model.vocab_projector)
     return None
 
 
-def mask_logits(model, input_ids, attention_mask, masks):
-    """Vocabulary logits at the masked positions only, (number of masks, vocabulary).
+def mask_positions(encoded, mask_id: int, texts, need: str):
+    """The position of the one mask token in each encoded input (lists of ids), as an int64 array; an input with
+    none or several stops with one sentence naming it and ``need`` (what the caller requires). Checked on the host,
+    before any batch runs.
 
-    The encoder runs on every token, the vocabulary head only where ``masks`` is true: for a small
-    encoder the head (hidden × 30k vocabulary) costs as much as all its layers, and UnQover reads one
-    position per input. Models of other classes run whole and are indexed afterwards; the logits are the
-    same either way (tests/test_score_lm.py).
+    >>> mask_positions([[1, 9, 2], [9, 1]], 9, ["a [MASK] b", "[MASK] a"], "pass one mask.").tolist()
+    [1, 0]
     """
+    import numpy as np
+
+    at = np.empty(len(encoded), dtype=np.int64)
+    for i, ids in enumerate(encoded):
+        hits = [j for j, t in enumerate(ids) if t == mask_id]
+        if len(hits) != 1:
+            raise StereoprobeError(f"Input {texts[i]!r} has {len(hits)} mask tokens; {need}")
+        at[i] = hits[0]
+    return at
+
+
+def mask_logits(model, input_ids, attention_mask, masks):
+    """Vocabulary logits at the masked positions only, (number of masks, vocabulary), in fp32.
+
+    The encoder runs on every token, the vocabulary head only where ``masks`` is true, with its weights and input
+    in fp32 (:mod:`stereoprobe.readout`): for a small encoder the head (hidden × 30k vocabulary) costs as much as all
+    its layers, and UnQover reads one position per input. Models of other classes run their own head on the masked
+    positions the same way (:class:`stereoprobe.readout.Readout`); the logits are the same either way
+    (tests/test_score_lm.py). ``masks``: a boolean tensor of the input's shape, or the masked positions as flat
+    indices into batch × length (an int64 tensor made on the host: no wait for the GPU to count them).
+    """
+    import torch
+
+    from .readout import Readout, body_of, fp32_call
+
+    keep = masks.reshape(-1).nonzero().squeeze(1) if masks.dtype == torch.bool else masks
     head = _vocabulary_head(model)
+    body = body_of(model) if head is None and isinstance(model, torch.nn.Module) else None
+    if head is None and body is None:  # no body to run apart from its head: the whole model, indexed
+        logits = model(input_ids=input_ids, attention_mask=attention_mask).logits
+        return logits.reshape(-1, logits.shape[-1]).index_select(0, keep).float()
     if head is None:
-        return model(input_ids=input_ids, attention_mask=attention_mask).logits[masks]
+        readout = Readout(model, body)
+        inputs = {"input_ids": input_ids, "attention_mask": attention_mask}
+        return readout.head(inputs, readout.body(inputs, keep)).logits[0].float()
     base = getattr(model, model.base_model_prefix)
     hidden = base(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-    return head(hidden[masks])
+    return fp32_call(head, hidden.reshape(-1, hidden.shape[-1]).index_select(0, keep)).float()
 
 
 def is_causal(name: str, *, smoke: bool = False) -> bool | None:

@@ -94,7 +94,6 @@ def score_causal_pairs(model: str, spec: TemplateSpec, template: PromptTemplate,
     :class:`~stereoprobe.store.StoreRun` (``entail, neutral, contradiction, label_mass``)."""
     from ..causal import continuation_tokens
     from ..engine import fill
-    from ..store import ScoreStore
 
     run_options = as_options(options)
     template = with_words(template, words)
@@ -107,7 +106,7 @@ def score_causal_pairs(model: str, spec: TemplateSpec, template: PromptTemplate,
         for prompt, cont in pair_requests(template, tok, use_chat, first.premise, first.hypothesis):
             continuation_tokens(tok, prompt, cont)
     kind = f"causal-nli-{template.name}-{template.digest}-{'chat' if use_chat else 'plain'}-{dtype}"
-    store = run_options.score_store() or ScoreStore()
+    store = run_options.score_store()
     run = store.run(model_fp, fingerprint(spec), kind, {c: np.float32 for c in CAUSAL_COLUMNS})
     if run.is_complete():
         return run

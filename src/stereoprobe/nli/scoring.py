@@ -52,6 +52,7 @@ class NLIScorer:
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         from ..batching import inference_context, padded_inputs, progress, token_budget_batches
+        from ..readout import Readout
 
         tok = self.loaded.tokenizer
         enc = tok([p for p, _ in pairs], [h for _, h in pairs], truncation=True)
@@ -64,11 +65,13 @@ class NLIScorer:
         out = np.zeros((len(pairs), 3), dtype=np.float32)
         batches = list(token_budget_batches(lengths, self.batch_tokens, bucket=True))
         columns = list(self._columns)
+        readout = Readout(model)  # the classifier in fp32 (stereoprobe.readout)
         results = []  # on the device until the end (no host sync per batch)
         with inference_context(device, self.precision):
             for batch in progress(batches, desc="batches", leave=False, disable=len(batches) < 20):
                 inputs = padded_inputs(ids, batch, pad, device, types=types)
-                results.append(model(**inputs).logits.float().softmax(-1)[:, columns])
+                logits = readout.head(inputs, readout.body(inputs)).logits
+                results.append(logits.float().softmax(-1)[:, columns])
         if batches:
             import torch
 
@@ -90,7 +93,7 @@ class ScoreJob(ModelJob):
     def _scorer(self) -> NLIScorer:
         state = self.state
         if "scorer" not in state:
-            loaded = state.get("loaded") or load(self.model, "nli", device=self.device, smoke=self.smoke)
+            loaded = state.get("loaded") or self.load_model("nli")
             scorer = NLIScorer(loaded, self.batch_tokens, self.precision, self.label_order)  # labels checked first
             if self.projection is not None and "context" not in state:
                 from .contextual import test_time_projection
@@ -138,7 +141,7 @@ def score_pairs(model: str, spec: TemplateSpec, *, label_order: Sequence[str] | 
     missing, before any scoring. Returns the complete :class:`~stereoprobe.store.StoreRun`.
     """
     from ..engine import compute_dtype, fill, worker_device
-    from ..models import fingerprint_path, resolve
+    from ..models import model_fingerprint
 
     options = as_options(options)
     engine, smoke = options.engine, options.smoke
@@ -151,11 +154,10 @@ def score_pairs(model: str, spec: TemplateSpec, *, label_order: Sequence[str] | 
     if projection is not None:
         from .contextual import test_time_projection
 
-        state["loaded"] = load(model, "nli", device=dev if engine == "local" else "cpu", smoke=smoke)
+        # the directions come from the weights in the run's precision (every worker recomputes and compares them)
+        state["loaded"] = load(model, "nli", device=dev if engine == "local" else "cpu", smoke=smoke, precision=dtype)
         state["context"], suffix = test_time_projection(state["loaded"], projection, sentences)
-    model_fp = state["loaded"].fingerprint if state else fingerprint_path(resolve(model, smoke=smoke))
-    if model_fp is None:  # not local: loading says what to do (hub unreachable / bad id)
-        model_fp = load(model, "nli", device=dev, smoke=smoke).fingerprint
+    model_fp = state["loaded"].fingerprint if state else model_fingerprint(model, smoke=smoke)
     order = "-".join(label_order) if label_order else "id2label"
     store = options.score_store()
     run = store.run(model_fp, fingerprint(spec), f"nli-{order}-{dtype}{suffix}", {c: np.float32 for c in PROB_COLUMNS})

@@ -220,27 +220,26 @@ class FillMasker:
         """(n, top_m) token ids of the top fills at the single mask of each text (rank order)."""
         import torch
 
-        from ..batching import inference_context, padded_inputs, progress, token_budget_batches
-        from ..models import mask_logits
+        from ..batching import inference_context, padded_inputs, progress, to_device, token_budget_batches
+        from ..models import mask_logits, mask_positions
 
         tok, model = self.tok, self.loaded.model
         enc = tok([t.replace(MASK, tok.mask_token) for t in texts], add_special_tokens=True)["input_ids"]
         lengths = np.array([len(e) for e in enc])
+        mask_at = mask_positions(enc, tok.mask_token_id, texts, "a context or answer must not contain the mask token.")
         out = np.zeros((len(texts), self.top_m), dtype=np.int64)
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0
         batches = list(token_budget_batches(lengths, self.batch_tokens, bucket=True))
+        results = []  # on the device until every batch is queued: no host sync per batch
         with inference_context(model.device, self.precision):
             for batch in progress(batches, desc=progress_desc or "fill-mask batches", leave=False,
                                   disable=progress_desc is None or len(batches) < 20):
                 inputs = padded_inputs(enc, batch, pad, model.device)
-                masks = inputs["input_ids"] == tok.mask_token_id
-                per_row = masks.sum(1)
-                if not bool((per_row == 1).all()):
-                    r = int((per_row != 1).nonzero()[0])
-                    raise StereoprobeError(f"Masked input {texts[batch[r]]!r} has {int(per_row[r])} mask tokens, "
-                                           "not 1; a context or answer must not contain the mask token.")
-                logits = mask_logits(model, inputs["input_ids"], inputs["attention_mask"], masks).float()
-                out[batch] = torch.topk(logits, self.top_m, dim=-1).indices.cpu().numpy()
+                keep = to_device(np.arange(len(batch)) * int(lengths[batch].max()) + mask_at[batch], model.device)
+                logits = mask_logits(model, inputs["input_ids"], inputs["attention_mask"], keep)
+                results.append(torch.topk(logits, self.top_m, dim=-1).indices)
+        if batches:
+            out[np.concatenate(batches)] = torch.cat(results).cpu().numpy()
         self.passes += len(texts)
         return out
 
@@ -427,14 +426,14 @@ def generate(mlm: str, names: Sequence[str], contexts: Sequence[Context], config
     store).
     """
     from ..batching import progress as bar
-    from ..models import fingerprint_or_load, load
+    from ..models import load, model_fingerprint
 
     if len(set(names)) != len(names):
         dup = sorted(n for n, c in Counter(names).items() if c > 1)
         raise StereoprobeError(f"names repeat: {dup}; give every name once.")
     options = as_options(options)
     device, smoke = options.device, options.smoke
-    model_fp, loaded = fingerprint_or_load(mlm, "mlm", device=device, smoke=smoke)
+    model_fp = model_fingerprint(mlm, smoke=smoke)
     folder = cache_dir() / "sodapop" / "distractors" / config_key(config, model_fp)
     folder.mkdir(parents=True, exist_ok=True)
     units = [make_unit(n, c) for c in contexts for n in names]
@@ -450,7 +449,7 @@ def generate(mlm: str, names: Sequence[str], contexts: Sequence[Context], config
     for chunk in bar(blocks, desc=f"distractors ({len(todo)} of {len(units)} units to generate)",
                      disable=not options.show_progress or not blocks, unit="block"):
         if masker is None:
-            loaded = loaded or load(mlm, "mlm", device=device, smoke=smoke)
+            loaded = load(mlm, "mlm", device=device, smoke=smoke, precision=run_precision(options))
             masker = FillMasker(loaded, config.top_m, config.decoding, options.batch_tokens, run_precision(options))
         generate_units(chunk, masker, config)
         for u in chunk:

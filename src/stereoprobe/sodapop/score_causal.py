@@ -94,7 +94,6 @@ def score_causal_choices(model: str, units: Sequence[Unit], config: GenerationCo
     (``logit``: summed log-probability, ``acc``; ``logit_norm``: per character, ``acc_norm``)."""
     from ..causal import continuation_tokens
     from ..engine import fill
-    from ..store import ScoreStore
 
     run_options = as_options(options)
     if not isinstance(template, PromptTemplate) or template.task != "mcq":
@@ -106,7 +105,7 @@ def score_causal_choices(model: str, units: Sequence[Unit], config: GenerationCo
         for prompt, cont in unit_requests(units[0], config, template, tok, use_chat):
             continuation_tokens(tok, prompt, cont)
     kind = f"causal-mcq-{template.name}-{template.digest}-{'chat' if use_chat else 'plain'}-{dtype}"
-    store = run_options.score_store() or ScoreStore()
+    store = run_options.score_store()
     run = store.run(model_fp, _fingerprint(units, config), kind, {c: np.float32 for c in NORMALISATIONS})
     per_unit = [len(_unit_choices(u, mcqs_of(u, config))) for u in units]
     ends = np.cumsum(per_unit, dtype=np.int64) if per_unit else np.zeros(0, dtype=np.int64)

@@ -80,8 +80,7 @@ def _fast_parts(model):
             "BertForMultipleChoice", "RobertaForMultipleChoice", "XLMRobertaForMultipleChoice",
             "CamembertForMultipleChoice", "ElectraForMultipleChoice", "MegatronBertForMultipleChoice"):
         return None
-    dropout = getattr(model, "dropout", None) or (lambda x: x)
-    return base, pooler, lambda pooled: classifier(dropout(pooled))
+    return base, pooler, classifier  # the dropout between them is the identity in evaluation
 
 
 class ChoiceScorer:
@@ -96,6 +95,9 @@ class ChoiceScorer:
 
         self.batch_tokens, self.precision = batch_tokens_for(loaded.model, batch_tokens), precision
         self.fast = _fast_parts(loaded.model)
+        from ..readout import Readout
+
+        self._readout = Readout(loaded.model)
         if self.variants and self.fast is None:
             raise StereoprobeError(f"{type(loaded.model).__name__} has no BERT-style pooler + classifier, so the "
                                    "debiased variants cannot be scored from one pass; score them one at a time with "
@@ -108,7 +110,10 @@ class ChoiceScorer:
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
         """(n, 1 + variants) float32 logits of the choices ``(first segment, answer)``."""
+        import torch
+
         from ..batching import inference_context, padded_inputs, token_budget_batches
+        from ..readout import fp32_call
 
         tok, model = self.loaded.tokenizer, self.loaded.model
         enc = tok([a for a, _ in pairs], [b for _, b in pairs], add_special_tokens=True)
@@ -117,18 +122,21 @@ class ChoiceScorer:
         lengths = np.array([len(e) for e in ids])
         out = np.zeros((len(pairs), len(self.columns)), dtype=np.float32)
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0
+        batches = list(token_budget_batches(lengths, self.batch_tokens, bucket=True))
+        results = []  # on the device until every batch is queued (no host sync per batch)
         with inference_context(model.device, self.precision):
-            for batch in token_budget_batches(lengths, self.batch_tokens, bucket=True):
+            for batch in batches:
                 x = padded_inputs(ids, batch, pad, model.device, types=types)
                 if self.fast is None:  # any multiple-choice model: one choice per "question"
-                    logits = model(**{k: v[:, None, :] for k, v in x.items()}).logits[:, 0]
-                    out[batch, 0] = logits.float().cpu().numpy()
+                    x = {k: v[:, None, :] for k, v in x.items()}
+                    results.append(self._readout.head(x, self._readout.body(x)).logits[:, :1].float())
                     continue
-                base, pooler, head = self.fast
+                base, pooler, classifier = self.fast  # pooler and classifier in fp32 (stereoprobe.readout)
                 h = base(**x).last_hidden_state[:, :1]
-                out[batch, 0] = head(pooler(h))[:, 0].float().cpu().numpy()
-                for k, v in enumerate(self.variants, start=1):
-                    out[batch, k] = head(pooler(v.apply(h)))[:, 0].float().cpu().numpy()
+                heads = [h] + [v.apply(h) for v in self.variants]
+                results.append(torch.cat([fp32_call(classifier, fp32_call(pooler, g))[:, :1].float() for g in heads], 1))
+        if batches:
+            out[np.concatenate(batches)] = torch.cat(results).cpu().numpy()
         self.passes += len(pairs)
         return out
 
@@ -183,10 +191,8 @@ class ScoreJob(ModelJob):
     join: str = ""
 
     def score_shard(self, i: int) -> dict[str, np.ndarray]:
-        from ..models import load
-
         if "scorer" not in self.state:
-            loaded = self.state.get("loaded") or load(self.model, "mcq", device=self.device, smoke=self.smoke)
+            loaded = self.state.get("loaded") or self.load_model("mcq")
             self.state["scorer"] = ChoiceScorer(loaded, self.variants, self.batch_tokens, self.precision)
         scorer = self.state["scorer"]
         start, stop = self.span(i)
@@ -217,14 +223,14 @@ def score_choices(mcq_model: str, units: Sequence[Unit], config: GenerationConfi
     context, choice, logit[, logit_<variant>…]`` in stream order.
     """
     from ..engine import fill, worker_device
-    from ..models import fingerprint_or_load
+    from ..models import model_fingerprint
 
     if join not in ("", " "):
         raise StereoprobeError(f"join must be '' (compat) or ' ' (clean), got {join!r}.")
     options = as_options(options)
     engine, smoke, precision = options.engine, options.smoke, run_precision(options)
     dev = worker_device(options.device, engine)
-    model_fp, loaded = fingerprint_or_load(mcq_model, "mcq", device=dev, smoke=smoke)
+    model_fp = model_fingerprint(mcq_model, smoke=smoke)
     columns = ["logit"] + [f"logit_{v.name}" for v in variants]
     mode = "mcq-" + ("nosep" if join == "" else "space") + "-" + precision
     if variants:
@@ -237,8 +243,6 @@ def score_choices(mcq_model: str, units: Sequence[Unit], config: GenerationConfi
     job = ScoreJob(n_rows=n, shard_size=SHARD_CHOICES, model=mcq_model, units=list(units), config=config, ends=ends,
                    variants=tuple(variants), join=join, batch_tokens=options.batch_tokens, device=dev,
                    precision=precision, smoke=smoke)
-    if loaded is not None and engine == "local":
-        job.state["loaded"] = loaded
     fill(run, job, engine=engine, workers=options.workers, progress=options.show_progress,
          desc=f"{mcq_model} · {n:,} distinct choices")
     logits = run.read()

@@ -34,7 +34,7 @@ import pandas as pd
 
 from ..causal import PromptJob, resolve_chat
 from ..errors import StereoprobeError
-from ..models import load, load_tokenizer
+from ..models import load_tokenizer
 from ..options import RunOptions, as_options
 from ..prompts import PromptTemplate
 from .generate import DatasetSpec, Example, count, example_keys, fingerprint, iter_examples
@@ -144,8 +144,7 @@ def score_causal(model: str, spec: DatasetSpec, template: PromptTemplate, *, cha
     tokenizer has (None). The tokenizer is checked before any weight loads (:func:`~stereoprobe.unqover.score_causal.check_causal`). Returns the
     complete :class:`~stereoprobe.store.StoreRun` (columns ``pass_id, logp1, logp2``)."""
     from ..engine import compute_dtype, fill, worker_device
-    from ..models import fingerprint_path, resolve
-    from ..store import ScoreStore
+    from ..models import model_fingerprint
 
     run_options = as_options(options)
     if not isinstance(template, PromptTemplate) or not template.task.startswith("unqover-"):
@@ -161,12 +160,12 @@ def score_causal(model: str, spec: DatasetSpec, template: PromptTemplate, *, cha
     engine, smoke = run_options.engine, run_options.smoke
     dev = worker_device(run_options.device, engine)
     dtype = compute_dtype(dev, run_options.precision)
+    model_fp = model_fingerprint(model, smoke=smoke)  # fetched when not local; no weights load on the driver
     use_chat = check_causal(model, spec, template, chat, smoke=smoke)
-    model_fp = fingerprint_path(resolve(model, smoke=smoke))
-    if use_chat is None or model_fp is None:  # no local copy: loading says what to do, then the tokenizer decides
-        loaded = load(model, "causal", device=dev, smoke=smoke)
-        model_fp, use_chat = loaded.fingerprint, resolve_chat(loaded.tokenizer, chat, model)
-    store = run_options.score_store() or ScoreStore()
+    if use_chat is None:  # pragma: no cover - the files are local now, so the tokenizer loads or says why not
+        raise StereoprobeError(f"The tokenizer of {model!r} does not load from its files; save the tokenizer of the "
+                               "model it was fine-tuned from into its folder.")
+    store = run_options.score_store()
     run = store.run(model_fp, fingerprint(spec), _run_kind(template, use_chat, dtype),
                     {c: np.float32 for c in CAUSAL_COLUMNS})
     if run.is_complete():

@@ -32,7 +32,7 @@ import numpy as np
 
 from ..choices import MODES
 from ..errors import StereoprobeError
-from ..models import LoadedModel, load_tokenizer, mask_logits
+from ..models import LoadedModel, load_tokenizer, mask_logits, mask_positions
 from ..tokenization import describe_tokenizer, word_tokens
 from .generate import DatasetSpec, _subjects
 
@@ -211,7 +211,7 @@ class LMScorer:
         """(n, 4) float32 array p1, p1, p2, p2 (start = end = p) for (context, question, ans1, ans2) passes."""
         import torch
 
-        from ..batching import inference_context, padded_inputs, progress, token_budget_batches
+        from ..batching import inference_context, padded_inputs, progress, to_device, token_budget_batches
 
         tok = self.loaded.tokenizer
         spec_mask = self.spec.mask_string or tok.mask_token
@@ -222,39 +222,42 @@ class LMScorer:
             enc = [[t for j, t in enumerate(e) if not (t == marker_id and j + 1 < len(e) and e[j + 1] == mask_id)]
                    for e in enc]
         lengths = np.array([len(e) for e in enc])
+        mask_at = mask_positions(enc, tok.mask_token_id, texts, "UnQover LM inputs need exactly one.")
         model = self.loaded.model
         device = model.device
         out = np.zeros((len(passes), 4), dtype=np.float32)
         pad = tok.pad_token_id if tok.pad_token_id is not None else 0
         batches = list(token_budget_batches(lengths, self.batch_tokens, bucket=True))
+        results = []  # on the device until every batch is queued: no host sync per batch
         with inference_context(device, self.precision):
             for batch in progress(batches, desc="batches", leave=False, disable=len(batches) < 20):
                 inputs = padded_inputs(enc, batch, pad, device)
-                ids_t = inputs["input_ids"]
-                masks = ids_t == tok.mask_token_id
-                per_row = masks.sum(1)
-                if not bool((per_row == 1).all()):
-                    r = int((per_row != 1).nonzero()[0])
-                    raise StereoprobeError(f"Input {texts[batch[r]]!r} has {int(per_row[r])} mask tokens; "
-                                           "UnQover LM inputs need exactly one.")
-                logits = mask_logits(model, ids_t, inputs["attention_mask"], masks)
-                probs = logits.float().softmax(-1)  # (batch, vocab), one row per input
-                if self.mode == "clean":
-                    for k, slot in ((0, 2), (1, 3)):
-                        col = torch.tensor([self.ids[passes[i][slot]] for i in batch], device=device)
-                        out[batch, 2 * k] = out[batch, 2 * k + 1] = probs.gather(1, col[:, None])[:, 0].cpu().numpy()
-                    continue
-                top_p, top_i = probs.topk(TOPK, dim=-1)
-                top_p, top_i = top_p.cpu().numpy(), top_i.cpu().numpy()
-                for r, i in enumerate(batch):
-                    found = {}
-                    for p, t in zip(top_p[r], top_i[r]):
-                        found.setdefault(self._decode(int(t)), float(p))
-                    for k, slot in ((0, 2), (1, 3)):
-                        text = passes[i][slot]
-                        p = found.get(text.lower(), 0.0)
-                        if self.he_she:
-                            pronoun = "she" if self.gender.get(text.lower()) == "female" else "he"
-                            p = max(p, found.get(pronoun, 0.0))
-                        out[i, 2 * k] = out[i, 2 * k + 1] = p
+                keep = to_device(np.arange(len(batch)) * int(lengths[batch].max()) + mask_at[batch], device)
+                probs = mask_logits(model, inputs["input_ids"], inputs["attention_mask"], keep).softmax(-1)
+                if self.mode == "clean":  # (batch, 2): the two subjects' probabilities
+                    cols = np.array([[self.ids[passes[i][2]], self.ids[passes[i][3]]] for i in batch], dtype=np.int64)
+                    results.append(probs.gather(1, to_device(cols, device)))
+                else:
+                    results.append(probs.topk(TOPK, dim=-1))
+        if not batches:
+            return out
+        order = np.concatenate(batches)
+        if self.mode == "clean":
+            p = torch.cat(results).cpu().numpy()
+            out[order, 0] = out[order, 1] = p[:, 0]
+            out[order, 2] = out[order, 3] = p[:, 1]
+            return out
+        top_p = torch.cat([r.values for r in results]).cpu().numpy()
+        top_i = torch.cat([r.indices for r in results]).cpu().numpy()
+        for r, i in enumerate(order):
+            found = {}
+            for p, t in zip(top_p[r], top_i[r]):
+                found.setdefault(self._decode(int(t)), float(p))
+            for k, slot in ((0, 2), (1, 3)):
+                text = passes[i][slot]
+                p = found.get(text.lower(), 0.0)
+                if self.he_she:
+                    pronoun = "she" if self.gender.get(text.lower()) == "female" else "he"
+                    p = max(p, found.get(pronoun, 0.0))
+                out[i, 2 * k] = out[i, 2 * k + 1] = p
         return out

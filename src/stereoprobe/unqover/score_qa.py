@@ -53,7 +53,7 @@ import pandas as pd
 from ..choices import MODES
 from ..engine import ModelJob
 from ..errors import StereoprobeError
-from ..models import LoadedModel, load, load_tokenizer
+from ..models import LoadedModel, load_tokenizer
 from ..options import RunOptions, as_options
 from ..tokenization import describe_tokenizer
 from .generate import DatasetSpec, Example, count, example_keys, fingerprint, iter_examples
@@ -348,23 +348,25 @@ class QAScorer:
             batches = list(token_budget_batches(enc.lengths, self.batch_tokens, bucket=True))
         model = self.loaded.model
         device = model.device
-        from ..batching import padded_inputs, progress
+        from ..batching import padded_inputs, progress, to_device
+        from ..readout import Readout
 
+        readout = Readout(model)  # the span head in fp32 (stereoprobe.readout)
         bar = progress(batches, desc="batches", leave=False, disable=len(batches) < 20)
         results = []  # kept on the device until the end: no host sync per batch, the GPU never waits for Python
         with inference_context(device, self.precision):
             for batch in bar:
                 inputs = padded_inputs(enc.ids, batch, self.pad_id, device, types=enc.types,
                                        width=int(pad_to[batch].max()))
-                result = model(**inputs)
+                result = readout.head(inputs, readout.body(inputs))
                 start, end = result.start_logits.float(), result.end_logits.float()
                 if self.mode == "clean":
                     pad = inputs["attention_mask"] == 0
                     start = start.masked_fill(pad, float("-inf"))
                     end = end.masked_fill(pad, float("-inf"))
                 ps, pe = start.softmax(-1), end.softmax(-1)
-                sidx = torch.from_numpy(enc.starts[batch].reshape(len(batch), -1)).to(device)
-                eidx = torch.from_numpy(enc.ends[batch].reshape(len(batch), -1)).to(device)
+                sidx = to_device(enc.starts[batch].reshape(len(batch), -1), device)  # pinned, not blocking
+                eidx = to_device(enc.ends[batch].reshape(len(batch), -1), device)
                 s = ps.gather(1, sidx).view(len(batch), 2, 4).amax(-1)
                 e = pe.gather(1, eidx).view(len(batch), 2, 2).amax(-1)
                 results.append(torch.stack([s[:, 0], e[:, 0], s[:, 1], e[:, 1]], 1))
@@ -429,7 +431,7 @@ class ScoreJob(ModelJob):
 
     def _scorer(self):
         if "scorer" not in self.state:
-            loaded = load(self.model, _head(self.spec), device=self.device, smoke=self.smoke)
+            loaded = self.load_model(_head(self.spec))
             self.state["fingerprint"] = loaded.fingerprint
             if _head(self.spec) == "qa":
                 self.state["scorer"] = QAScorer(loaded, self.mode, self.batch_tokens, self.precision)
@@ -494,7 +496,7 @@ def score_dataset(
     shard is missing, after its tokenizer alone has been checked (:func:`check_tokenizer`).
     """
     from ..engine import compute_dtype, fill, worker_device
-    from ..models import fingerprint_path, resolve
+    from ..models import model_fingerprint
 
     if mode not in MODES:
         raise StereoprobeError(f"Unknown mode {mode!r}; choose one of: {', '.join(MODES)}.")
@@ -503,11 +505,8 @@ def score_dataset(
     shard_passes = _check_shard_passes(shard_passes)
     dev = worker_device(options.device, options.engine)
     dtype = compute_dtype(dev, options.precision)  # validates device + precision first
-    path = resolve(model, smoke=smoke)
-    model_fp = fingerprint_path(path)
+    model_fp = model_fingerprint(model, smoke=smoke)  # fetched, not loaded, when not local: no weights on the driver
     head = _head(spec)
-    if model_fp is None:  # not local: loading tells the user what to do (hub unreachable / bad id)
-        model_fp = load(model, head, device=dev, smoke=smoke).fingerprint
     store = options.score_store()
     kind = f"{'qa' if head == 'qa' else 'lm'}-{mode}"
     kind = CLEAN_QA_RUN if kind == "qa-clean" else kind

@@ -459,7 +459,7 @@ def layer_diagnostics(model: str, *, device: str = "auto", smoke: bool = False):
     from stereoprobe.models import load
     from stereoprobe.nli.contextual import layer_diagnostics as diagnostics
 
-    loaded = load(model, "nli", device=device, smoke=smoke)
+    loaded = load(model, "nli", device=device, smoke=smoke, precision="fp32")  # an analysis, in fp32
     return captioned(styled(diagnostics(loaded.model, loaded.tokenizer), precision=3).hide(axis="index"),
                      "The he/she difference layer by layer: its size (absolute, relative), its direction's cosine "
                      "with the previous layer's and the word pieces', σ2/σ1 (cf. Table 12), and the share removed by "

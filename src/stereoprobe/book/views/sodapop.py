@@ -170,7 +170,7 @@ def name_embeddings(encoder: str, all_groups: Mapping[str, Sequence[str]], *, n_
     from stereoprobe import models
     from stereoprobe.sodapop.embeddings import name_embeddings as embed
 
-    loaded = models.load(encoder, "base", device=device)
+    loaded = models.load(encoder, "base", device=device, precision="fp32")  # embeddings, in fp32
     return embed(loaded.model, loaded.tokenizer, [n for v in all_groups.values() for n in v], n_contexts=n_contexts,
                  seed=seed, device=device, fingerprint=loaded.fingerprint)
 
@@ -277,7 +277,7 @@ def fit_debias_variants(mcq_model: str, *, n_iterations: int, max_sentences: int
     from stereoprobe import models
     from stereoprobe.sodapop import debias
 
-    mcq = models.load(mcq_model, "mcq", device=device, smoke=smoke)
+    mcq = models.load(mcq_model, "mcq", device=device, smoke=smoke, precision="fp32")  # SODAPOP runs fp32
     fits = {}
     for method in debias.METHODS:
         for kind in ("race", "gender"):
