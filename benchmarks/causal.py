@@ -55,22 +55,43 @@ def requests(tokenizer, n_unqover: int, n_sodapop: int, chat: bool) -> list[tupl
     return out
 
 
-def lm_eval_loop(model, encoded, batch_tokens: int, pad_id: int) -> np.ndarray:
-    """lm-evaluation-harness's way: one sequence per request, full logits, log_softmax, index."""
+def lm_eval_loop(model, encoded, batch_tokens: int, pad_id: int, precision: str = "fp32") -> np.ndarray:
+    """lm-evaluation-harness's way: one sequence per request, right-padded, the head at every position, log_softmax,
+    index. The head runs in fp32 on a chunk of positions at a time (``stereoprobe.readout``, as ours does), so the
+    comparison is of the same numbers and a batch of the GPU budget fits in memory (its full logits at 65,536 tokens
+    and Llama 3's vocabulary would take 84 GB)."""
     import torch
 
-    from stereoprobe.batching import padded_inputs, token_budget_batches
+    from stereoprobe.batching import inference_context, padded_inputs, resolve_precision, to_device, token_budget_batches
+    from stereoprobe.causal import run_dtype
+    from stereoprobe.readout import Readout, model_dtype, rows_per_chunk
 
+    half = run_dtype(model_dtype(model), resolve_precision(model.device, precision)).itemsize < 4
+    readout = Readout(model, tf32=half)  # the head as ours runs it: fp32, in TF32 on a GPU in a half-precision run
+    vocabulary = model.get_output_embeddings().weight.shape[0]
     ids = [list(e.ids) for e in encoded]
     out = np.zeros(len(encoded))
-    with torch.inference_mode():
+    with inference_context(model.device, precision):
         for batch in token_budget_batches([len(i) for i in ids], batch_tokens):
             x = padded_inputs(ids, batch, pad_id, model.device)
-            logp = torch.nn.functional.log_softmax(model(**x).logits.float(), dim=-1)  # [batch, length, vocabulary]
+            x["use_cache"] = False
+            width = x["input_ids"].shape[1]
+            every = torch.arange(len(batch) * width, device=model.device)
+            hidden = readout.body(x, every)  # every position, as lm-evaluation-harness computes logits everywhere
+            step = rows_per_chunk(vocabulary)
+            logp = torch.empty(len(batch) * width, dtype=torch.float32, device=model.device)
+            flat_targets = np.zeros(len(batch) * width, dtype=np.int64)
             for row, i in enumerate(batch):
                 e = encoded[i]
-                k = torch.arange(e.start, len(e.ids))
-                out[i] = logp[row, k - 1, torch.tensor(e.ids[e.start:])].double().sum().item()
+                flat_targets[row * width + e.start - 1: row * width + len(e.ids) - 1] = e.ids[e.start:]
+            targets = to_device(flat_targets, model.device)
+            for a in range(0, len(batch) * width, step):
+                logits = readout.head(x, hidden, slice(a, a + step)).logits[0].float()
+                logp[a:a + step] = logits.log_softmax(-1).gather(1, targets[a:a + step, None])[:, 0]
+            logp = logp.double().cpu().numpy()
+            for row, i in enumerate(batch):
+                e = encoded[i]
+                out[i] = logp[row * width + e.start - 1: row * width + len(e.ids) - 1].sum()
     return out
 
 
@@ -106,6 +127,9 @@ def main() -> None:
     parser.add_argument("--sodapop", type=int, default=40, help="Social IQa items (3 requests each)")
     parser.add_argument("--plain", action="store_true", help="no chat template")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--precision", default="fp32", help="the weights' and computation's precision (fp32, bf16, "
+                        "fp16); below fp32 ours also runs with its head in that precision (before 0.7.1), for the cost "
+                        "of the fp32 head")
     parser.add_argument("--batch-tokens", type=int, default=None, help="default: the library's (2048 on a CPU)")
     parser.add_argument("--rows", default="256,2048", help="other row sizes (tree nodes) of ours to time as well")
     parser.add_argument("--repeats", type=int, default=2, help="time each this many times, keep the fastest")
@@ -118,17 +142,19 @@ def main() -> None:
     from stereoprobe.models import load
 
     t0 = time.perf_counter()
-    loaded = load(args.model, "causal", device=args.device)
+    loaded = load(args.model, "causal", device=args.device, precision=args.precision)
     print(f"{loaded.name} ({type(loaded.model).__name__}, {sum(p.numel() for p in loaded.model.parameters()) / 1e6:.1f}M "
           f"parameters, fingerprint {loaded.fingerprint}) loaded in {time.perf_counter() - t0:.0f} s; "
           f"{torch.get_num_threads()} torch threads")
     reqs = requests(loaded.tokenizer, args.unqover, args.sodapop, chat=not args.plain)
     budget = batch_tokens_for(loaded.model, args.batch_tokens)
-    scorers = {"ours (shared, gathered)": CausalScorer(loaded, batch_tokens=budget),
-               "ours, share=False (gathered only)": CausalScorer(loaded, batch_tokens=budget, share=False)}
+    p = args.precision
+    scorers = {"ours (shared, gathered)": CausalScorer(loaded, batch_tokens=budget, precision=p),
+               "ours, share=False (gathered only)": CausalScorer(loaded, batch_tokens=budget, share=False, precision=p)}
     for rows in (int(r) for r in args.rows.split(",") if r):
         if rows != scorers["ours (shared, gathered)"].row_tokens:
-            scorers[f"ours, rows of {rows} tokens"] = CausalScorer(loaded, batch_tokens=budget, row_tokens=rows)
+            scorers[f"ours, rows of {rows} tokens"] = CausalScorer(loaded, batch_tokens=budget, row_tokens=rows,
+                                                                   precision=p)
     encoded = scorers["ours (shared, gathered)"].encode(reqs)
     tokens = sum(len(e.ids) for e in encoded)
     nodes = sum(len(r.tokens) for r in _plan(encoded, True, scorers["ours (shared, gathered)"].row_tokens))
@@ -137,14 +163,24 @@ def main() -> None:
           f"{tokens:,} tokens, {nodes:,} after prefix sharing ({tokens / nodes:.1f}x fewer); "
           f"batch budget {budget:,} tokens")
 
-    lm_eval_loop(loaded.model, encoded[:8], budget, scorers["ours (shared, gathered)"].pad_id)  # warm-up
+    pad = scorers["ours (shared, gathered)"].pad_id
+    lm_eval_loop(loaded.model, encoded[:8], budget, pad, p)  # warm-up
     for s in scorers.values():
         s.score_encoded(encoded[:8])
+    ours = scorers["ours (shared, gathered)"]
+    runs = [("lm-evaluation-harness loop (baseline)", lambda: lm_eval_loop(loaded.model, encoded, budget, pad, p)),
+            *((label, (lambda s=s: s.score_encoded(encoded).logprob)) for label, s in scorers.items())]
+    if ours.dtype != torch.float32:  # the cost of the fp32 head: the same scorer with its head in the compute dtype
+        from stereoprobe.readout import compute_dtype_head
+
+        def rounded_head():
+            with compute_dtype_head():
+                return ours.score_encoded(encoded).logprob
+
+        runs.append((f"ours, head in {str(ours.dtype).replace('torch.', '')} (before 0.7.1)", rounded_head))
     results = {}
     for _ in range(args.repeats):  # interleaved, best of the repeats: the CPU is shared
-        for label, run in [("lm-evaluation-harness loop (baseline)",
-                            lambda: lm_eval_loop(loaded.model, encoded, budget, scorers["ours (shared, gathered)"].pad_id)),
-                           *((label, (lambda s=s: s.score_encoded(encoded).logprob)) for label, s in scorers.items())]:
+        for label, run in runs:
             with PeakRSS() as mem:
                 t = time.perf_counter()
                 scores = run()
@@ -159,7 +195,8 @@ def main() -> None:
     for label, (seconds, scores, mib) in results.items():
         diff = float(np.abs(scores - base_scores).max())
         print(f"{label:40s} {len(reqs) / seconds:11.1f} {base_seconds / seconds:6.2f}x {diff:14.2e} {mib:14.0f}")
-    print(f"prefix sharing stayed on: {scorers['ours (shared, gathered)'].share}")
+    print(f"prefix sharing stayed on: {ours.share}; weights and computation in {str(ours.dtype).replace('torch.', '')}, "
+          "heads in fp32")
 
 
 if __name__ == "__main__":

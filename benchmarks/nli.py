@@ -56,8 +56,10 @@ def main() -> None:
     full = TemplateSpec(args.probe)
     n_all = count(full).pairs
     k = n_all if args.pairs == "all" else int(args.pairs)
-    loaded = load(args.model, "nli", device=str(device))
-    scorer = NLIScorer(loaded, args.batch_tokens, args.precision)
+    loaded = load(args.model, "nli", device=str(device), precision="fp32")  # the plain loop's weights: fp32
+    ours_model = loaded if args.precision == "fp32" else load(args.model, "nli", device=str(device),
+                                                               precision=args.precision)
+    scorer = NLIScorer(ours_model, args.batch_tokens, args.precision)
     pairs = [(p.premise, p.hypothesis) for p in iter_pairs(full, 0, min(k, 20_000))]
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     print(f"{args.model} on {device} · Bias-NLI {args.probe}: {n_all:,} pairs · threads {torch.get_num_threads()}")

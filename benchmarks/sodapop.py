@@ -85,7 +85,7 @@ def main() -> None:
     chosen = pool[: args.names]
     (context,) = contexts.probe_contexts(indices=[args.context])
     config = D.GenerationConfig(depth=args.depth, cap=args.cap)
-    loaded = load(args.mlm, "mlm", device=str(device))
+    loaded = load(args.mlm, "mlm", device=str(device), precision="fp32")  # SODAPOP runs fp32 (the authors' too)
     sync = torch.cuda.synchronize if device.type == "cuda" else (lambda: None)
     print(f"writer {args.mlm} on {device} · context {args.context} (L = {len(D.word_tokenize(context.answer))}) · "
           f"{len(chosen)} names · depth {args.depth} · threads {torch.get_num_threads()}")
@@ -113,7 +113,7 @@ def main() -> None:
     saving = S.saving(units, config)
     print(f"MCQ scoring of this grid (cap {args.cap:,}): {saving['mcqs']:,} MCQs = {saving['encodings_whole']:,} "
           f"encodings whole vs {saving['encodings_distinct']:,} distinct choices ({saving['ratio']:.2f}× fewer)")
-    mcq = load(args.mcq_model, "mcq", device=str(device))
+    mcq = load(args.mcq_model, "mcq", device=str(device), precision="fp32")
     frames = [D.mcqs_of(u, config) for u in units]
     subset = [(u, f.head(max(1, args.mcq_subset // len(units)))) for u, f in zip(units, frames)]
     firsts = {u.name: "".join(contexts.substitute(u.context, u.name)[k] for k in ("context", "question")) for u in units}

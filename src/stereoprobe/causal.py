@@ -34,10 +34,13 @@ attention kernels without arbitrary masks (flash attention): the scorer then run
 padding, the model's own masks), as it does with ``share=False``; on first use it also checks that the packed and
 the separate passes agree on a small probe and falls back, with a warning, when they do not.
 
-**Logits only at scored positions**: the decoder body runs on every token; a forward hook on the body keeps only the
-hidden states at the positions that predict a continuation token (each once, however many continuations it
-predicts), so the model's own head code turns them into logits (``final_logit_softcapping`` of Gemma 2, a
-``logit_scale``, …, whatever the family applies) and ``[batch, length, vocabulary]`` is never materialised.
+**Logits only at scored positions, in fp32, a chunk at a time** (:mod:`stereoprobe.readout`): the decoder body runs on
+every token; a forward hook on the body keeps only the hidden states at the positions that predict a continuation
+token (each once, however many continuations it predicts), and the model's own head code turns them into logits
+(``final_logit_softcapping`` of Gemma 2, a ``logit_scale``, …, whatever the family applies) with its weights and input
+in fp32, at most :data:`stereoprobe.readout.HEAD_BYTES` of logits at a time: ``[batch, length, vocabulary]`` is never
+materialised, a half-precision run's logits are not rounded before the log-softmax, and the head's memory stays bounded
+when nearly every node is scored (SODAPOP's answer options).
 
 Measured (``benchmarks/causal.py``, SmolLM2-135M-Instruct Q4_1 on two CPU cores shared with four other processes,
 the probes' own 360 UnQover and SODAPOP chat requests, 4.6x fewer tokens after sharing): 3.5x the requests per second
@@ -574,7 +577,7 @@ class CausalScorer:
         self.precision = precision
         #: the dtype the model computes in: its weights' where they are half precision, else autocast's
         self.dtype = run_dtype(model_dtype(model), resolve_precision(self.device, precision))
-        self._readout = Readout(model, self._body)
+        self._readout = Readout(model, self._body, tf32=self.dtype.itemsize < 4)
         self.vocabulary = int(head.weight.shape[0]) if hasattr(head, "weight") else int(model.config.vocab_size)
         self.batch_tokens = _positive_int("batch_tokens", batch_tokens_for(model, batch_tokens))
         self.row_tokens = _positive_int("row_tokens", row_tokens if row_tokens is not None

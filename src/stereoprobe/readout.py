@@ -8,7 +8,8 @@ runs in the compute dtype of a half-precision run:
 * **Rounding.** bf16 keeps 8 significant bits, so a logit of 10–30 is rounded by 0.03–0.125 before the
   log-softmax, an error of that size in every score. Here the body (the transformer layers) runs in the compute
   dtype, and the head runs with its weights and inputs in fp32 and autocast off, so its logits carry the body's
-  rounding only. On a GPU the fp32 products of bf16 numbers are exact in TF32 too.
+  rounding only. A causal LM's vocabulary projection reads its body's bf16 output, whose products TF32 computes
+  exactly: on a CUDA GPU that head runs in TF32 (``Readout(tf32=True)``), 8x the fp32 rate on an H100.
 * **Memory.** The logits of ``positions × vocabulary`` in fp32, with their log-softmax, take 8 bytes per entry:
   65,536 scored positions of Llama 3's 128,256-word vocabulary are 67 GB. Here the head runs on at most
   :func:`rows_per_chunk` positions at a time, :data:`HEAD_BYTES` of fp32 logits (1 GiB by default), so the head's
@@ -149,8 +150,11 @@ class Readout:
     """Reads ``model``'s head in fp32 at chosen positions (module doc). ``body``: the module whose output the head
     reads (default :func:`body_of`)."""
 
-    def __init__(self, model: torch.nn.Module, body: torch.nn.Module | None = None):
+    def __init__(self, model: torch.nn.Module, body: torch.nn.Module | None = None, *, tf32: bool = False):
         self.model = model
+        #: on a CUDA device, the head's fp32 products in TF32 (exact where its inputs are bf16 or fp16 numbers, as a
+        #: causal LM's vocabulary projection of its body's half-precision output is; 8x the fp32 rate on an H100)
+        self.tf32 = bool(tf32)
         #: the module whose output the head reads
         self.body_module = body if body is not None else body_of(model)
         if self.body_module is None:
@@ -192,7 +196,8 @@ class Readout:
             with _stubbed(self.body_module, stub):
                 return self.model(**inputs)
         stub = _map_output(output, rows)
-        with _stubbed(self.body_module, stub), _autocast_off(self.device):
+        tf32 = self.tf32 and self.device.type == "cuda"
+        with _stubbed(self.body_module, stub), _autocast_off(self.device), _matmul_tf32(tf32):
             if not self.half:
                 return self.model(**inputs)
             return torch.func.functional_call(self.model, _fp32_copies(self.model, self.half), (), inputs,
@@ -215,6 +220,20 @@ def _map_output(output, rows: slice | None):
         fields = {k: _cast(v, rows, k == "last_hidden_state") for k, v in output.items()}
         return type(output)(**fields)
     return tuple(_cast(v, rows, i == 0) for i, v in enumerate(output))
+
+
+@contextlib.contextmanager
+def _matmul_tf32(on: bool) -> Iterator[None]:
+    """fp32 matrix products in TF32 inside the block when ``on`` (torch's float32 matmul precision ``high``)."""
+    if not on:
+        yield
+        return
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
 
 
 @contextlib.contextmanager
