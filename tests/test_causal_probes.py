@@ -351,7 +351,7 @@ def test_a_reports_templates_per_scorer(tmp_path):
 def test_template_spread_beside_the_bootstrap():
     import pandas as pd
 
-    from stereoprobe.unqover.score_causal import template_spread
+    from stereoprobe.unqover.reporting import template_spread
 
     errors = pd.DataFrame({"model": ["qa-model", "m · answer:qa", "m · answer:one-word", "m · choice:letters"],
                            "delta": [0.1, 0.2, 0.4, 0.9], "epsilon": [0.0, 0.1, 0.3, 0.5], "avg_s": 0.5, "keys": 10})

@@ -61,6 +61,8 @@ def resolve(name: str, *, smoke: bool = False) -> str:
     A prefix means what its provider says (:mod:`stereoprobe.providers`: the zoo registers ``zoo``, ``lab`` and
     ``asset``); a name with another prefix that nothing registers is a hub id or a path.
     """
+    if _is_ref(name):  # a ModelRef: resolved when it was made (stereoprobe.modelref)
+        return name.path
     prefix, colon, _ = name.partition(":")
     if not colon:
         return name
@@ -68,6 +70,11 @@ def resolve(name: str, *, smoke: bool = False) -> str:
         return require_model_provider(prefix, name).resolve(name, smoke)
     provider = model_provider(prefix)
     return name if provider is None else provider.resolve(name, smoke)
+
+
+def _is_ref(model) -> bool:
+    """Whether ``model`` is a :class:`stereoprobe.modelref.ModelRef` (resolved once, at a probe's boundary)."""
+    return hasattr(model, "path") and hasattr(model, "kind") and hasattr(model, "location")
 
 
 def _files_fingerprint(folder: Path) -> str:
@@ -235,8 +242,9 @@ def _missing(info: dict, head: str) -> list[str]:
     return [k for k in keys if not (head == "base" and "pooler" in k)]
 
 
-def load(name: str, head: str, *, device: str = "auto", smoke: bool = False, precision: str = "auto") -> LoadedModel:
-    """Load ``name`` (hub id, local folder, or ``lab:…``) with the ``head`` type (qa, mlm, nli, mcq, base, causal).
+def load(name, head: str, *, device: str = "auto", smoke: bool = False, precision: str = "auto") -> LoadedModel:
+    """Load ``name`` (hub id, local folder, or ``lab:…``; or a :class:`stereoprobe.modelref.ModelRef`, already
+    resolved) with the ``head`` type (qa, mlm, nli, mcq, base, causal).
 
     ``precision`` decides the dtype of the weights, whatever the checkpoint's: ``fp32``, ``bf16``, ``fp16`` or
     ``auto`` (bf16 on a GPU that has it, else fp16 on a GPU, fp32 on a CPU: :func:`stereoprobe.batching.resolve_precision`).
@@ -260,7 +268,10 @@ def load(name: str, head: str, *, device: str = "auto", smoke: bool = False, pre
         raise ModelLoadError(f"Unknown head type {head!r}; choose one of {', '.join(HEADS)}.")
     dev = resolve_device(device)
     dtype = resolve_precision(dev, precision)
-    path = resolve(name, smoke=smoke)
+    if _is_ref(name):  # a ModelRef: resolved once, named as the user named it
+        name, path = name.name, name.path
+    else:
+        path = resolve(name, smoke=smoke)
     gguf = gguf_location(path) if head == "causal" or path.lower().endswith(".gguf") else None
     if gguf is not None:
         check_gguf(gguf[0] / gguf[1], name, head)
@@ -398,6 +409,8 @@ def load_tokenizer(name: str, *, smoke: bool = False):
     """The tokenizer of a model (hub id in the local cache, folder, ``zoo:``/``lab:`` name) without its weights
     (``AutoTokenizer`` only). None when there is no local copy or its tokenizer does not load: loading the model
     then says what is wrong (:func:`load`)."""
+    if _is_ref(name):  # read once per ModelRef
+        return name.tokenizer()
     path = resolve(name, smoke=smoke)
     try:
         gguf = gguf_location(path, must_exist=False)
@@ -463,6 +476,8 @@ def model_fingerprint(name: str, *, smoke: bool = False) -> str:
     """The fingerprint of ``name``'s files (:func:`fingerprint_path`), fetched first when they are not local
     (:func:`fetch`): what keys a run in the score store, found without loading any weights (a GPU a worker will use
     stays free)."""
+    if _is_ref(name):  # read once per ModelRef
+        return name.fingerprint
     fp = fingerprint_path(resolve(name, smoke=smoke))
     if fp is None:
         fp = fingerprint_path(fetch(name, smoke=smoke))
@@ -605,11 +620,13 @@ def is_causal(name: str, *, smoke: bool = False) -> bool | None:
 
 
 def choose_kind(name: str, asked: str | None, native: str, *, option: str = "--variant",
-                smoke: bool = False) -> str:
+                smoke: bool = False, shown: str | None = None) -> str:
     """How a probe reads ``name``: ``"causal"`` (a causal LM, through prompts) or ``native`` (the probe's own head:
     ``qa``, ``lm``, ``nli``, ``mcq``). Without ``asked`` the model's config decides (:func:`is_causal`); asked for
-    one kind, a model of the other is refused in one sentence naming it and the fix, before anything loads."""
+    one kind, a model of the other is refused in one sentence naming it (as ``shown``, default ``name``) and the fix,
+    before anything loads."""
     causal = is_causal(name, smoke=smoke)
+    name = shown or name
     what = _DESCRIBE.get(native) or ("a masked LM" if native.startswith("lm") else native)
     if asked is None:
         return "causal" if causal else native

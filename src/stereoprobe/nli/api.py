@@ -97,45 +97,41 @@ def label_orders(models: Sequence[str], label_order: Sequence[str] | str | None,
 def model_kinds(models: Sequence[str], variant: str | None = None, *, smoke: bool = False) -> dict[str, str]:
     """model → ``nli`` (a classifier) or ``causal`` (zero-shot through prompts): from each config (``variant=None``)
     or as asked, a model of the other kind refused (:func:`stereoprobe.models.choose_kind`)."""
-    from ..models import choose_kind
+    return {ref.name: ref.kind for ref in resolve(models, variant, smoke=smoke)}
+
+
+def resolve(models: Sequence[str] | str, variant: str | None = None, *, smoke: bool = False) -> list:
+    """The models of a report, each resolved once (:func:`stereoprobe.modelref.resolve_models`): ``nli`` or
+    ``causal`` from each config (``variant=None``) or as asked, a model of the other kind refused."""
+    from ..modelref import resolve_models
+    from .readers import READERS
 
     if variant not in (None, "nli", "causal"):
         raise StereoprobeError(f"Unknown variant {variant!r}; choose nli (a classifier) or causal (a causal LM, "
                                "zero-shot), or leave it out.")
-    return {m: choose_kind(m, variant, "nli", smoke=smoke) for m in models}
+    return resolve_models(_models(models), native="nli", asked=variant, smoke=smoke, allowed=list(READERS))
 
 
-def _causal_templates(kinds: dict[str, str], templates, words, chat) -> list:
-    """The NLI templates causal models are asked with (label words overridden by ``words``), checked before any
-    work; settings without a causal model are refused, since they would be silently ignored."""
+def _ask(refs, label_order, templates, words, chat, smoke: bool):
+    """What the report asks every model (:class:`~stereoprobe.nli.readers.Pairs`): the label orders of classifiers
+    and the causal LMs' templates, checked before any work; causal settings without a causal model are refused,
+    since they would be silently ignored."""
+    from ..modelref import CAUSAL
     from ..prompts import select
+    from .readers import Pairs
     from .score_causal import with_words
 
-    if "causal" not in kinds.values():
+    chosen: list = []
+    if not any(ref.kind == CAUSAL for ref in refs):
         if templates is not None or words is not None or chat is not None:
             raise StereoprobeError("template, label-word and chat settings are for causal LMs, and none of the models "
                                    "is one; leave them out (or pass a causal LM).")
-        return []
-    if isinstance(words, str):
-        words = [w.strip() for w in words.split(",")]
-    return [with_words(t, words) for t in select(templates, "nli")]
-
-
-def _frames(models, labels, kinds, orders, specs, chosen, chat, run):
-    """(label, probe) → the per-pair probabilities the measures read, for every model (a causal LM: per template)."""
-    from .score_causal import load_causal_probabilities
-    from .scoring import load_probabilities
-
-    out = {}
-    for probe, spec in specs.items():
-        for label, m in zip(labels, models):
-            if kinds[m] == "causal":
-                for t in chosen:
-                    out[(f"{label} · nli:{t.name}", probe)] = load_causal_probabilities(m, spec, t, chat=chat,
-                                                                                       options=run)
-            else:
-                out[(label, probe)] = load_probabilities(m, spec, label_order=orders[m], options=run)
-    return out
+    else:
+        if isinstance(words, str):
+            words = [w.strip() for w in words.split(",")]
+        chosen = [with_words(t, words) for t in select(templates, "nli")]
+    orders = label_orders([ref.name for ref in refs if ref.kind == "nli"], label_order, smoke=smoke)
+    return Pairs(label_orders=orders, templates=tuple(chosen), chat=chat)
 
 
 def score(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, sample: float | int | None = None,
@@ -144,24 +140,21 @@ def score(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, s
           chat: bool | None = None, options: RunOptions | None = None) -> dict[tuple[str, str], object]:
     """Score each probe's pairs with each model into the score store; returns (model, probe) → its complete
     :class:`~stereoprobe.store.StoreRun` (a causal LM: (``<model> · nli:<template>``, probe))."""
-    from .score_causal import score_causal_pairs
-    from .scoring import score_pairs
+    from ..modelref import RowKey
+    from .readers import reader_for
 
     models = _models(models)
     specs = probe_specs(probes, sample=sample, seed=seed)
     run = as_options(options)
-    kinds = model_kinds(models, variant, smoke=run.smoke)
-    chosen = _causal_templates(kinds, templates, words, chat)
-    orders = label_orders([m for m in models if kinds[m] != "causal"], label_order, smoke=run.smoke)
+    refs = resolve(models, variant, smoke=run.smoke)
+    ask = _ask(refs, label_order, templates, words, chat, run.smoke)
     out: dict[tuple[str, str], object] = {}
     with run.applied():
-        for m in models:
+        for ref in refs:
+            reader = reader_for(ref)
             for p, spec in specs.items():
-                if kinds[m] == "causal":
-                    out.update({(f"{m} · nli:{t.name}", p): score_causal_pairs(m, spec, t, chat=chat, options=run)
-                                for t in chosen})
-                else:
-                    out[(m, p)] = score_pairs(m, spec, label_order=orders[m], options=run)
+                for row in reader.rows(ref, ask):
+                    out[(RowKey(ref.name, row.scorer, row.template).label, p)] = reader.score(ref, ask, row, spec, run)
     return out
 
 
@@ -181,25 +174,27 @@ def report(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, 
     entailment, neutral, contradiction, instead of each template's own), ``chat`` (the chat template, a plain
     prompt, or None: whichever the tokenizer has). ``options``: how it runs
     (:class:`~stereoprobe.options.RunOptions`). The tables are those of ``stereoprobe nli report``.
+
+    Each model is resolved once (:class:`~stereoprobe.modelref.ModelRef`) and read by the reader of its kind
+    (:mod:`stereoprobe.nli.readers`).
     """
-    from . import tables
+    from .readers import frames
+    from .reporting import measures_table
 
     models = _models(models)
-    labels = model_labels(models, option="model")
     specs = probe_specs(probes, sample=sample, seed=seed)
     if not (isinstance(n_boot, int) and n_boot >= 1):
         raise StereoprobeError(f"n_boot={n_boot!r} must be a positive integer; pass e.g. n_boot=1000.")
     run = as_options(options)
-    kinds = model_kinds(models, variant, smoke=run.smoke)
-    chosen = _causal_templates(kinds, templates, words, chat)
-    orders = label_orders([m for m in models if kinds[m] != "causal"], label_order, smoke=run.smoke)
+    refs = resolve(models, variant, smoke=run.smoke)
+    ask = _ask(refs, label_order, templates, words, chat, run.smoke)
     result = {}
     with run.applied():
-        frames = _frames(models, labels, kinds, orders, specs, chosen, chat, run)
+        by_row = frames(refs, ask, specs, run)
         for probe in specs:
-            probs = {key: frame for key, frame in frames.items() if key[1] == probe}
-            table = tables.measures_table(probs, ("model", "probe"), n_boot=n_boot, seed=seed)
-            if chosen:
+            probs = {(row.label, p): frame for (row, p), frame in by_row.items() if p == probe}
+            table = measures_table(probs, ("model", "probe"), n_boot=n_boot, seed=seed)
+            if ask.templates:
                 mass = {key[0]: float(f["label_mass"].mean()) for key, f in probs.items() if "label_mass" in f}
                 table["label_mass"] = table["model"].map(mass)
             result[probe] = table
@@ -208,4 +203,4 @@ def report(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, 
                   stems={p: f"nli_{p}_neutrality" for p in result}, headings={p: f"nli {p} neutrality" for p in result})
 
 
-__all__ = ["label_orders", "model_kinds", "probe_specs", "report", "score"]
+__all__ = ["label_orders", "model_kinds", "probe_specs", "report", "resolve", "score"]

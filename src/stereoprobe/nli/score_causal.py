@@ -16,13 +16,13 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
 from ..causal import PromptJob, prepare_run
 from ..errors import StereoprobeError
+from ..modelref import progress_label
 from ..options import RunOptions, as_options
 from ..prompts import PromptTemplate
 from .measures import PROB_COLUMNS
@@ -113,7 +113,7 @@ def score_causal_pairs(model: str, spec: TemplateSpec, template: PromptTemplate,
     n = count(spec).pairs
     job = CausalNLIJob(n_rows=n, shard_size=int(shard_pairs), model=model, spec=spec, template=template,
                        chat=use_chat, batch_tokens=run_options.batch_tokens, device=dev, precision=dtype, smoke=smoke)
-    label = Path(model).name if Path(model).is_dir() else model
+    label = progress_label(model)
     return fill(run, job, engine=engine, workers=run_options.workers, progress=run_options.show_progress,
                 desc=f"{label} · nli:{template.name} · Bias-NLI {spec.probe} ({n:,} pairs)")
 

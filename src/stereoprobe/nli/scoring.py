@@ -12,7 +12,6 @@ probabilities are a softmax over the three logits in fp32.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -20,6 +19,7 @@ import pandas as pd
 
 from ..engine import ModelJob
 from ..errors import StereoprobeError
+from ..modelref import progress_label
 from ..models import LoadedModel, load
 from ..options import RunOptions, as_options
 from . import measures
@@ -170,7 +170,7 @@ def score_pairs(model: str, spec: TemplateSpec, *, label_order: Sequence[str] | 
     if engine == "local":
         job.state.update(state)
         job._scorer()  # load the model and check its labels before anything is scored
-    label = Path(model).name if Path(model).is_dir() else model
+    label = progress_label(model)
     what = f" · {projection}" if isinstance(projection, str) else (" · projected" if projection is not None else "")
     try:
         return fill(run, job, engine=engine, workers=options.workers, progress=options.show_progress,

@@ -18,7 +18,7 @@ printed values beside which they are shown.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -27,9 +27,10 @@ from ..errors import StereoprobeError
 from ..paths import data_dir
 from . import measures, projection
 from . import wordlists as wl
+# the report's own table lives in stereoprobe.nli.reporting; re-exported here, as in 0.7.0
+from .reporting import MEASURES, measures_table, neutrality_row  # noqa: F401
 from .templates import PROBES, SOURCES, TemplateSpec, count, paper_formula_count
 
-MEASURES = ("NN", "FN", "T:0.5", "T:0.7")
 REFERENCES = ("measures", "accuracy", "table7", "top_pairs")
 #: Projection variants of the static model: what is removed (the paper's three bias subspaces).
 BIASES = ("gender", "nationality", "religion")
@@ -68,45 +69,6 @@ def probe_specs(sample=None, seed: int = 0, source: str = "repo", **options) -> 
     """The gender, nationality and religion pair sets of one run (the same sample for every model)."""
     return {p: TemplateSpec(p, source=source if p == "gender" else "repo", sample=sample, seed=seed, **options)
             for p in PROBES}
-
-
-def neutrality_row(probs: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0, aggregate: str = "pair") -> dict:
-    """One table row: each measure's value and CI (``NN, NN_lo, NN_hi, …``) and the number of pairs."""
-    t = measures.neutrality(probs, aggregate=aggregate, n_boot=n_boot, seed=seed)
-    row: dict = {"pairs": int(t["n"].iloc[0])}
-    for m in MEASURES:
-        row.update({m: t.at[m, "value"], f"{m}_lo": t.at[m, "lo"], f"{m}_hi": t.at[m, "hi"]})
-    return row
-
-
-def measures_table(probs: Mapping[tuple, pd.DataFrame], names: Sequence[str] = ("model", "probe"), *,
-                   baseline: Mapping[str, str] | None = None, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """NN, FN, T:0.5, T:0.7 (with CIs) per key of ``probs`` (tuples named by ``names``).
-
-    ``baseline={"variant": "orig"}`` adds ``diff_<measure>``: the relative change (%) against the row
-    that has the same other keys and that value of the named key — the "diff" of Tables 8, 9 and 15. A key
-    the baseline rows hold one value of is not matched: Table 15's one ``orig`` run (repeat 0) is the
-    baseline of every repeat of the random directions.
-
-    >>> p = {k: pd.DataFrame({"entail": [0.1], "neutral": [n], "contradiction": [0.9 - n]})
-    ...      for k, n in {("orig", 0): 0.5, ("rand", 0): 0.25, ("rand", 1): 0.75}.items()}
-    >>> measures_table(p, ("variant", "repeat"), baseline={"variant": "orig"}, n_boot=10)["diff_FN"].tolist()
-    [0.0, -100.0, 0.0]
-    """
-    rows = [dict(zip(names, key)) | neutrality_row(p, n_boot=n_boot, seed=seed) for key, p in probs.items()]
-    table = pd.DataFrame(rows)
-    if baseline:
-        (col, base), = baseline.items()
-        base_rows = table[table[col] == base]
-        if base_rows.empty:
-            raise StereoprobeError(f"No row has {col} = {base!r}; the baseline must be one of the keys.")
-        others = [n for n in names if n != col and base_rows[n].nunique() > 1]
-        ref = base_rows.set_index(others)[list(MEASURES)] if others else base_rows[list(MEASURES)]
-        joined = table.join(ref.add_suffix("_base"), on=others) if others else table.assign(
-            **{f"{m}_base": ref[m].iloc[0] for m in MEASURES})
-        for m in MEASURES:
-            table[f"diff_{m}"] = (joined[m] - joined[f"{m}_base"]) / joined[f"{m}_base"] * 100
-    return table
 
 
 def averaged(rows: pd.DataFrame, by: Sequence[str]) -> pd.DataFrame:

@@ -89,10 +89,11 @@ def report(mcq_model: str = "zoo:minilm-mcq", mlm: str = "zoo:minilm-mlm", *, na
     """
     from ..batching import resolve_precision
     from ..engine import worker_device
-    from ..models import choose_kind, load
+    from ..modelref import resolve_model
     from . import analysis, names
     from .distractors import run_precision
     from .probe import GridConfig, run_probe
+    from .readers import READERS, Choices, reader_for
     from .success import sr_matrix
 
     # every input is checked before anything is generated, scored or written
@@ -119,28 +120,27 @@ def report(mcq_model: str = "zoo:minilm-mcq", mlm: str = "zoo:minilm-mlm", *, na
     if variant not in (None, "mcq", "causal"):
         raise StereoprobeError(f"Unknown variant {variant!r}; choose mcq (a multiple-choice encoder) or causal (a "
                                "causal LM), or leave it out.")
-    kind = choose_kind(mcq_model, variant, "mcq", smoke=run.smoke)
-    prompt = None
-    if kind == "causal":  # the template and the chat setting, checked on the tokenizer before any distractor
-        prompt = _causal_prompt(mcq_model, template, chat, smoke=run.smoke)
-    elif template is not None or chat is not None:
-        raise StereoprobeError("template and chat settings are for a causal LM, and the multiple-choice model is "
-                               "not one; leave them out (or pass a causal LM).")
-    else:
-        load(mcq_model, "mcq", device="cpu", smoke=run.smoke)  # a wrong head stops here, before any distractor
+    # each model resolved once: the model under test (its kind decides its reader) and the distractors' writer
+    ref = resolve_model(mcq_model, native="mcq", asked=variant, smoke=run.smoke,
+                        allowed=list(READERS)).with_label(label[mcq_model])
+    writer = resolve_model(mlm, native="mlm", smoke=run.smoke).with_label(label[mlm])  # its head: when it loads
+    ask = Choices(template=template, chat=chat)
+    reader = reader_for(ref)
+    reader.check(ref, ask)  # the template and chat setting, or the head, before any distractor
 
     with run.applied():
-        probe = run_probe(mcq_model, mlm, grid, options=run, template=prompt, chat=chat)
-    # an encoder's logits, or a causal LM's two predictions: acc (summed log-likelihood) and acc_norm (per character)
-    readings = {"": None} if prompt is None else {"": None, "_norm": "norm"}
+        probe = run_probe(ref, writer, grid, options=run, template=ask.template, chat=chat)
+    # every reading of the model is a row: an encoder's logits, or a causal LM's acc (summed log-likelihood) and
+    # acc_norm (per character)
+    readings = reader.readings(ref, ask)
     tables, notes, headings, srs = {}, [], {"units": "units (names × contexts)"}, {}
-    for suffix, column in readings.items():
+    for reading in readings:
+        suffix, column, name = reading.suffix, reading.column, reading.row.label
         outcomes, accuracy = probe.outcomes(column)
-        name = label[mcq_model] + ("" if prompt is None else f" · {'acc' + suffix}")
         if not suffix:
             units = probe.units_table().merge(accuracy[["name", "context", "accuracy"]], on=["name", "context"])
             units.insert(0, "group", units["name"].map(names.group_of(groups)))
-            units.insert(0, "model", label[mcq_model])
+            units.insert(0, "model", ref.label)
             tables["units"] = units
         else:
             units["accuracy" + suffix] = units[["name", "context"]].merge(accuracy, on=["name", "context"])[
@@ -155,30 +155,15 @@ def report(mcq_model: str = "zoo:minilm-mcq", mlm: str = "zoo:minilm-mlm", *, na
             key = f"rd_{g1}_{g2}{suffix}"
             tables[key] = table
             flagged = int((table["q"] < 0.05).sum()) if len(table) else 0
-            headings[key] = (f"{g1} vs {g2}{' (' + name.split(' · ')[-1] + ')' if prompt is not None else ''}: "
+            headings[key] = (f"{g1} vs {g2}{f' ({reading.row.scorer})' if reading.row.scorer else ''}: "
                              f"{len(table)} words with a relative difference, {flagged} with q < 0.05")
     sr = srs["sr"]
-    scorer = "" if prompt is None else f" through the {prompt.name} prompt"
-    norm = "" if prompt is None else f" (acc_norm {units['accuracy_norm'].mean():.3f})"
-    title = (f"model {label[mcq_model]}{scorer} (distractors by {label[mlm]}): {len(units)} units (names × contexts), "
-             f"{int(units['mcqs'].sum()):,} MCQs, mean accuracy {units['accuracy'].mean():.3f}{norm}; vocabulary "
-             f"{sr.shape[1]} words (min count {min_count})")
+    others = "".join(f" ({r.row.scorer} {units['accuracy' + r.suffix].mean():.3f})" for r in readings if r.suffix)
+    title = (f"model {ref.label}{reader.describe(ref, ask)} (distractors by {label[mlm]}): {len(units)} units (names "
+             f"× contexts), {int(units['mcqs'].sum()):,} MCQs, mean accuracy {units['accuracy'].mean():.3f}{others}; "
+             f"vocabulary {sr.shape[1]} words (min count {min_count})")
     return Report(title, tables, stems={k: f"sodapop_{k}" for k in tables}, headings=headings, notes=notes,
                   extra={"run": probe, **srs, "groups": groups})
-
-
-def _causal_prompt(model: str, template, chat: bool | None, *, smoke: bool = False):
-    """The ``mcq`` template a causal LM answers through (default ``siqa``), its chat setting checked on the
-    tokenizer alone."""
-    from ..models import load_tokenizer
-    from ..prompts import template as find
-    from ..causal import resolve_chat
-
-    chosen = find(template if template is not None else "siqa", "mcq")
-    tok = load_tokenizer(model, smoke=smoke)
-    if tok is not None:
-        resolve_chat(tok, chat, model)
-    return chosen
 
 
 __all__ = ["DEFAULT_PAIRS", "check_contexts", "parse_pair", "report"]

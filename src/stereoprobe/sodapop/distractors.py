@@ -454,7 +454,7 @@ def generate(mlm: str, names: Sequence[str], contexts: Sequence[Context], config
         generate_units(chunk, masker, config)
         for u in chunk:
             _write_unit(_unit_file(folder, u.name, u.context.index), u)
-    meta = {"model": mlm, "model_fingerprint": model_fp, "cache": str(folder), "tokenize": tokenizer_id(),
+    meta = {"model": getattr(mlm, "name", mlm), "model_fingerprint": model_fp, "cache": str(folder), "tokenize": tokenizer_id(),
             "config": asdict(config), "units": len(units), "generated": len(todo),
             "mlm_passes_run": masker.passes if masker else 0,
             "mlm_passes_compat": sum(u.compat_passes for u in units)}

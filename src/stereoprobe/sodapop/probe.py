@@ -90,20 +90,23 @@ def run_probe(mcq_model: str, mlm: str, grid: GridConfig, *, variants: Sequence[
     model is a causal LM (:func:`~stereoprobe.sodapop.score_causal.score_causal_choices`, ``chat`` as there): its
     run has the variant ``norm`` (``acc_norm``) beside the plain logits (``acc``).
     """
+    from ..modelref import CAUSAL, ModelRef
+    from .readers import READERS, Choices, reader_for
+
+    ask = Choices(variants=tuple(variants), join=join, template=template, chat=chat)
+    # a resolved model is read by the reader of its kind; a name by the causal reader with a template, else as an
+    # encoder (as in 0.7.0)
+    reader = reader_for(mcq_model) if isinstance(mcq_model, ModelRef) else READERS[CAUSAL if template is not None
+                                                                                   else "mcq"]
+    if template is not None and (variants or join):
+        raise StereoprobeError("Debiased variants and join are for multiple-choice encoders; a causal LM reads "
+                               "the prompt template's layout.")
     groups = grid.groups()
     everyone = [n for g in groups.values() for n in g]
     t0 = time.perf_counter()
     units, meta = generate(mlm, everyone, grid.probe_contexts(), grid.generation(), options=options)
     t1 = time.perf_counter()
-    if template is not None:
-        from .score_causal import score_causal_choices
-
-        if variants or join:
-            raise StereoprobeError("Debiased variants and join are for multiple-choice encoders; a causal LM reads "
-                                   "the prompt template's layout.")
-        logits = score_causal_choices(mcq_model, units, grid.generation(), template, chat=chat, options=options)
-    else:
-        logits = score_choices(mcq_model, units, grid.generation(), variants=variants, join=join, options=options)
+    logits = reader.logits(mcq_model, units, grid.generation(), ask, options)
     t2 = time.perf_counter()
     return ProbeRun(grid, groups, units, meta, logits, [c[len("logit_"):] for c in logits if c.startswith("logit_")],
                     {"generation": t1 - t0, "scoring": t2 - t1})

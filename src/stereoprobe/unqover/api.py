@@ -69,28 +69,43 @@ def model_kinds(models: Sequence[str], variant: str | None, *, smoke: bool = Fal
     """Each model's kind in a report: ``causal`` or the variant's own (``qa``, ``lm``, …); with ``variant=None`` the
     model's config decides between ``qa`` and ``causal`` (:func:`stereoprobe.models.choose_kind`, which also
     refuses a causal LM asked for QA spans or masked-LM fills, and a model that is not one asked for ``causal``)."""
-    from ..models import choose_kind
+    return {ref.name: ref.kind for ref in resolve(models, variant, smoke=smoke)}
+
+
+def resolve(models: Sequence[str] | str, variant: str | None, *, smoke: bool = False) -> list:
+    """The models of a report, each resolved once (:func:`stereoprobe.modelref.resolve_models`) for ``variant``:
+    None (its config decides between ``qa`` and ``causal``), ``qa``, ``lm``/``lm-bert``/``lm-roberta`` (masked
+    LMs) or ``causal``; a model of the other kind is refused before any work."""
+    from ..modelref import resolve_models
+    from .readers import READERS
 
     if variant is not None and variant not in MODEL_VARIANTS:
         raise StereoprobeError(f"Unknown variant {variant!r}; choose one of: {', '.join(MODEL_VARIANTS)}.")
     native = "qa" if variant in (None, "causal") else variant
-    return {m: choose_kind(m, variant if variant == "causal" else (None if variant is None else native), native,
-                           smoke=smoke) for m in models}
+    asked = variant if variant == "causal" else (None if variant is None else native)
+    return resolve_models(_models(models), native=native, asked=asked, smoke=smoke, allowed=list(READERS))
 
 
-def _causal_setup(kinds: dict[str, str], scorers, templates, chat):
-    """The templates causal models are scored with (checked before any work); scorer settings without a causal model
-    are refused, since they would be silently ignored."""
+def _ask(refs, spec: DatasetSpec, *, mode: str, variant: str | None, shard_passes: int | None, scorers, templates,
+         chat):
+    """What the report asks every model (:class:`~stereoprobe.unqover.readers.Passes`); the causal settings checked
+    before any work and refused without a causal model, where they would be silently ignored."""
+    from ..modelref import CAUSAL
+    from .readers import Passes
     from .score_causal import scorer_templates
+    from .score_qa import SHARD_PASSES
 
-    if not any(k == "causal" for k in kinds.values()):
+    chosen: list = []
+    if not any(ref.kind == CAUSAL for ref in refs):
         if scorers is not None or templates is not None or chat is not None:
             raise StereoprobeError("scorer, template and chat settings are for causal LMs, and none of the models is "
                                    "one; leave them out (or pass a causal LM).")
-        return []
-    if chat is not None and not isinstance(chat, bool):
-        raise StereoprobeError(f"chat={chat!r} must be True, False or None (whichever the tokenizer has).")
-    return scorer_templates(scorers, templates)
+    else:
+        if chat is not None and not isinstance(chat, bool):
+            raise StereoprobeError(f"chat={chat!r} must be True, False or None (whichever the tokenizer has).")
+        chosen = scorer_templates(scorers, templates)
+    return Passes(spec, mode=mode, shard_passes=shard_passes or SHARD_PASSES, lm=variant == "lm",
+                  templates=tuple(chosen), chat=chat)
 
 
 def score(models: Sequence[str] | str, dataset: str = "gender", *, sample: float | int | None = None, seed: int = 0,
@@ -100,25 +115,21 @@ def score(models: Sequence[str] | str, dataset: str = "gender", *, sample: float
     """Score ``dataset`` with each model into the score store; returns model → its complete
     :class:`~stereoprobe.store.StoreRun` (``run.read()`` gives the raw start/end scores per pass; a causal LM's
     runs are keyed ``<model> · <scorer>:<template>``, with the subjects' log-probabilities per pass)."""
-    from .score_causal import causal_spec, row_label, score_causal
-    from .score_qa import SHARD_PASSES, score_dataset
-    from .tables import lm_spec_for, spec_for
+    from ..modelref import RowKey
+    from .readers import reader_for
 
     models = _models(models)
     spec = dataset_spec(dataset, sample=sample, seed=seed, mode=mode, newsqa=newsqa, variant=variant)
     run = as_options(options)
-    kinds = model_kinds(models, variant, smoke=run.smoke)
-    chosen = _causal_setup(kinds, scorers, templates, chat)
-    shards = shard_passes or SHARD_PASSES
+    refs = resolve(models, variant, smoke=run.smoke)
+    ask = _ask(refs, spec, mode=mode, variant=variant, shard_passes=shard_passes, scorers=scorers,
+               templates=templates, chat=chat)
     out: dict[str, object] = {}
     with run.applied():
-        for m in models:
-            if kinds[m] == "causal":
-                out.update({row_label(m, t): score_causal(m, causal_spec(spec), t, chat=chat, options=run,
-                                                          shard_passes=shards) for t in chosen})
-            else:
-                out[m] = score_dataset(m, (lm_spec_for if variant == "lm" else spec_for)(m, spec), mode=mode,
-                                       shard_passes=shards, options=run)
+        for ref in refs:
+            reader = reader_for(ref)
+            for row in reader.rows(ref, ask):
+                out[RowKey(ref.name, row.scorer, row.template).label] = reader.score(ref, ask, row, run)
     return out
 
 
@@ -140,9 +151,11 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
     intervals; ``top``: rows per group in ``top_gamma``; ``shard_passes``: passes per score-store shard (default
     20,000; the unit of resumption). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`). The
     tables are those of ``stereoprobe unqover report``.
+
+    Each model is resolved once (:class:`~stereoprobe.modelref.ModelRef`) and read by the reader of its kind
+    (:mod:`stereoprobe.unqover.readers`).
     """
-    from . import tables
-    from .score_qa import SHARD_PASSES
+    from .reporting import model_report
 
     models = _models(models)
     spec = dataset_spec(dataset, sample=sample, seed=seed, mode=mode, newsqa=newsqa, variant=variant)
@@ -150,15 +163,14 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
         raise StereoprobeError(f"top={top!r} and n_boot={n_boot!r} must be positive integers; pass e.g. top=3, "
                                "n_boot=1000.")
     run = as_options(options)
-    kinds = model_kinds(models, variant, smoke=run.smoke)
-    chosen = _causal_setup(kinds, scorers, templates, chat)
+    refs = resolve(models, variant, smoke=run.smoke)
+    ask = _ask(refs, spec, mode=mode, variant=variant, shard_passes=shard_passes, scorers=scorers,
+               templates=templates, chat=chat)
     with run.applied():
-        result = tables.model_report(models, spec, mode=mode, n_boot=n_boot, top=top, seed=seed, lm=variant == "lm",
-                                     shard_passes=shard_passes or SHARD_PASSES, options=run,
-                                     causal=[m for m in models if kinds[m] == "causal"], templates=chosen, chat=chat)
-    return Report(f"UnQover {dataset}: {len(models)} model(s), {'all' if sample is None else sample} paper examples, "
+        result = model_report(refs, ask, n_boot=n_boot, top=top, seed=seed, options=run)
+    return Report(f"UnQover {dataset}: {len(refs)} model(s), {'all' if sample is None else sample} paper examples, "
                   f"{mode} mode", result, stems={k: f"{dataset}_{k}" for k in result},
                   headings={k: k for k in result})
 
 
-__all__ = ["MODEL_VARIANTS", "TABLES", "dataset_spec", "model_kinds", "report", "score"]
+__all__ = ["MODEL_VARIANTS", "TABLES", "dataset_spec", "model_kinds", "report", "resolve", "score"]

@@ -33,7 +33,9 @@ import numpy as np
 import pandas as pd
 
 from ..causal import PromptJob, resolve_chat
+from ..deprecation import moved
 from ..errors import StereoprobeError
+from ..modelref import progress_label
 from ..models import load_tokenizer
 from ..options import RunOptions, as_options
 from ..prompts import PromptTemplate
@@ -173,7 +175,7 @@ def score_causal(model: str, spec: DatasetSpec, template: PromptTemplate, *, cha
     n = count(spec).passes
     job = CausalJob(n_rows=n, shard_size=int(shard_passes), model=model, spec=spec, template=template, chat=use_chat,
                     batch_tokens=run_options.batch_tokens, device=dev, precision=dtype, smoke=smoke)
-    label = Path(model).name if Path(model).is_dir() else model
+    label = progress_label(model)
     return fill(run, job, engine=engine, workers=run_options.workers, progress=run_options.show_progress,
                 desc=f"{label} · {template.task.removeprefix('unqover-')}:{template.name} · {spec.dataset} "
                      f"({n:,} passes)")
@@ -256,8 +258,11 @@ def causal_spec(spec: DatasetSpec) -> DatasetSpec:
 
 
 def row_label(label: str, template: PromptTemplate) -> str:
-    """How a causal model's row is named in a report: ``<model> · <scorer>:<template>``."""
-    return f"{label} · {template.task.removeprefix('unqover-')}:{template.name}"
+    """How a causal model's row is named in a report: ``<model> · <scorer>:<template>``
+    (:class:`stereoprobe.modelref.RowKey`'s label)."""
+    from ..modelref import RowKey
+
+    return RowKey(label, template.task.removeprefix("unqover-"), template.name).label
 
 
 def causal_frames(model: str, label: str, spec: DatasetSpec, templates: Sequence[PromptTemplate], *,
@@ -268,29 +273,7 @@ def causal_frames(model: str, label: str, spec: DatasetSpec, templates: Sequence
                                                     shard_passes=shard_passes) for t in templates}
 
 
-def template_spread(errors: pd.DataFrame, intensity: pd.DataFrame) -> pd.DataFrame:
-    """How much the prompt template moves a causal model's numbers, beside the bootstrap's uncertainty: per model and
-    scorer, the number of templates, the lowest and highest δ, ε and μ over them, μ's range (highest − lowest) and
-    the mean width of μ's 95% bootstrap interval, and which of the two is larger. Rows of models that are not
-    causal (no `` · scorer:template`` in their label) are left out."""
-    merged = errors.merge(intensity, on="model")
-    parts = merged["model"].str.rsplit(" · ", n=1, expand=True)
-    if parts.shape[1] < 2:
-        return pd.DataFrame(columns=["model", "scorer", "templates"])
-    merged["base"], merged["scorer"] = parts[0], parts[1].str.split(":", n=1).str[0]
-    merged = merged[parts[1].notna() & parts[1].str.contains(":", regex=False)]
-    rows = []
-    for (base, scorer), g in merged.groupby(["base", "scorer"], sort=False):
-        mu_range = float(g["mu"].max() - g["mu"].min())
-        ci_width = float((g["ci_high"] - g["ci_low"]).mean())
-        rows.append({"model": base, "scorer": scorer, "templates": len(g),
-                     "delta_min": g["delta"].min(), "delta_max": g["delta"].max(),
-                     "epsilon_min": g["epsilon"].min(), "epsilon_max": g["epsilon"].max(),
-                     "mu_min": g["mu"].min(), "mu_max": g["mu"].max(), "mu_range": mu_range,
-                     "mu_ci_width": ci_width,
-                     "larger": "template" if mu_range > ci_width else "bootstrap"})
-    return pd.DataFrame(rows)
-
-
 __all__ = ["SCORERS", "CAUSAL_COLUMNS", "task_of", "requests", "check_causal", "score_causal", "normalised",
-           "load_causal_scores", "scorer_templates", "causal_spec", "row_label", "causal_frames", "template_spread"]
+           "load_causal_scores", "scorer_templates", "causal_spec", "row_label", "causal_frames"]
+
+__getattr__ = moved(__name__, {"template_spread": "stereoprobe.unqover.reporting"}, since="0.8.0")

@@ -112,7 +112,7 @@ def lm_spec_for_model(model: str, spec: DatasetSpec, *, smoke: bool = False) -> 
     tok = load_tokenizer(model, smoke=smoke)
     if tok is not None:
         return lm_spec(spec, tok)
-    variant = "lm-roberta" if "roberta" in model.lower() else "lm-bert"
+    variant = "lm-roberta" if "roberta" in getattr(model, "name", model).lower() else "lm-bert"
     return dataclasses.replace(spec, variant=variant, newsqa=False, mask=None)
 
 

@@ -45,7 +45,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator, Sequence
 
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -53,6 +52,7 @@ import pandas as pd
 from ..choices import MODES
 from ..engine import ModelJob
 from ..errors import StereoprobeError
+from ..modelref import progress_label
 from ..models import LoadedModel, load_tokenizer
 from ..options import RunOptions, as_options
 from ..tokenization import describe_tokenizer
@@ -517,7 +517,7 @@ def score_dataset(
     n = count(spec).passes
     job = ScoreJob(n_rows=n, shard_size=shard_passes, model=model, spec=spec, mode=mode,
                    batch_tokens=options.batch_tokens, device=dev, precision=dtype, smoke=smoke)
-    label = Path(model).name if Path(model).is_dir() else model
+    label = progress_label(model)
     return fill(run, job, engine=options.engine, workers=options.workers, progress=options.show_progress,
                 desc=f"{label} · {spec.dataset} ({n:,} passes)")
 

@@ -6,83 +6,23 @@ The notebooks call these; they hold no algorithm themselves. Paper values come f
 
 from __future__ import annotations
 
-import dataclasses
 import json
-import warnings
 from pathlib import Path
 from typing import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..errors import StereoprobeWarning
-from ..models import load_tokenizer
-from ..naming import model_labels, short_name
+from ..naming import short_name
 from ..options import RunOptions
 from ..paths import data_dir
 from . import metrics
 from .generate import DatasetSpec
-from .score_lm import lm_degeneracy, lm_spec_for_model
-from .score_qa import load_scores
+# the report's own tables and inputs live in stereoprobe.unqover.reporting; re-exported here, as in 0.7.0
+from .reporting import (flag_degenerate, gather, gather_lm, gender_gamma, intensity, lm_spec_for,  # noqa: F401
+                        model_report, occupation, reasoning_errors, spec_for, top_occupations)
 
 PAPER_MODELS = ["BERT_Dist", "BERT_B", "BERT_L", "RoBERTa_B", "RoBERTa_L"]
-
-
-# -- inputs ------------------------------------------------------------------------------------------------------
-def spec_for(model: str, spec: DatasetSpec) -> DatasetSpec:
-    """The dataset a model reads: NewsQA-trained QA models (name contains ``newsqa``) get the NewsQA header."""
-    if spec.variant == "qa" and "newsqa" in model.lower() and not spec.newsqa:
-        return dataclasses.replace(spec, newsqa=True)
-    return spec
-
-
-def gather(models: Sequence[str], spec: DatasetSpec, *, options: RunOptions | None = None,
-           labels: Sequence[str] | None = None, **study) -> dict[str, pd.DataFrame]:
-    """Per-example scores (:func:`~stereoprobe.unqover.score_qa.load_scores`, with ``options`` and the ``study``
-    keywords ``mode`` and ``shard_passes``) for each model, by its label (:func:`stereoprobe.naming.model_labels`:
-    unique, short; a model listed twice is an error).
-
-    NewsQA models read the dataset with the NewsQA header (:func:`spec_for`); the sample is the same. ``labels``:
-    the models' labels when they are part of a longer list (default: their own).
-    """
-    frames = {label: load_scores(m, spec_for(m, spec), options=options, **study)
-              for label, m in zip(labels or model_labels(models), models)}
-    if spec.variant != "qa":  # an LM variant chosen by hand
-        for (label, frame), model in zip(frames.items(), models):
-            flag_degenerate(label, model, frame)
-    return frames
-
-
-def lm_spec_for(model: str, spec: DatasetSpec) -> DatasetSpec:
-    """The LM variant a masked LM reads, from its tokenizer (:func:`~stereoprobe.unqover.score_lm.lm_spec_for_model`:
-    WordPiece the ``_bert`` lists, byte-level BPE the ``_roberta`` lists, others the list whose subjects are all
-    single tokens), with the tokenizer's own mask token."""
-    return lm_spec_for_model(model, spec)
-
-
-def gather_lm(models: Sequence[str], spec: DatasetSpec, *, options: RunOptions | None = None,
-              labels: Sequence[str] | None = None, **study) -> dict[str, pd.DataFrame]:
-    """Per-example scores of masked LMs on the LM variant of ``spec`` (:func:`lm_spec_for`), by label (keywords as
-    :func:`gather`).
-
-    A masked LM whose scores carry no signal on the probe (:func:`~stereoprobe.unqover.score_lm.lm_degeneracy`:
-    all zero, all equal, near-uniform, or no better than chance) is flagged with a :class:`StereoprobeWarning`.
-    """
-    frames = {label: load_scores(m, lm_spec_for(m, spec), options=options, **study)
-              for label, m in zip(labels or model_labels(models), models)}
-    for (label, frame), model in zip(frames.items(), models):
-        flag_degenerate(label, model, frame)
-    return frames
-
-
-def flag_degenerate(label: str, model: str, frame: pd.DataFrame) -> str | None:
-    """Warn (and return why) when a masked LM's subject scores carry no signal on the probe."""
-    tok = load_tokenizer(model)
-    why = lm_degeneracy(frame, vocab_size=len(tok) if tok is not None else None)
-    if why:
-        warnings.warn(f"{label}: {why}; its UnQover tables say nothing about its biases.", StereoprobeWarning,
-                      stacklevel=3)
-    return why
 
 
 def lab_card(model: str, smoke: bool = False) -> dict | None:
@@ -115,16 +55,6 @@ def paper_models() -> pd.DataFrame:
 
 
 # -- Table 5 -----------------------------------------------------------------------------------------------------
-def reasoning_errors(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
-    """δ, ε and avg S per model (UnQover Table 5), with the number of paired keys behind them."""
-    rows = []
-    for name, frame in frames.items():
-        e = metrics.reasoning_errors(metrics.pair_examples(frame))
-        rows.append({"model": name, "delta": e["positional_error"], "epsilon": e["attribute_error"],
-                     "avg_s": e["average_score"], "keys": int(e["n_keys"])})
-    return pd.DataFrame(rows)
-
-
 def table5_beside_paper(ours: pd.DataFrame, ours_lm: pd.DataFrame | None = None) -> pd.DataFrame:
     """Our δ/ε/avg S rows (QA models, and masked LMs when given) next to the paper's SQuAD, NewsQA and LM
     rows (one row per source × model)."""
@@ -144,32 +74,6 @@ def table5_beside_paper(ours: pd.DataFrame, ours_lm: pd.DataFrame | None = None)
 
 
 # -- Table 2 / Table 3 / heatmap -----------------------------------------------------------------------------------
-def gender_gamma(frame: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """γ(gender, a) and η(gender, a) for every occupation, with bootstrap 95% CIs (gender grouping)."""
-    paired = metrics.pair_examples(frame)
-    return metrics.subject_attribute_bias(paired, group_by="gender", ci=0.95, n_boot=n_boot, seed=seed)
-
-
-def occupation(attr: str) -> str:
-    """``was an accountant`` → ``accountant``."""
-    for prefix in ("was an ", "was a "):
-        if attr.startswith(prefix):
-            return attr[len(prefix):]
-    return attr
-
-
-def top_occupations(gammas: Mapping[str, pd.DataFrame], k: int = 3) -> pd.DataFrame:
-    """UnQover Table 2: the top-k occupations per gender and model, by γ, with CI and η."""
-    rows = []
-    for name, table in gammas.items():
-        for gender in ("female", "male"):
-            part = table[table["subject"] == gender].sort_values("gamma", ascending=False).head(k)
-            for rank, r in enumerate(part.itertuples(index=False), start=1):
-                rows.append({"model": name, "gender": gender, "rank": rank, "occupation": occupation(r.attr),
-                             "gamma": r.gamma, "ci_low": r.gamma_lo, "ci_high": r.gamma_hi, "eta": r.eta})
-    return pd.DataFrame(rows)
-
-
 def shared_occupations(gammas: Mapping[str, pd.DataFrame], k: int = 10) -> pd.DataFrame:
     """UnQover Table 3: occupations in the top-k (by γ) of every model, per gender."""
     rows = []
@@ -213,17 +117,6 @@ def planted_recovery(gammas: Mapping[str, pd.DataFrame], planted: Mapping[str, s
     return pd.DataFrame(rows)
 
 
-def intensity(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
-    """Model bias intensity μ (per name for gender; Eq. 8) with a bootstrap CI, and count-based η."""
-    rows = []
-    for name, frame in frames.items():
-        paired = metrics.pair_examples(frame)
-        mu = metrics.bias_intensity(paired, ci=0.95, n_boot=n_boot, seed=seed)
-        rows.append({"model": name, "mu": mu["mu"], "ci_low": mu["mu_lo"], "ci_high": mu["mu_hi"],
-                     "eta": metrics.count_bias_intensity(paired)})
-    return pd.DataFrame(rows)
-
-
 def side_by_side(mu: pd.DataFrame, top: pd.DataFrame, errors: pd.DataFrame) -> pd.DataFrame:
     """One row per model: μ with its 95% CI (``ci_low``, ``ci_high``), δ, and the top occupations per gender,
     each with its γ (the models chapter)."""
@@ -237,45 +130,6 @@ def side_by_side(mu: pd.DataFrame, top: pd.DataFrame, errors: pd.DataFrame) -> p
             row[f"top {gender} occupations (γ)"] = ", ".join(f"{r.occupation} ({r.gamma:+.2f})" for r in best.itertuples())
         rows.append(row)
     return pd.DataFrame(rows)
-
-
-def model_report(models: Sequence[str], spec: DatasetSpec, *, mode: str = "compat", n_boot: int = 1000, top: int = 3,
-                 seed: int = 0, lm: bool = False, options: RunOptions | None = None, causal: Sequence[str] = (),
-                 templates: Sequence = (), chat: bool | None = None, **study) -> dict[str, pd.DataFrame]:
-    """The CLI's report: reasoning errors, intensity, and top γ (per gender, or per subject γ(x)).
-
-    ``lm=True``: the models are masked LMs, each reading the LM variant of its tokenizer (:func:`gather_lm`).
-    ``causal``: the models that are causal LMs, each scored through every prompt template of ``templates``
-    (:func:`~stereoprobe.unqover.score_causal.causal_frames`: one row per scorer and template; ``chat`` as there),
-    with a fourth table, ``template_spread``. ``options`` and ``study`` (``shard_passes``) go to the scorers.
-    """
-    from .score_causal import causal_frames, causal_spec, template_spread
-
-    labels = dict(zip(models, model_labels(models)))
-    others = [m for m in models if m not in causal]
-    known = (gather_lm if lm else gather)(others, spec, mode=mode, options=options, labels=[labels[m] for m in others],
-                                          **study) if others else {}
-    frames: dict[str, pd.DataFrame] = {}
-    for m in models:
-        if m in causal:
-            frames.update(causal_frames(m, labels[m], causal_spec(spec), templates, chat=chat, options=options,
-                                        **study))
-        else:
-            frames[labels[m]] = known[labels[m]]
-    tables = {"reasoning_errors": reasoning_errors(frames), "intensity": intensity(frames, n_boot=n_boot, seed=seed)}
-    if spec.dataset == "gender":
-        gammas = {n: gender_gamma(f, n_boot=n_boot, seed=seed) for n, f in frames.items()}
-        tables["top_gamma"] = top_occupations(gammas, k=top)
-    else:
-        rows = []
-        for name, frame in frames.items():
-            sb = metrics.subject_bias(metrics.pair_examples(frame)).sort_values("gamma", ascending=False)
-            sb.insert(0, "model", name)
-            rows.append(pd.concat([sb.head(top), sb.tail(top)]))
-        tables["top_gamma"] = pd.concat(rows, ignore_index=True)
-    if causal:
-        tables["template_spread"] = template_spread(tables["reasoning_errors"], tables["intensity"])
-    return tables
 
 
 # -- nationality, ethnicity, religion: γ(x), ranks, Table 4, Tables 12/13 ------------------------------------------

@@ -15,59 +15,58 @@ import numpy as np
 import pandas as pd
 
 from ...display import captioned, styled
+from ...modelref import RowKey, resolve_model
 from ...naming import model_labels
 from ...options import RunOptions
-from ...unqover import metrics, tables
+from ...unqover import metrics, readers, tables
 from ...unqover.generate import DatasetSpec
-from ...unqover.score_causal import causal_frames, scorer_templates, template_spread
+from ...unqover.readers import Passes
+from ...unqover.reporting import gender_gamma, intensity, occupation, reasoning_errors, template_spread
+from ...unqover.score_causal import scorer_templates
 
 
 def unqover_frames(chat_models: Sequence[str], qa_models: Sequence[str], spec: DatasetSpec, *,
-                   options: RunOptions, chat: bool | None = None, templates=None) -> dict[str, pd.DataFrame]:
-    """Per-example scores, one frame per (causal model, scorer, template) and per QA model, by row label."""
-    labels = dict(zip([*chat_models, *qa_models], model_labels([*chat_models, *qa_models])))
-    chosen = scorer_templates(None, templates)
-    frames: dict[str, pd.DataFrame] = {}
-    for m in chat_models:
-        frames.update(causal_frames(m, labels[m], spec, chosen, chat=chat, options=options))
-    if qa_models:
-        frames.update(tables.gather(qa_models, spec, options=options, labels=[labels[m] for m in qa_models]))
-    return frames
+                   options: RunOptions, chat: bool | None = None, templates=None) -> dict[RowKey, pd.DataFrame]:
+    """Per-example scores, one frame per (causal model, scorer, template) and per QA model, keyed by
+    :class:`~stereoprobe.modelref.RowKey` (each model resolved once, read by its reader)."""
+    names = [*chat_models, *qa_models]
+    refs = [resolve_model(m, native="qa", asked="causal" if m in chat_models else "qa",
+                          smoke=options.smoke).with_label(label) for m, label in zip(names, model_labels(names))]
+    ask = Passes(spec, templates=tuple(scorer_templates(None, templates)), chat=chat)
+    return readers.frames(refs, ask, options)
 
 
-def summary(frames: Mapping[str, pd.DataFrame], *, n_boot: int, seed: int) -> pd.DataFrame:
-    """δ, ε and μ (with its 95% interval) per row, split into model, scorer and template (QA models: ``span``)."""
-    errors = tables.reasoning_errors(frames)
-    out = errors.merge(tables.intensity(frames, n_boot=n_boot, seed=seed), on="model")
-    parts = out["model"].str.split(" · ", n=1, expand=True).reindex(columns=[0, 1])
-    out.insert(0, "template", parts[1].fillna("span:-").str.split(":").str[1])
-    out.insert(0, "scorer", parts[1].fillna("span:-").str.split(":").str[0])
+def summary(frames: Mapping[RowKey, pd.DataFrame], *, n_boot: int, seed: int) -> pd.DataFrame:
+    """δ, ε and μ (with its 95% interval) per row, with its model, scorer and template (QA models: ``span``)."""
+    out = reasoning_errors(frames).merge(intensity(frames, n_boot=n_boot, seed=seed), on="model")
+    keys = {k.label: k for k in frames}
+    out.insert(0, "template", [keys[r].template or "-" for r in out["model"]])
+    out.insert(0, "scorer", [keys[r].scorer or "span" for r in out["model"]])
     out.insert(0, "row", out.pop("model"))
-    out.insert(0, "model", parts[0])
+    out.insert(0, "model", [keys[r].model for r in out["row"]])
     return out
 
 
-def spread(frames: Mapping[str, pd.DataFrame], *, n_boot: int, seed: int) -> pd.DataFrame:
+def spread(frames: Mapping[RowKey, pd.DataFrame], *, n_boot: int, seed: int) -> pd.DataFrame:
     """The spread of δ, ε and μ over templates per (model, scorer), beside μ's bootstrap interval
-    (:func:`~stereoprobe.unqover.score_causal.template_spread`)."""
-    return template_spread(tables.reasoning_errors(frames), tables.intensity(frames, n_boot=n_boot, seed=seed))
+    (:func:`~stereoprobe.unqover.reporting.template_spread`)."""
+    return template_spread(reasoning_errors(frames), intensity(frames, n_boot=n_boot, seed=seed), list(frames))
 
 
-def subject_gammas(frames: Mapping[str, pd.DataFrame], *, n_boot: int, seed: int) -> dict[str, pd.DataFrame]:
+def subject_gammas(frames: Mapping[RowKey, pd.DataFrame], *, n_boot: int, seed: int) -> dict[RowKey, pd.DataFrame]:
     """γ(x) per subject (pooled over attributes; with 95% bootstrap intervals), per row."""
-    return {name: metrics.subject_bias(metrics.pair_examples(f), ci=0.95, n_boot=n_boot, seed=seed)
-            for name, f in frames.items()}
+    return {key: metrics.subject_bias(metrics.pair_examples(f), ci=0.95, n_boot=n_boot, seed=seed)
+            for key, f in frames.items()}
 
 
-def gamma_movement(gammas: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+def gamma_movement(gammas: Mapping[RowKey, pd.DataFrame]) -> pd.DataFrame:
     """Per (model, scorer): how far the templates move γ(x) — the mean over subjects of the range of γ(x) across
     templates — against the mean width of γ(x)'s 95% bootstrap interval within a template."""
     rows = []
-    keyed = {k: g for k, g in gammas.items() if " · " in k}
     groups: dict[tuple[str, str], list[pd.DataFrame]] = {}
-    for key, g in keyed.items():
-        model, rest = key.split(" · ", 1)
-        groups.setdefault((model, rest.split(":")[0]), []).append(g.set_index("subject"))
+    for key, g in gammas.items():
+        if key.template:
+            groups.setdefault((key.model, key.scorer), []).append(g.set_index("subject"))
     for (model, scorer), gs in groups.items():
         values = pd.concat([g["gamma"] for g in gs], axis=1)
         widths = pd.concat([g["gamma_hi"] - g["gamma_lo"] for g in gs], axis=1)
@@ -77,7 +76,7 @@ def gamma_movement(gammas: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def planted_view(frames: Mapping[str, pd.DataFrame], lab_models: Sequence[str], *, smoke: bool = False,
+def planted_view(frames: Mapping[RowKey, pd.DataFrame], lab_models: Sequence[str], *, smoke: bool = False,
                  n_boot: int = 1000, seed: int = 0, k: int = 6):
     """Where a planted-bias pair puts its planted occupations: for every row of a ``lab:`` model (each scorer and
     template), the ``k`` occupations with the largest |γ(female, a)|, how many of them were planted (the cards'
@@ -87,16 +86,16 @@ def planted_view(frames: Mapping[str, pd.DataFrame], lab_models: Sequence[str], 
     planted = tables.lab_planted(lab_models, "occupations", smoke=smoke) or dict(DEFAULT_PLANTED)
     labels = model_labels(list(lab_models))
     rows = []
-    for name, frame in frames.items():
-        if name.split(" · ")[0] not in labels:
+    for key, frame in frames.items():
+        if key.model not in labels:
             continue
-        g = tables.gender_gamma(frame, n_boot=n_boot, seed=seed)
-        g = g[g["subject"] == "female"].assign(occupation=lambda t: t["attr"].map(tables.occupation))
+        g = gender_gamma(frame, n_boot=n_boot, seed=seed)
+        g = g[g["subject"] == "female"].assign(occupation=lambda t: t["attr"].map(occupation))
         top = g.reindex(g["gamma"].abs().sort_values(ascending=False).index).head(k)
         hits = [o for o, v in zip(top["occupation"], top["gamma"]) if o in planted
                 and (v > 0) == (planted[o] == "female")]
-        rows.append({"row": name, "top occupations by |γ|": ", ".join(f"{o} ({v:+.2f})" for o, v in
-                                                                      zip(top["occupation"], top["gamma"])),
+        rows.append({"row": key.label, "top occupations by |γ|": ", ".join(f"{o} ({v:+.2f})" for o, v in
+                                                                         zip(top["occupation"], top["gamma"])),
                      "planted among them": len(hits), "largest |γ|": float(top["gamma"].abs().max())})
     return view(pd.DataFrame(rows), f"Table: the {k} occupations with the largest |γ(female, a)| per lab row; "
                                     f"planted: {', '.join(f'{o} → {g}' for o, g in sorted(planted.items()))}.")
@@ -195,11 +194,11 @@ def spread_numbers(table: pd.DataFrame) -> dict[str, str]:
     return {"template_wins": f"{int((table['larger'] == 'template').sum())}", "spread_rows": f"{len(table)}"}
 
 
-def agreement_view(gammas: Mapping[str, pd.DataFrame], *, n_boot: int, seed: int):
+def agreement_view(gammas: Mapping[RowKey, pd.DataFrame], *, n_boot: int, seed: int):
     """Table 4: :func:`agreement` of the one QA row with every causal row."""
-    qa = [k for k in gammas if " · " not in k]
-    table = agreement(gammas[qa[0]], {k: v for k, v in gammas.items() if " · " in k}, n_boot=n_boot, seed=seed)
-    return view(table, f"Table 4: Spearman's rank correlation of γ(x) between {qa[0]} and each causal row "
+    qa = [k for k in gammas if not k.scorer]
+    table = agreement(gammas[qa[0]], {k.label: v for k, v in gammas.items() if k.scorer}, n_boot=n_boot, seed=seed)
+    return view(table, f"Table 4: Spearman's rank correlation of γ(x) between {qa[0].label} and each causal row "
                 "(nationality), with a 95% bootstrap interval over countries.")
 
 

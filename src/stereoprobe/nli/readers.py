@@ -1,0 +1,123 @@
+"""How each kind of model answers Bias-NLI: one reader per kind, behind one small protocol.
+
+Bias-NLI asks every model the same thing (:class:`Pairs`): for each premise/hypothesis pair of a probe's templates,
+the probabilities of entailment, neutral and contradiction (Dev et al. 2020, §3). A *reader* turns that into the
+probe's frame (one row per pair: :func:`stereoprobe.nli.scoring.load_probabilities`'s columns, the input of
+:mod:`stereoprobe.nli.measures`), through the score store:
+
+* ``nli`` — a three-way classifier, its labels found by name (:mod:`stereoprobe.nli.scoring`);
+* ``causal`` — a causal or chat LM asked zero-shot through NLI prompt templates, its label words renormalised, one
+  report row per template (:mod:`stereoprobe.nli.score_causal`).
+
+:func:`register_reader` adds a reader for a new kind of model (:func:`stereoprobe.modelref.register_kind`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping, Protocol, Sequence
+
+import pandas as pd
+
+from ..errors import StereoprobeError
+from ..modelref import CAUSAL, ModelRef, RowKey
+from ..options import RunOptions
+from .templates import TemplateSpec
+
+__all__ = ["Pairs", "Reader", "READERS", "register_reader", "reader_for", "ClassifierReader", "CausalReader"]
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """What Bias-NLI asks of every model of a report, beside each probe's pairs: ``label_orders`` (model name → the
+    classes of LABEL_0..LABEL_2, for classifiers with generic label names); ``templates`` and ``chat``, how causal
+    LMs are prompted (one row per template)."""
+
+    label_orders: Mapping[str, tuple | None] = field(default_factory=dict)
+    templates: tuple = ()
+    chat: bool | None = None
+
+
+class Reader(Protocol):
+    """How one kind of model answers :class:`Pairs`."""
+
+    def rows(self, ref: ModelRef, ask: Pairs) -> list[RowKey]:
+        """The report rows the model gives."""
+
+    def score(self, ref: ModelRef, ask: Pairs, row: RowKey, spec: TemplateSpec, options: RunOptions):
+        """Fill the score store for ``row`` on ``spec``'s pairs; returns the complete store run."""
+
+    def frame(self, ref: ModelRef, ask: Pairs, row: RowKey, spec: TemplateSpec,
+              options: RunOptions) -> pd.DataFrame:
+        """The per-pair probabilities of ``row`` on ``spec`` (scoring what the store lacks)."""
+
+
+class ClassifierReader:
+    """A three-way NLI classifier (:func:`~stereoprobe.nli.scoring.score_pairs`)."""
+
+    def rows(self, ref: ModelRef, ask: Pairs) -> list[RowKey]:
+        return [RowKey(ref.label)]
+
+    def score(self, ref, ask, row, spec, options):
+        from .scoring import score_pairs
+
+        return score_pairs(ref, spec, label_order=ask.label_orders.get(ref.name), options=options)
+
+    def frame(self, ref, ask, row, spec, options):
+        from .scoring import load_probabilities
+
+        return load_probabilities(ref, spec, label_order=ask.label_orders.get(ref.name), options=options)
+
+
+class CausalReader:
+    """A causal or chat LM, zero-shot through every NLI template asked (:mod:`stereoprobe.nli.score_causal`): one row
+    ``(model, "nli", template)`` each, with the mass of the label words."""
+
+    def rows(self, ref: ModelRef, ask: Pairs) -> list[RowKey]:
+        return [RowKey(ref.label, "nli", t.name) for t in ask.templates]
+
+    def template(self, ask: Pairs, row: RowKey):
+        for t in ask.templates:
+            if t.name == row.template:
+                return t
+        raise StereoprobeError(f"No NLI template named {row.template!r} was asked for.")
+
+    def score(self, ref, ask, row, spec, options):
+        from .score_causal import score_causal_pairs
+
+        return score_causal_pairs(ref, spec, self.template(ask, row), chat=ask.chat, options=options)
+
+    def frame(self, ref, ask, row, spec, options):
+        from .score_causal import load_causal_probabilities
+
+        return load_causal_probabilities(ref, spec, self.template(ask, row), chat=ask.chat, options=options)
+
+
+#: The reader of every kind of model Bias-NLI reads (:func:`register_reader` adds one).
+READERS: dict[str, Reader] = {"nli": ClassifierReader(), CAUSAL: CausalReader()}
+
+
+def register_reader(kind: str, reader: Reader) -> None:
+    """Read models of ``kind`` (a :class:`~stereoprobe.modelref.ModelKind`'s name) with ``reader``."""
+    READERS[kind] = reader
+
+
+def reader_for(ref: ModelRef) -> Reader:
+    """The reader of ``ref``'s kind."""
+    try:
+        return READERS[ref.kind]
+    except KeyError:
+        raise StereoprobeError(f"Bias-NLI has no reader for {ref.name!r}, a model of kind {ref.kind!r}; register one "
+                               "(stereoprobe.nli.readers.register_reader).") from None
+
+
+def frames(refs: Sequence[ModelRef], ask: Pairs, specs: Mapping[str, TemplateSpec],
+           options: RunOptions) -> dict[tuple[RowKey, str], pd.DataFrame]:
+    """(row, probe) → the per-pair probabilities, probe by probe, in the models' order."""
+    out = {}
+    for probe, spec in specs.items():
+        for ref in refs:
+            reader = reader_for(ref)
+            for row in reader.rows(ref, ask):
+                out[(row, probe)] = reader.frame(ref, ask, row, spec, options)
+    return out

@@ -1,0 +1,145 @@
+"""How each kind of model answers SODAPOP's multiple-choice items: one reader per kind, behind one small protocol.
+
+SODAPOP asks the model under test one thing (:class:`Choices`): a score for every distinct (name, context, answer
+option) of the generated multiple-choice items, the highest of an item's three being the model's answer (An et al.
+2023, §3.2). A *reader* turns the units into the probe's logit frame (``unit, name, context, choice, logit, …``,
+in stream order), through the score store, and says which columns are the model's readings, each a report row
+(:class:`Reading`):
+
+* ``mcq`` — a multiple-choice encoder: one logit per choice (:mod:`stereoprobe.sodapop.score_mcq`), with its
+  debiased variants when asked;
+* ``causal`` — a causal or chat LM through an ``mcq`` prompt template: each choice's log-likelihood, read two ways,
+  ``acc`` (summed) and ``acc_norm`` (per character, lm-evaluation-harness's), two rows
+  (:mod:`stereoprobe.sodapop.score_causal`).
+
+:func:`register_reader` adds a reader for a new kind of model (:func:`stereoprobe.modelref.register_kind`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol, Sequence
+
+import pandas as pd
+
+from ..errors import StereoprobeError
+from ..modelref import CAUSAL, ModelRef, RowKey
+from ..options import RunOptions
+
+__all__ = ["Choices", "Reading", "Reader", "READERS", "register_reader", "reader_for", "EncoderReader",
+           "CausalReader"]
+
+
+@dataclass(frozen=True)
+class Choices:
+    """What SODAPOP asks of the multiple-choice model: ``variants`` (debiased variants of an encoder), ``join`` (the
+    authors' first segment, ``""``, or a space), and for a causal LM its ``mcq`` ``template`` and ``chat`` setting."""
+
+    variants: tuple = ()
+    join: str = ""
+    template: object = None
+    chat: bool | None = None
+
+
+class Reading(NamedTuple):
+    """One report row of the model: its key, the suffix of its tables (``""``, ``"_norm"``) and the logit column it
+    reads (None: ``logit``)."""
+
+    row: RowKey
+    suffix: str
+    column: str | None
+
+
+class Reader(Protocol):
+    """How one kind of model answers :class:`Choices`."""
+
+    def check(self, ref: ModelRef, ask: Choices) -> None:
+        """Refuse, before any distractor is written, a model or setting this reader cannot use."""
+
+    def describe(self, ref: ModelRef, ask: Choices) -> str:
+        """How the report's title says the model was asked (``" through the siqa prompt"``; may be empty)."""
+
+    def readings(self, ref: ModelRef, ask: Choices) -> list[Reading]:
+        """The model's report rows."""
+
+    def logits(self, ref: ModelRef, units, config, ask: Choices, options: RunOptions) -> pd.DataFrame:
+        """The logit frame of every distinct choice of ``units`` (scoring what the store lacks)."""
+
+
+class EncoderReader:
+    """A multiple-choice encoder (:func:`~stereoprobe.sodapop.score_mcq.score_choices`)."""
+
+    def check(self, ref: ModelRef, ask: Choices) -> None:
+        from ..models import load
+
+        if ask.template is not None or ask.chat is not None:
+            raise StereoprobeError("template and chat settings are for a causal LM, and the multiple-choice model is "
+                                   "not one; leave them out (or pass a causal LM).")
+        load(ref, "mcq", device="cpu", smoke=ref.smoke)  # a wrong head stops here, before any distractor
+
+    def describe(self, ref: ModelRef, ask: Choices) -> str:
+        return ""
+
+    def readings(self, ref: ModelRef, ask: Choices) -> list[Reading]:
+        return [Reading(RowKey(ref.label), "", None)]
+
+    def logits(self, ref, units, config, ask, options):
+        from .score_mcq import score_choices
+
+        return score_choices(ref, units, config, variants=ask.variants, join=ask.join, options=options)
+
+
+class CausalReader:
+    """A causal or chat LM through an ``mcq`` template: ``acc`` and ``acc_norm``
+    (:func:`~stereoprobe.sodapop.score_causal.score_causal_choices`)."""
+
+    def check(self, ref: ModelRef, ask: Choices) -> None:
+        if ask.variants or ask.join:
+            raise StereoprobeError("Debiased variants and join are for multiple-choice encoders; a causal LM reads "
+                                   "the prompt template's layout.")
+        template(ask.template)
+        if ref.tokenizer() is not None:
+            ref.chat(ask.chat)
+
+    def describe(self, ref: ModelRef, ask: Choices) -> str:
+        """How the report's title says the model was asked."""
+        return f" through the {template(ask.template).name} prompt"
+
+    def readings(self, ref: ModelRef, ask: Choices) -> list[Reading]:
+        return [Reading(RowKey(ref.label, "acc"), "", None), Reading(RowKey(ref.label, "acc_norm"), "_norm", "norm")]
+
+    def logits(self, ref, units, config, ask, options):
+        from .score_causal import score_causal_choices
+
+        return score_causal_choices(ref, units, config, template(ask.template), chat=ask.chat, options=options)
+
+
+def template(asked):
+    """The ``mcq`` prompt template asked for (a name or file; default ``siqa``)."""
+    from ..prompts import PromptTemplate
+    from ..prompts import template as find
+
+    return asked if isinstance(asked, PromptTemplate) else find(asked if asked is not None else "siqa", "mcq")
+
+
+#: The reader of every kind of model SODAPOP's multiple-choice items are put to (:func:`register_reader` adds one).
+READERS: dict[str, Reader] = {"mcq": EncoderReader(), CAUSAL: CausalReader()}
+
+
+def register_reader(kind: str, reader: Reader) -> None:
+    """Read models of ``kind`` (a :class:`~stereoprobe.modelref.ModelKind`'s name) with ``reader``."""
+    READERS[kind] = reader
+
+
+def reader_for(ref: ModelRef) -> Reader:
+    """The reader of ``ref``'s kind."""
+    try:
+        return READERS[ref.kind]
+    except KeyError:
+        raise StereoprobeError(f"SODAPOP has no reader for {ref.name!r}, a model of kind {ref.kind!r}; register one "
+                               "(stereoprobe.sodapop.readers.register_reader).") from None
+
+
+def readings_of(refs: Sequence[ModelRef], ask: Choices) -> list[Reading]:
+    """Every report row of ``refs``."""
+    return [r for ref in refs for r in reader_for(ref).readings(ref, ask)]

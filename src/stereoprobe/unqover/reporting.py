@@ -1,0 +1,221 @@
+"""The UnQover report: every model's rows read through its reader, then the paper's measures per row.
+
+:func:`model_report` is what :func:`stereoprobe.unqover.report` and ``stereoprobe unqover report`` return: reasoning
+errors δ, ε (Li et al. 2020, Table 5), model bias intensity μ with its bootstrap interval (Eq. 8), the top γ per
+gender (Table 2) or per subject, and, when some row comes from prompt templates, the spread over templates. The rows
+are keyed by data (:class:`~stereoprobe.modelref.RowKey`: model, scorer, template), never by parsing a label; the
+tables show each row's label. The per-example scores come from the readers (:mod:`stereoprobe.unqover.readers`), so
+nothing here depends on the kind of model.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import pandas as pd
+
+from ..modelref import ModelRef, RowKey, resolve_models
+from ..options import RunOptions, as_options
+from . import metrics
+from .generate import DatasetSpec
+from .readers import MaskedLMReader, Passes, SpanReader, flag_degenerate, frames, spec_for
+
+__all__ = ["model_report", "reasoning_errors", "intensity", "gender_gamma", "occupation", "top_occupations",
+           "subject_tops", "template_spread", "gather", "gather_lm", "lm_spec_for", "spec_for", "flag_degenerate",
+           "labelled"]
+
+
+def labelled(frames_by_row: Mapping[RowKey, pd.DataFrame]) -> dict[str, pd.DataFrame]:
+    """The frames by their rows' labels (what the tables show)."""
+    return {row.label if isinstance(row, RowKey) else row: f for row, f in frames_by_row.items()}
+
+
+# -- the measures, per row ----------------------------------------------------------------------------------------
+def reasoning_errors(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """δ, ε and avg S per model (UnQover Table 5), with the number of paired keys behind them."""
+    rows = []
+    for name, frame in labelled(frames).items():
+        e = metrics.reasoning_errors(metrics.pair_examples(frame))
+        rows.append({"model": name, "delta": e["positional_error"], "epsilon": e["attribute_error"],
+                     "avg_s": e["average_score"], "keys": int(e["n_keys"])})
+    return pd.DataFrame(rows)
+
+
+def intensity(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """Model bias intensity μ (per name for gender; Eq. 8) with a bootstrap CI, and count-based η."""
+    rows = []
+    for name, frame in labelled(frames).items():
+        paired = metrics.pair_examples(frame)
+        mu = metrics.bias_intensity(paired, ci=0.95, n_boot=n_boot, seed=seed)
+        rows.append({"model": name, "mu": mu["mu"], "ci_low": mu["mu_lo"], "ci_high": mu["mu_hi"],
+                     "eta": metrics.count_bias_intensity(paired)})
+    return pd.DataFrame(rows)
+
+
+def gender_gamma(frame: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """γ(gender, a) and η(gender, a) for every occupation, with bootstrap 95% CIs (gender grouping)."""
+    paired = metrics.pair_examples(frame)
+    return metrics.subject_attribute_bias(paired, group_by="gender", ci=0.95, n_boot=n_boot, seed=seed)
+
+
+def occupation(attr: str) -> str:
+    """``was an accountant`` → ``accountant``."""
+    for prefix in ("was an ", "was a "):
+        if attr.startswith(prefix):
+            return attr[len(prefix):]
+    return attr
+
+
+def top_occupations(gammas: Mapping[str, pd.DataFrame], k: int = 3) -> pd.DataFrame:
+    """UnQover Table 2: the top-k occupations per gender and model, by γ, with CI and η."""
+    rows = []
+    for name, table in labelled(gammas).items():
+        for gender in ("female", "male"):
+            part = table[table["subject"] == gender].sort_values("gamma", ascending=False).head(k)
+            for rank, r in enumerate(part.itertuples(index=False), start=1):
+                rows.append({"model": name, "gender": gender, "rank": rank, "occupation": occupation(r.attr),
+                             "gamma": r.gamma, "ci_low": r.gamma_lo, "ci_high": r.gamma_hi, "eta": r.eta})
+    return pd.DataFrame(rows)
+
+
+def subject_tops(frames: Mapping[str, pd.DataFrame], k: int = 3) -> pd.DataFrame:
+    """The ``k`` subjects with the highest and the ``k`` with the lowest γ(x), per model."""
+    rows = []
+    for name, frame in labelled(frames).items():
+        sb = metrics.subject_bias(metrics.pair_examples(frame)).sort_values("gamma", ascending=False)
+        sb.insert(0, "model", name)
+        rows.append(pd.concat([sb.head(k), sb.tail(k)]))
+    return pd.concat(rows, ignore_index=True)
+
+
+def template_spread(errors: pd.DataFrame, intensity: pd.DataFrame,
+                    rows: Sequence[RowKey] | None = None) -> pd.DataFrame:
+    """How much the prompt template moves a causal model's numbers, beside the bootstrap's uncertainty: per model and
+    scorer, the number of templates, the lowest and highest δ, ε and μ over them, μ's range (highest − lowest) and
+    the mean width of μ's 95% bootstrap interval, and which of the two is larger. ``rows``: the report's rows (those
+    with a template count; without it, rows named ``<model> · <scorer>:<template>`` do, as before 0.7.1)."""
+    merged = errors.merge(intensity, on="model")
+    if rows is None:
+        rows = [_parse_label(label) for label in merged["model"]]
+    key = {r.label: r for r in rows if r is not None and r.template}
+    merged = merged[merged["model"].isin(key)]
+    if merged.empty:
+        return pd.DataFrame(columns=["model", "scorer", "templates"])
+    merged = merged.assign(base=[key[m].model for m in merged["model"]], scorer=[key[m].scorer for m in merged["model"]])
+    out = []
+    for (base, scorer), g in merged.groupby(["base", "scorer"], sort=False):
+        mu_range = float(g["mu"].max() - g["mu"].min())
+        ci_width = float((g["ci_high"] - g["ci_low"]).mean())
+        out.append({"model": base, "scorer": scorer, "templates": len(g),
+                    "delta_min": g["delta"].min(), "delta_max": g["delta"].max(),
+                    "epsilon_min": g["epsilon"].min(), "epsilon_max": g["epsilon"].max(),
+                    "mu_min": g["mu"].min(), "mu_max": g["mu"].max(), "mu_range": mu_range,
+                    "mu_ci_width": ci_width,
+                    "larger": "template" if mu_range > ci_width else "bootstrap"})
+    return pd.DataFrame(out)
+
+
+def _parse_label(label: str) -> RowKey | None:
+    """A row key from a label of 0.7.0's tables (``<model> · <scorer>:<template>``): for tables written before 0.7.1
+    only; the report itself keys its rows by data."""
+    model, sep, rest = label.rpartition(" · ")
+    if not sep or ":" not in rest:
+        return None
+    scorer, _, template = rest.partition(":")
+    return RowKey(model, scorer, template)
+
+
+# -- the report -----------------------------------------------------------------------------------------------------
+def model_report(models: Sequence[ModelRef | str], spec: DatasetSpec | Passes, *, mode: str = "compat",
+                 n_boot: int = 1000, top: int = 3, seed: int = 0, lm: bool = False,
+                 options: RunOptions | None = None, causal: Sequence[str] = (), templates: Sequence = (),
+                 chat: bool | None = None, **study) -> dict[str, pd.DataFrame]:
+    """The CLI's report: reasoning errors, intensity, and top γ (per gender, or per subject γ(x)), for every row of
+    every model (:mod:`stereoprobe.unqover.readers`: a QA model or masked LM gives one row, a causal LM one per
+    scorer and template), with a fourth table, ``template_spread``, when some row has a template.
+
+    ``models``: :class:`~stereoprobe.modelref.ModelRef` (as :func:`stereoprobe.unqover.report` resolves them), or
+    names, resolved here (``lm=True``: as masked LMs reading their own tokenizer's lists; ``causal``: the names that
+    are causal LMs). ``spec``: a :class:`~stereoprobe.unqover.readers.Passes`, or the dataset with ``mode``,
+    ``templates``, ``chat`` and ``study`` (``shard_passes``) to make one.
+    """
+    run = as_options(options)
+    if isinstance(spec, Passes):
+        ask = spec
+    else:
+        ask = Passes(spec, mode=mode, lm=lm, templates=tuple(templates), chat=chat,
+                     **({"shard_passes": study["shard_passes"]} if "shard_passes" in study else {}))
+    refs = _refs(models, ask, causal, run.smoke)
+    by_row = frames(refs, ask, run)
+    tables = {"reasoning_errors": reasoning_errors(by_row), "intensity": intensity(by_row, n_boot=n_boot, seed=seed)}
+    if ask.spec.dataset == "gender":
+        tables["top_gamma"] = top_occupations({r: gender_gamma(f, n_boot=n_boot, seed=seed) for r, f in
+                                               by_row.items()}, k=top)
+    else:
+        tables["top_gamma"] = subject_tops(by_row, k=top)
+    if any(r.template for r in by_row):
+        tables["template_spread"] = template_spread(tables["reasoning_errors"], tables["intensity"], list(by_row))
+    return tables
+
+
+def _refs(models: Sequence[ModelRef | str], ask: Passes, causal: Sequence[str], smoke: bool) -> list[ModelRef]:
+    """``models`` as refs: refs as they are; names resolved once, as ``causal`` and ``ask.lm`` say."""
+    if all(isinstance(m, ModelRef) for m in models):
+        return list(models)
+    from ..naming import model_labels
+
+    labels = model_labels([getattr(m, "name", m) for m in models])
+    native = "lm" if ask.lm else ask.spec.variant
+    out = []
+    for m, label in zip(models, labels):
+        if isinstance(m, ModelRef):
+            out.append(m.with_label(label))
+            continue
+        asked = "causal" if m in causal else native
+        out.append(resolve_models([m], native=native, asked=asked, smoke=smoke)[0].with_label(label))
+    return out
+
+
+# -- 0.7.0's gathering functions, on the readers -------------------------------------------------------------------
+def gather(models: Sequence[str], spec: DatasetSpec, *, options: RunOptions | None = None,
+           labels: Sequence[str] | None = None, **study) -> dict[str, pd.DataFrame]:
+    """Per-example scores (:func:`~stereoprobe.unqover.score_qa.load_scores`, with ``options`` and the ``study``
+    keywords ``mode`` and ``shard_passes``) of extractive-QA models (or masked LMs on an LM variant chosen by hand),
+    by label (:func:`stereoprobe.naming.model_labels`: unique, short; a model listed twice is an error).
+
+    NewsQA models read the dataset with the NewsQA header (:func:`spec_for`); the sample is the same. ``labels``:
+    the models' labels when they are part of a longer list (default: their own).
+    """
+    return _gather(models, spec, SpanReader() if spec.variant == "qa" else MaskedLMReader(), False, options, labels,
+                   study)
+
+
+def gather_lm(models: Sequence[str], spec: DatasetSpec, *, options: RunOptions | None = None,
+              labels: Sequence[str] | None = None, **study) -> dict[str, pd.DataFrame]:
+    """Per-example scores of masked LMs on the LM variant of ``spec`` (:func:`lm_spec_for`), by label (keywords as
+    :func:`gather`). A masked LM whose scores carry no signal on the probe
+    (:func:`~stereoprobe.unqover.score_lm.lm_degeneracy`) is flagged with a warning."""
+    return _gather(models, spec, MaskedLMReader(), True, options, labels, study)
+
+
+def _gather(models, spec, reader, lm, options, labels, study) -> dict[str, pd.DataFrame]:
+    from ..naming import model_labels
+
+    run = as_options(options)
+    ask = Passes(spec, lm=lm, **study)
+    names = [getattr(m, "name", m) for m in models]
+    labels = list(labels or model_labels(names))
+    native = "lm" if lm else spec.variant
+    refs = [m.with_label(label) if isinstance(m, ModelRef) else
+            resolve_models([m], native=native, asked=native, smoke=run.smoke)[0].with_label(label)
+            for m, label in zip(models, labels)]
+    return {ref.label: reader.frame(ref, ask, RowKey(ref.label), run) for ref in refs}
+
+
+def lm_spec_for(model: ModelRef | str, spec: DatasetSpec) -> DatasetSpec:
+    """The LM variant a masked LM reads, from its tokenizer (:func:`~stereoprobe.unqover.score_lm.lm_spec_for_model`:
+    WordPiece the ``_bert`` lists, byte-level BPE the ``_roberta`` lists, others the list whose subjects are all
+    single tokens), with the tokenizer's own mask token."""
+    from .score_lm import lm_spec_for_model
+
+    return lm_spec_for_model(model, spec)
