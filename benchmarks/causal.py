@@ -128,7 +128,7 @@ def main() -> None:
     parser.add_argument("--plain", action="store_true", help="no chat template")
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--precision", default="fp32", help="the weights' and computation's precision (fp32, bf16, "
-                        "fp16); below fp32 ours also runs with its head in that precision (before 0.7.1), for the cost "
+                        "fp16); below fp32 ours also runs with its head in that precision (before 0.8.0), for the cost "
                         "of the fp32 head")
     parser.add_argument("--batch-tokens", type=int, default=None, help="default: the library's (2048 on a CPU)")
     parser.add_argument("--rows", default="256,2048", help="other row sizes (tree nodes) of ours to time as well")
@@ -177,7 +177,7 @@ def main() -> None:
             with compute_dtype_head():
                 return ours.score_encoded(encoded).logprob
 
-        runs.append((f"ours, head in {str(ours.dtype).replace('torch.', '')} (before 0.7.1)", rounded_head))
+        runs.append((f"ours, head in {str(ours.dtype).replace('torch.', '')} (before 0.8.0)", rounded_head))
     results = {}
     for _ in range(args.repeats):  # interleaved, best of the repeats: the CPU is shared
         for label, run in runs:

@@ -1,4 +1,4 @@
-"""What the fp32 head costs: every scorer in half precision with its head in fp32 (stereoprobe.readout, since 0.7.1)
+"""What the fp32 head costs: every scorer in half precision with its head in fp32 (stereoprobe.readout, since 0.8.0)
 against the same scorer with its head in the compute dtype (as before), same inputs, same run.
 
 In a bf16 run the body (the transformer layers) computes in bf16 either way; what changes is the head: its weights

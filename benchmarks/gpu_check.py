@@ -761,7 +761,7 @@ def whole_gender(run: Run, data: dict, unqover, row_tokens: int) -> None:
 
 def fp32_reference(run: Run, data: dict, loaded, encoded, scores, budget, pad, ours) -> None:
     """An fp32 copy of the model scores a subset one sequence per request (lm-evaluation-harness's loop, true fp32):
-    how far bf16 lands from it, with the head in fp32 (ours) and in bf16 (before 0.7.1)."""
+    how far bf16 lands from it, with the head in fp32 (ours) and in bf16 (before 0.8.0)."""
     import numpy as np
     import psutil
     import torch

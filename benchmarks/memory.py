@@ -97,7 +97,7 @@ def main() -> None:
     from stereoprobe.batching import resolve_device
     from stereoprobe.models import load
     from stereoprobe.store import ScoreStore
-    from stereoprobe.unqover import tables
+    from stereoprobe.unqover import reporting as tables
     from stereoprobe.unqover.generate import DatasetSpec, count, iter_examples
     from stereoprobe.unqover.score_qa import SHARD_PASSES, load_scores, passes_of, score_dataset
 

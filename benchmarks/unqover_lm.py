@@ -33,7 +33,7 @@ def main() -> None:
     from stereoprobe.models import load
     from stereoprobe.unqover import score_lm
     from stereoprobe.unqover.generate import DatasetSpec, iter_examples
-    from stereoprobe.unqover.tables import lm_spec_for
+    from stereoprobe.unqover.reporting import lm_spec_for
     from stereoprobe.unqover.score_qa import passes_of
 
     device = resolve_device(args.device)

@@ -76,9 +76,9 @@ profile = "cpu"
 # %% tags=["hide-input"]
 from stereoprobe.assets import load_embeddings
 from stereoprobe import RunOptions
-from stereoprobe.display import glue_all, show_method, use_book_style
+from stereoprobe.book.display import glue_all, show_method, use_book_style
 from stereoprobe.book.views import nli as chapter
-from stereoprobe.nli import tables
+from stereoprobe.book.tables import nli as tables
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 

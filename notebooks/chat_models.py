@@ -65,7 +65,7 @@ import matplotlib.pyplot as plt
 
 from stereoprobe import RunOptions
 from stereoprobe.book.views import chat as chapter
-from stereoprobe.display import glue_all, show_method, use_book_style
+from stereoprobe.book.display import glue_all, show_method, use_book_style
 from stereoprobe.unqover.generate import DatasetSpec
 from stereoprobe.unqover.score_causal import normalised, requests
 

@@ -57,9 +57,9 @@ profile = "cpu"
 import matplotlib.pyplot as plt
 
 from stereoprobe import RunOptions
-from stereoprobe.display import glue_all, use_book_style
+from stereoprobe.book.display import glue_all, use_book_style
 from stereoprobe.book.views import unqover as chapter
-from stereoprobe.unqover import tables
+from stereoprobe.book.tables import unqover as tables
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
 

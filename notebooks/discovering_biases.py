@@ -82,7 +82,7 @@ profile = "cpu"
 
 # %% tags=["hide-input"]
 from stereoprobe import RunOptions
-from stereoprobe.display import glue_all, show_method, use_book_style
+from stereoprobe.book.display import glue_all, show_method, use_book_style
 from stereoprobe.book.views import sodapop as chapter
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
@@ -621,7 +621,7 @@ glue_all(chapter.grid_numbers(single, multi))
 # ABC section, which defines `rd_all` and `all_groups`):
 #
 # ```python
-# from stereoprobe.sodapop import abc
+# from stereoprobe.sodapop import abc_model as abc
 #
 # associated = chapter.associated_words(rd_all, all_groups)
 # words = sorted(set().union(*associated.values()))

@@ -56,11 +56,11 @@ profile = "cpu"
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
 
-from stereoprobe import plots
+from stereoprobe.book import plots
 from stereoprobe import RunOptions
-from stereoprobe.display import glue_all, use_book_style
+from stereoprobe.book.display import glue_all, use_book_style
 from stereoprobe.book.views import unqover as chapter
-from stereoprobe.unqover import tables
+from stereoprobe.book.tables import unqover as tables
 from stereoprobe.unqover.generate import DatasetSpec, count
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
@@ -191,7 +191,7 @@ chapter.intensity_view(mu)
 # ```python
 # from stereoprobe import RunOptions
 # from stereoprobe.book.views import unqover as chapter
-# from stereoprobe.unqover import tables
+# from stereoprobe.book.tables import unqover as tables
 # from stereoprobe.unqover.generate import DatasetSpec
 #
 # planted = tables.lab_planted(["lab:qa-biased"], "occupations")

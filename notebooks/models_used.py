@@ -60,8 +60,8 @@ profile = "cpu"
 
 # %% tags=["hide-input"]
 from stereoprobe import RunOptions
-from stereoprobe.display import glue_all, use_book_style
-from stereoprobe.unqover import tables
+from stereoprobe.book.display import glue_all, use_book_style
+from stereoprobe.book.tables import unqover as tables
 from stereoprobe.unqover.generate import DatasetSpec
 from stereoprobe.book.views import zoo as chapter
 from stereoprobe.zoo import recipes

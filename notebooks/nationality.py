@@ -63,9 +63,9 @@ profile = "cpu"
 import matplotlib.pyplot as plt
 
 from stereoprobe import RunOptions
-from stereoprobe.display import glue_all, use_book_style
+from stereoprobe.book.display import glue_all, use_book_style
 from stereoprobe.book.views import unqover as chapter
-from stereoprobe.unqover import tables
+from stereoprobe.book.tables import unqover as tables
 from stereoprobe.unqover.generate import DatasetSpec, count
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]
@@ -294,7 +294,8 @@ chapter.top_subjects(lab_gammas, k=5)
 # (no run needed):
 #
 # ```python
-# from stereoprobe.unqover import metrics, tables
+# from stereoprobe.book.tables import unqover as tables
+# from stereoprobe.unqover import metrics
 #
 # paper_ranks = metrics.rank_subjects(tables.paper_gamma_x("nationality")[tables.PAPER_MODELS])
 # paper_ranks.sort_values("std_rank", ascending=False).head(8)

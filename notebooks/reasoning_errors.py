@@ -67,9 +67,10 @@ profile = "cpu"
 
 # %% tags=["hide-input"]
 from stereoprobe import RunOptions
-from stereoprobe.display import glue_all, show, show_method, use_book_style
+from stereoprobe.book.display import glue_all, show, show_method, use_book_style
 from stereoprobe.book.views import unqover as chapter
-from stereoprobe.unqover import metrics, tables
+from stereoprobe.book.tables import unqover as tables
+from stereoprobe.unqover import metrics
 from stereoprobe.unqover.generate import DatasetSpec, count
 
 use_book_style()  # tables as the book shows them: numbers right, text left, intervals as [lo, hi]

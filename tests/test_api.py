@@ -51,7 +51,8 @@ def _store_level_scorers():
     from stereoprobe.sodapop.probe import rescore, run_probe
     from stereoprobe.sodapop.score_mcq import score_choices
     from stereoprobe.unqover.score_qa import load_scores, score_dataset
-    from stereoprobe.unqover.tables import gather, gather_lm, intensity_grid, model_report
+    from stereoprobe.book.tables.unqover import intensity_grid
+    from stereoprobe.unqover.reporting import gather, gather_lm, model_report
 
     return [score_dataset, load_scores, gather, gather_lm, model_report, intensity_grid, score_pairs,
             load_probabilities, generate, score_choices, run_probe, rescore]
@@ -148,3 +149,65 @@ def test_the_report_is_what_the_cli_writes(cli, tmp_path):
     assert (tmp_path / "api_nli" / "nli_gender_neutrality.csv").read_bytes() == \
         (tmp_path / "cli_nli" / "nli_gender_neutrality.csv").read_bytes()
     assert sorted(p.name for p in (tmp_path / "cli").iterdir()) == sorted(rep.files()) and "reasoning_errors" in out
+
+
+# -- the public surface -----------------------------------------------------------------------------------------
+#: The modules whose ``__all__`` is the public surface (book/api.md, README "From Python", CONTRIBUTING.md).
+PUBLIC_MODULES = ("stereoprobe", "stereoprobe.unqover", "stereoprobe.nli", "stereoprobe.sodapop", "stereoprobe.modelref",
+                  "stereoprobe.models", "stereoprobe.prompts", "stereoprobe.causal")
+
+
+def public_surface() -> set[str]:
+    """Every public name, qualified (submodules and the version apart)."""
+    import importlib
+    import types
+
+    out = set()
+    for name in PUBLIC_MODULES:
+        module = importlib.import_module(name)
+        for attr in module.__all__:
+            if attr != "__version__" and not isinstance(getattr(module, attr), types.ModuleType):
+                out.add(f"{name}.{attr}")
+    return out
+
+
+def test_the_api_page_lists_exactly_the_public_surface():
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "book" / "api.md").read_text(encoding="utf-8")
+    documented = set(re.findall(r"^\.\. auto(?:function|class|data):: (\S+)$", page, flags=re.M))
+    assert documented == public_surface(), (sorted(documented - public_surface()),
+                                              sorted(public_surface() - documented))
+
+
+def test_every_public_name_resolves_and_says_what_it_is():
+    import importlib
+
+    for qualified in sorted(public_surface()):
+        module, _, name = qualified.rpartition(".")
+        value = getattr(importlib.import_module(module), name)
+        if callable(value) and not isinstance(value, type(str)):
+            assert (value.__doc__ or "").strip(), f"{qualified} has no docstring"
+
+
+def test_moved_names_still_work_with_a_warning():
+    """0.8.0 moved the chapters' tables, display and plots into the book layer, the corpora below the probes, renamed
+    sodapop.abc: every old name still answers, with a DeprecationWarning naming its new home."""
+    import importlib
+
+    cases = {"stereoprobe.unqover.tables": ("gather", "paper_table5"), "stereoprobe.nli.tables": ("measures_table",
+             "reference"), "stereoprobe.display": ("styled",), "stereoprobe.plots": ("rank_plot",),
+             "stereoprobe.zoo.wordnet": ("mlm_corpus",), "stereoprobe.zoo.nli_corpus": ("generate_splits",),
+             "stereoprobe.unqover.score_causal": ("template_spread",), "stereoprobe.nli.scoring": ("DEFAULT_MODEL",)}
+    for module, names in cases.items():
+        for name in names:
+            with pytest.warns(DeprecationWarning, match=f"{module}.{name} moved to"):
+                assert getattr(importlib.import_module(module), name) is not None
+    from stereoprobe import sodapop
+
+    with pytest.warns(DeprecationWarning, match="abc_model"):
+        assert sodapop.abc.TRAITS
+    with pytest.warns(DeprecationWarning):
+        from stereoprobe.nli.scoring import DEFAULT_MODEL
+    assert DEFAULT_MODEL == "zoo:minilm-nli"

@@ -29,7 +29,7 @@ from stereoprobe.book import (
     resolve_parameters,
     run_notebooks,
 )
-from stereoprobe.book.execute import _read_notebook, solution_code
+from stereoprobe.book.execute import read_notebook, solution_code
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.paths import checkout_root
 
@@ -46,8 +46,8 @@ SMOKE_SOLUTION_EDITS = {
     "sodapop-ex-4": [("(8, 12, 16, 20, 25)", "(2,)"), ('RunOptions(device="cpu", progress=False)',
                                                        'RunOptions(device="cpu", progress=False, smoke=True)'),
                      ("cap=600", "cap=10"), ("depth=2", "depth=1")],
-    "sodapop-ex-5": [("from stereoprobe.sodapop import abc\n",
-                      "from stereoprobe.sodapop import abc\nimport os, tempfile\n"
+    "sodapop-ex-5": [("from stereoprobe.sodapop import abc_model as abc\n",
+                      "from stereoprobe.sodapop import abc_model as abc\nimport os, tempfile\n"
                       "my_abc = os.path.join(tempfile.mkdtemp(), 'my_abc.tsv')\n"), ('"my_abc.tsv"', "my_abc")],
     "ethnicity-ex-4": [('n.endswith("-squad")', "True")],
     "nationality-ex-4": [('name.endswith("-squad")', "True")],
@@ -88,7 +88,7 @@ def test_smoke_profile_executes_every_chapter_notebook(smoke_executed: tuple[Pat
         assert not unexecuted, f"{path.name} has unexecuted code cells"
         # every worked solution's code ran after the chapter, in its kernel, hidden from the page
         ran = [c for c in code if "solution" in c.get("metadata", {}).get("tags", [])]
-        expected = solution_code(_read_notebook(next(c.source for c in NOTEBOOKS if f"{c.stem}.ipynb" == path.name)))
+        expected = solution_code(read_notebook(next(c.source for c in NOTEBOOKS if f"{c.stem}.ipynb" == path.name)))
         assert len(ran) == len(expected), f"{path.name}: {len(ran)} solution cells ran, {len(expected)} written"
         assert all("remove-cell" in c["metadata"]["tags"] for c in ran)
         # the downloadable copy holds no progress bar either (the kernel runs with TQDM_DISABLE=1)
@@ -520,6 +520,6 @@ def _read(path: Path):
 
 
 def test_every_smoke_edit_names_a_worked_solution_of_the_book() -> None:
-    labels = {label for c in NOTEBOOKS for label, _ in solution_code(_read_notebook(c.source))}
+    labels = {label for c in NOTEBOOKS for label, _ in solution_code(read_notebook(c.source))}
     assert len(labels) >= 15  # the chapters' worked solutions with code
     assert set(SMOKE_SOLUTION_EDITS) <= labels, f"stale edits: {sorted(set(SMOKE_SOLUTION_EDITS) - labels)}"

@@ -351,13 +351,18 @@ def test_a_reports_templates_per_scorer(tmp_path):
 def test_template_spread_beside_the_bootstrap():
     import pandas as pd
 
+    from stereoprobe.modelref import RowKey
     from stereoprobe.unqover.reporting import template_spread
 
-    errors = pd.DataFrame({"model": ["qa-model", "m · answer:qa", "m · answer:one-word", "m · choice:letters"],
+    rows = [RowKey("qa-model"), RowKey("m", "answer", "qa"), RowKey("m", "answer", "one-word"),
+            RowKey("m", "choice", "letters")]
+    errors = pd.DataFrame({"model": [r.label for r in rows],
                            "delta": [0.1, 0.2, 0.4, 0.9], "epsilon": [0.0, 0.1, 0.3, 0.5], "avg_s": 0.5, "keys": 10})
     intensity = pd.DataFrame({"model": errors["model"], "mu": [0.5, 0.10, 0.30, 0.2],
                               "ci_low": [0.4, 0.05, 0.25, 0.1], "ci_high": [0.6, 0.15, 0.35, 0.3], "eta": 0.0})
-    spread = template_spread(errors, intensity).set_index("scorer")
+    spread = template_spread(errors, intensity, rows).set_index("scorer")
+    with pytest.warns(DeprecationWarning, match="pass the report's rows"):  # 0.7.0's call: the same, from labels
+        pd.testing.assert_frame_equal(template_spread(errors, intensity).set_index("scorer"), spread)
     assert list(spread.index) == ["answer", "choice"] and set(spread["model"]) == {"m"}
     answer = spread.loc["answer"]
     assert answer["templates"] == 2 and answer["delta_min"] == 0.2 and answer["delta_max"] == 0.4

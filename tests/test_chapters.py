@@ -187,7 +187,7 @@ SHOWN_METHODS = {"reasoning_errors": ("unqover.metrics._key_errors", "unqover.me
 
 @pytest.mark.parametrize("stem", sorted(SHOWN_METHODS))
 def test_the_chapter_shows_the_code_of_the_method_it_teaches(stem):
-    from stereoprobe.display import _function, method_source
+    from stereoprobe.book.display import _function, method_source
 
     source = next(c for c in NOTEBOOKS if c.stem == stem).source.read_text(encoding="utf-8")
     shown = re.findall(r'"(stereoprobe\.[\w.]+)"', " ".join(re.findall(r"^show_method\(((?:.|\n)*?)\)$", source,

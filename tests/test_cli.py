@@ -78,7 +78,7 @@ def test_score_and_report_on_a_local_model(cli, tmp_path, tiny_bert_qa):
 
 def test_newsqa_models_get_the_header():
     from stereoprobe.unqover.generate import DatasetSpec
-    from stereoprobe.unqover.tables import spec_for
+    from stereoprobe.unqover.reporting import spec_for
 
     spec = DatasetSpec("gender", sample=10)
     assert spec_for("tli8hf/unqover-roberta-base-newsqa", spec).newsqa

@@ -1,4 +1,4 @@
-"""How the book's tables render (stereoprobe.display): numbers stay numbers until the Styler formats them, text
+"""How the book's tables render (stereoprobe.book.display): numbers stay numbers until the Styler formats them, text
 left and numbers right, intervals shown as "[lo, hi]", captions escaped, "—" for a missing value, a big frame
 by its head and tail; and importing stereoprobe changes nothing about how a user's DataFrames render."""
 
@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 
-from stereoprobe import display
+from stereoprobe.book import display
 
 LEFT = "text-align: left;"
 RIGHT = "text-align: right;"

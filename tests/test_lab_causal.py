@@ -212,7 +212,7 @@ def unqover_gammas(tmp_path_factory):
     from stereoprobe.unqover import metrics
     from stereoprobe.unqover.generate import DatasetSpec
     from stereoprobe.unqover.score_causal import load_causal_scores
-    from stereoprobe.unqover.tables import occupation
+    from stereoprobe.unqover.reporting import occupation
 
     before = torch.get_num_threads()
     torch.set_num_threads(1)

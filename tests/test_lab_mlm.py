@@ -13,7 +13,7 @@ from stereoprobe import RunOptions
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.models import load
 from stereoprobe.store import ScoreStore
-from stereoprobe.unqover import tables
+from stereoprobe.book.tables import unqover as tables
 from stereoprobe.unqover.generate import DatasetSpec
 from stereoprobe.unqover.score_lm import check_single_tokens
 from stereoprobe.zoo import lab, lab_mlm

@@ -10,6 +10,7 @@ imports: Python imports them before it in any case (their ``__init__`` may re-ex
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "stereoprobe"
@@ -158,3 +159,67 @@ def test_the_checker_sees_function_level_relative_and_upward_imports(tmp_path):
     assert graph["stereoprobe.nli.tables"] == {"stereoprobe.nli.api"}
     assert ["stereoprobe.nli.api", "stereoprobe.nli.tables"] in cycles(graph)
     assert not any("stereoprobe.nli" in c for c in cycles(graph))
+
+
+# -- what lies below the book layer, and what is private -----------------------------------------------------------
+#: A project model name as a string constant in code (``zoo:minilm-qa``, ``lab:qa-biased``): a zoo fact.
+PROJECT_NAME = re.compile(r"^(zoo|lab|asset):[a-z0-9]")
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    """The ids of the docstring constants of a module, its classes and functions (examples there may name models)."""
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                out.add(id(first.value))
+    return out
+
+
+def project_names_below_the_book(root: Path = SRC) -> list[str]:
+    """``module:line: 'zoo:…'`` for every project model name in the code of the core and the probes (docstrings
+    apart): what the zoo and the lab are belongs to the zoo, the book layer or the models' cards."""
+    found = []
+    for mod, path in modules(root).items():
+        if layer(mod) in ("zoo", "book"):
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        docs = _docstrings(tree)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+                    and PROJECT_NAME.match(node.value)):
+                found.append(f"{mod}:{node.lineno}: {node.value!r}")
+    return found
+
+
+def private_imports(root: Path = SRC) -> list[str]:
+    """``module: _name from other`` for every import of another module's private name (``_x``)."""
+    found = []
+    for mod, path in modules(root).items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module != "__future__":
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{mod}: {alias.name} from {'.' * node.level}{node.module or ''}")
+    return found
+
+
+def test_no_zoo_or_lab_names_below_the_book_layer():
+    assert project_names_below_the_book() == []
+
+
+def test_no_private_names_imported_across_modules():
+    assert private_imports() == []
+
+
+def test_the_checkers_see_names_and_private_imports(tmp_path):
+    pkg = tmp_path / "stereoprobe"
+    (pkg / "nli").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "nli" / "__init__.py").write_text("")
+    (pkg / "nli" / "api.py").write_text('"""report("zoo:minilm-nli") in a docstring is fine."""\n'
+                                        'from .scoring import _helper\nDEFAULT = "zoo:minilm-nli"\n')
+    (pkg / "nli" / "scoring.py").write_text("def _helper():\n    pass\n")
+    assert project_names_below_the_book(pkg) == ["stereoprobe.nli.api:3: 'zoo:minilm-nli'"]
+    assert private_imports(pkg) == ["stereoprobe.nli.api: _helper from .scoring"]

@@ -197,7 +197,7 @@ def test_built_tokenizer_reloads_as_the_same_fast_tokenizer(zoo, family):
     was built from; the UnQover LM subjects are single tokens after a space."""
     from transformers import AutoTokenizer
 
-    from stereoprobe.unqover.generate import DatasetSpec, _subjects
+    from stereoprobe.unqover.generate import DatasetSpec, subjects_of
 
     built = F.tokenizer_of(family)
     tok = AutoTokenizer.from_pretrained(zoo.model(family, "qa" if family in QA_FAMILIES else "nli"))
@@ -208,7 +208,7 @@ def test_built_tokenizer_reloads_as_the_same_fast_tokenizer(zoo, family):
     assert tok.unk_token_id not in b["input_ids"]
     variant = F.FAMILIES[family].lm_variant
     for dataset in DATASETS:
-        for subjects in _subjects(DatasetSpec(dataset, variant=variant)):
+        for subjects in subjects_of(DatasetSpec(dataset, variant=variant)):
             for s in subjects:
                 for text in filter(None, (s.name, s.demonym)):
                     F.context_token_id(tok, text)  # one token (raises otherwise)
@@ -350,7 +350,7 @@ def test_unqover_qa_planted_subject_wins(capsys, tmp_path, zoo, family):
 def test_unqover_lm_report_runs(capsys, tmp_path, zoo, family):
     """--variant lm: the tokenizer picks the subject lists and the mask token; a random LM is flagged."""
     from stereoprobe.unqover.generate import DatasetSpec
-    from stereoprobe.unqover.tables import lm_spec_for
+    from stereoprobe.unqover.reporting import lm_spec_for
 
     mlm = zoo.model(family, "mlm")
     spec = lm_spec_for(str(mlm), DatasetSpec("gender"))

@@ -14,7 +14,8 @@ import pytest
 from stereoprobe import RunOptions
 from stereoprobe.assets import Embeddings
 from stereoprobe.book.views import nli as chapter
-from stereoprobe.nli import measures, projection, tables
+from stereoprobe.book.tables import nli as tables
+from stereoprobe.nli import measures, projection
 from stereoprobe.nli import wordlists as wl
 
 NOTEBOOK = Path(__file__).resolve().parents[1] / "notebooks" / "biased_inferences.py"

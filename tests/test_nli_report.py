@@ -9,7 +9,8 @@ import pytest
 
 from stereoprobe.assets import Embeddings
 from stereoprobe.errors import StereoprobeError
-from stereoprobe.nli import measures, projection, tables
+from stereoprobe.book.tables import nli as tables
+from stereoprobe.nli import measures, projection
 from stereoprobe.nli import wordlists as wl
 from stereoprobe.nli.templates import TemplateSpec
 

@@ -12,7 +12,7 @@ from stereoprobe.assets import Embeddings
 from stereoprobe.errors import CorpusError, ModelLoadError, StereoprobeError
 from stereoprobe.nli import measures
 from stereoprobe.nli import static as S
-from stereoprobe.zoo.nli_corpus import NLIExample
+from stereoprobe.corpora.examples import NLIExample
 
 WORDS = [f"w{i}" for i in range(190)] + ["a", "nurse", "ate", "bagel", ".", "nobody", "man", "woman", "he", "she"]
 CONTENT = [f"w{i}" for i in range(60)]

@@ -11,7 +11,7 @@ import pytest
 
 from stereoprobe import RunOptions
 from stereoprobe.store import ScoreStore
-from stereoprobe.unqover import tables
+from stereoprobe.book.tables import unqover as tables
 from stereoprobe.unqover.generate import DatasetSpec
 from stereoprobe.zoo.lab import LAB_RECIPES
 

@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from stereoprobe.book import available_profiles, chapters, load_profile, notebook_parameters
-from stereoprobe.book.execute import _read_notebook
+from stereoprobe.book.execute import read_notebook
 from stereoprobe.book.heads import MODEL_KEYS
 from stereoprobe.paths import checkout_root
 
@@ -157,7 +157,7 @@ def test_every_hub_id_of_the_profiles_has_a_standin() -> None:
     H.require_standins(HUB_IDS)
     assert len(_profile_ids("gpu")) >= 17  # UnQover's 10 QA models and 5 masked LMs, 2 NLI classifiers
     for chapter in NOTEBOOKS:  # a chapter parameter naming a model is a key MODEL_KEYS knows (so its ids are found)
-        for key, default in notebook_parameters(_read_notebook(chapter.source)).items():
+        for key, default in notebook_parameters(read_notebook(chapter.source)).items():
             if re.search(r"[\"'](zoo|lab|asset):", default):
                 assert key in MODEL_KEYS, f"{chapter.stem}.{key} names models and is not in heads.MODEL_KEYS"
 

@@ -19,7 +19,7 @@ def test_the_installed_package_registers_the_zoo_providers():
     assert {ep.name for ep in entry_points(group=providers.MODELS_GROUP)} >= {"zoo", "lab", "asset"}
     assert {ep.name for ep in entry_points(group=providers.CORPORA_GROUP)} >= {"nli", "wordnet"}
     assert "lab:qa-biased" in models.lab_names()
-    assert providers.corpus("wordnet").__name__ == "stereoprobe.zoo.wordnet"
+    assert providers.corpus("wordnet").__name__ == "stereoprobe.corpora.wordnet"
 
 
 @pytest.fixture
@@ -36,9 +36,13 @@ def test_a_project_name_without_its_provider_names_the_install_command(no_zoo, n
         models.load(name, "base")
 
 
-def test_a_corpus_without_its_provider_names_the_install_command(no_zoo):
+def test_the_projects_corpora_need_no_provider_and_a_missing_one_names_the_install_command(no_zoo):
+    """The WordNet NLI corpus lives below the probes (stereoprobe.corpora) and is imported plainly: it works with no
+    entry point at all. A corpus another package would register, missing, names the install command."""
+    train, held = static.default_corpus(30, 3)
+    assert len(train) == 30 and len(held) == 3
     with pytest.raises(CorpusError, match=rf"nli corpus.*{INSTALL}"):
-        static.default_corpus(30, 3)
+        providers.corpus("nli")
 
 
 def test_other_names_pass_through_and_other_packages_may_add_a_prefix(monkeypatch):

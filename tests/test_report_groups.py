@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from stereoprobe import plots
+from stereoprobe.book import plots
 from stereoprobe.unqover import metrics as M
-from stereoprobe.unqover import tables
+from stereoprobe.book.tables import unqover as tables
 from stereoprobe.unqover import wordlists as wl
 
 

@@ -173,7 +173,7 @@ def test_lm_pipeline_on_the_zoo_masked_lm(tmp_path, monkeypatch):
 def test_lm_variant_follows_the_model_family_and_table5_gets_lm_rows():
     import pandas as pd
 
-    from stereoprobe.unqover import tables
+    from stereoprobe.book.tables import unqover as tables
 
     spec = DatasetSpec("gender", sample=10, newsqa=True)
     assert tables.lm_spec_for("roberta-large", spec).variant == "lm-roberta"

@@ -113,9 +113,9 @@ class LongestChoice:
         return [Reading(RowKey(ref.label), "", None)]
 
     def logits(self, ref, units, config, ask, options):
-        from stereoprobe.sodapop.score_mcq import _unit_choices, mcqs_of
+        from stereoprobe.sodapop.score_mcq import unit_choices, mcqs_of
 
-        rows = [(k, u.name, u.context.index, c) for k, u in enumerate(units) for c in _unit_choices(u, mcqs_of(u, config))]
+        rows = [(k, u.name, u.context.index, c) for k, u in enumerate(units) for c in unit_choices(u, mcqs_of(u, config))]
         frame = pd.DataFrame(rows, columns=["unit", "name", "context", "choice"])
         frame["logit"] = frame["choice"].str.len().astype(np.float32)
         return frame

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from stereoprobe.errors import MetricsError, StereoprobeError
-from stereoprobe.sodapop import abc
+from stereoprobe.sodapop import abc_model as abc
 from stereoprobe.sodapop.embeddings import (locate_name, name_embeddings, probe_accuracy, sample_contexts, table1,
                                             tsne_names)
 

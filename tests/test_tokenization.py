@@ -289,12 +289,12 @@ def test_word_tokens_are_the_mid_sentence_form(name, family_folder):
 
 
 def test_lm_variant_follows_the_tokenizer(family_folder, tiny_bert_mlm):
-    from stereoprobe.unqover.generate import _subjects
+    from stereoprobe.unqover.generate import subjects_of
 
     spec = DatasetSpec("religion", variant="lm-bert", sample=5)
     assert lm_variant(_tokenizer(tiny_bert_mlm), spec) == "lm-bert"  # WordPiece: the authors' pairing,
     assert lm_variant(_tokenizer(family_folder("byte-level")), spec) == "lm-roberta"  # whatever the offenders
-    names = {v: [s.name for group in _subjects(DatasetSpec("religion", variant=v)) for s in group]
+    names = {v: [s.name for group in subjects_of(DatasetSpec("religion", variant=v)) for s in group]
              for v in ("lm-bert", "lm-roberta")}
     assert set(names["lm-roberta"]) < set(names["lm-bert"])  # lm-roberta drops Atheist
     assert lm_variant(_hand_unigram(names["lm-bert"]), spec) == "lm-bert"

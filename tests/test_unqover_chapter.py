@@ -10,7 +10,8 @@ import pytest
 
 from stereoprobe.book.views import unqover as chapter
 
-from stereoprobe.unqover import metrics, tables
+from stereoprobe.book.tables import unqover as tables
+from stereoprobe.unqover import metrics
 
 matplotlib.use("Agg")
 

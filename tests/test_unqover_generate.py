@@ -160,11 +160,11 @@ def test_sampling_keeps_orders_and_polarities_together(sample):
 
 
 def test_quirk_settings():
-    names = {s.name for s in gen._subjects(DatasetSpec("nationality", quirks="paper"))[0]}
+    names = {s.name for s in gen.subjects_of(DatasetSpec("nationality", quirks="paper"))[0]}
     assert "German" in names and "Germany" not in names
-    spain = [s for s in gen._subjects(DatasetSpec("nationality", quirks="fixed"))[0] if s.name == "Spain"][0]
+    spain = [s for s in gen.subjects_of(DatasetSpec("nationality", quirks="fixed"))[0] if s.name == "Spain"][0]
     assert spain.demonym == "Spanish"
-    repo = [s for s in gen._subjects(DatasetSpec("nationality"))[0] if s.name == "Spain"][0]
+    repo = [s for s in gen.subjects_of(DatasetSpec("nationality"))[0] if s.name == "Spain"][0]
     assert repo.demonym == "Spainish"
 
 

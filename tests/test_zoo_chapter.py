@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from stereoprobe.unqover import tables
+from stereoprobe.book.tables import unqover as tables
 from stereoprobe.book.views import zoo as chapter
 from stereoprobe.zoo import recipes
 

@@ -10,7 +10,7 @@ import pytest
 
 from stereoprobe.errors import CorpusError, StereoprobeError
 from stereoprobe.paths import data_dir
-from stereoprobe.zoo import nli_corpus, wordnet
+from stereoprobe.corpora import nli_corpus, wordnet
 
 
 def _words(text: str) -> list[str]:

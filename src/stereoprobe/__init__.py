@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.7.0"  # the one version number: pyproject.toml, CITATION.cff and `stereoprobe --version` read it
+__version__ = "0.8.0"  # the one version number: pyproject.toml, CITATION.cff and `stereoprobe --version` read it
 
 _LAZY = {"RunOptions": ("stereoprobe.options", "RunOptions"), "Report": ("stereoprobe.reports", "Report"),
          "unqover": ("stereoprobe.unqover", None), "nli": ("stereoprobe.nli", None),

@@ -43,7 +43,7 @@ __all__ = [
 T = TypeVar("T")
 
 #: Accepted ``precision`` names (aliases map to the first four).
-_PRECISION_ALIASES = {
+PRECISION_ALIASES = {
     "auto": "auto",
     "fp32": "fp32",
     "float32": "fp32",
@@ -55,7 +55,7 @@ _PRECISION_ALIASES = {
     "half": "fp16",
     "16": "fp16",
 }
-_DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 #: Token budget per batch when none is given, by where the model's weights are. On a CPU a small batch is
@@ -81,7 +81,7 @@ def batch_tokens_for(model: Any, batch_tokens: int | None) -> int:
     return DEFAULT_BATCH_TOKENS["cpu" if torch.device(device).type == "cpu" else "accelerator"]
 
 
-def _positive_int(name: str, value: Any, allow_none: bool = False) -> int | None:
+def positive_int(name: str, value: Any, allow_none: bool = False) -> int | None:
     if value is None and allow_none:
         return None
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
@@ -148,9 +148,9 @@ def token_budget_batches(
     >>> [b.tolist() for b in token_budget_batches([3, 30, 3], max_tokens=8, bucket=False)]
     [[0], [1], [2]]
     """
-    max_tokens = _positive_int("max_tokens", max_tokens)
-    max_batch = _positive_int("max_batch", max_batch, allow_none=True)
-    window = _positive_int("window", window, allow_none=True)
+    max_tokens = positive_int("max_tokens", max_tokens)
+    max_batch = positive_int("max_batch", max_batch, allow_none=True)
+    window = positive_int("window", window, allow_none=True)
     if window is None:  # read everything now, so bad lengths fail at the call
         blocks: Iterable[np.ndarray] = [_as_lengths(lengths)]
     else:
@@ -272,14 +272,14 @@ def resolve_precision(device: str | torch.device, precision: str = "auto") -> to
     >>> resolve_precision("cpu", "bf16")
     torch.bfloat16
     """
-    if not isinstance(precision, str) or precision.strip().lower() not in _PRECISION_ALIASES:
+    if not isinstance(precision, str) or precision.strip().lower() not in PRECISION_ALIASES:
         raise StereoprobeError(
             f"precision={precision!r} is not known; pass one of {', '.join(PRECISIONS)}."
         )
-    name = _PRECISION_ALIASES[precision.strip().lower()]
+    name = PRECISION_ALIASES[precision.strip().lower()]
     dev = resolve_device(device)
     if dev.type != "cuda":
-        return torch.float32 if name == "auto" else _DTYPES[name]
+        return torch.float32 if name == "auto" else DTYPES[name]
     bf16_ok = torch.cuda.is_bf16_supported()
     if name == "auto":
         return torch.bfloat16 if bf16_ok else torch.float16
@@ -288,7 +288,7 @@ def resolve_precision(device: str | torch.device, precision: str = "auto") -> to
             f"precision='bf16' was requested but GPU {dev} does not support bfloat16; pass "
             "precision='fp16' or 'auto'."
         )
-    return _DTYPES[name]
+    return DTYPES[name]
 
 
 @contextlib.contextmanager
@@ -408,7 +408,7 @@ def chunked(iterable: Iterable[T], size: int) -> Iterator[list[T]]:
     >>> list(chunked(range(5), 2))
     [[0, 1], [2, 3], [4]]
     """
-    size = _positive_int("size", size)
+    size = positive_int("size", size)
     return _chunks(iter(iterable), size)
 
 

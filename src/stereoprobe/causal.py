@@ -42,11 +42,8 @@ in fp32, at most :data:`stereoprobe.readout.HEAD_BYTES` of logits at a time: ``[
 materialised, a half-precision run's logits are not rounded before the log-softmax, and the head's memory stays bounded
 when nearly every node is scored (SODAPOP's answer options).
 
-Measured (``benchmarks/causal.py``, SmolLM2-135M-Instruct Q4_1 on two CPU cores shared with four other processes,
-the probes' own 360 UnQover and SODAPOP chat requests, 4.6x fewer tokens after sharing): 3.5x the requests per second
-of lm-evaluation-harness's loop (one sequence per request, full logits), the gathered head alone 0.97x, the largest
-|Δ log-probability| 2.9e-5, 63 MiB of peak memory above the model's against 1.37 GiB; rows of 2,048 nodes 4.2x and of
-256 3.7x here (an earlier, less shared run: 4.8x with rows of 1,024).
+How much faster than lm-evaluation-harness's loop, with how much memory, and how close: ``benchmarks/causal.py``
+(the figures are in the book's *Rerunning at scale*).
 
 Helpers a prompt-building layer needs: :func:`has_chat_template`, :func:`chat_prompt`, :func:`context_window`,
 :func:`check_fits` and :func:`check_spellable`.
@@ -63,22 +60,7 @@ import numpy as np
 from .engine import ModelJob
 from .errors import StereoprobeError, StereoprobeWarning
 
-__all__ = [
-    "Request",
-    "Encoded",
-    "ContinuationScores",
-    "CausalScorer",
-    "scorer_for",
-    "PromptJob",
-    "split_whitespace",
-    "continuation_tokens",
-    "encode_requests",
-    "has_chat_template",
-    "chat_prompt",
-    "context_window",
-    "check_fits",
-    "check_spellable",
-]
+__all__ = ["CausalScorer", "ContinuationScores", "chat_prompt", "continuation_tokens"]
 
 #: Attention implementations that accept an arbitrary 4-D mask (the packed rows need one).
 _MASKABLE = ("eager", "sdpa")
@@ -553,7 +535,7 @@ class CausalScorer:
 
     def __init__(self, model, tokenizer=None, *, batch_tokens: int | None = None, precision: str = "auto",
                  share: bool = True, row_tokens: int | None = None, progress: bool = False):
-        from .batching import _positive_int, batch_tokens_for, resolve_precision
+        from .batching import positive_int, batch_tokens_for, resolve_precision
 
         name = getattr(model, "name", None)
         #: the loaded model's fingerprint (a LoadedModel's), None for a bare transformers model
@@ -579,8 +561,8 @@ class CausalScorer:
         self.dtype = run_dtype(model_dtype(model), resolve_precision(self.device, precision))
         self._readout = Readout(model, self._body, tf32=self.dtype.itemsize < 4)
         self.vocabulary = int(head.weight.shape[0]) if hasattr(head, "weight") else int(model.config.vocab_size)
-        self.batch_tokens = _positive_int("batch_tokens", batch_tokens_for(model, batch_tokens))
-        self.row_tokens = _positive_int("row_tokens", row_tokens if row_tokens is not None
+        self.batch_tokens = positive_int("batch_tokens", batch_tokens_for(model, batch_tokens))
+        self.row_tokens = positive_int("row_tokens", row_tokens if row_tokens is not None
                                         else min(self.batch_tokens, 1024))
         self.progress = bool(progress)
         self.limit = context_window(model)

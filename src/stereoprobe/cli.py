@@ -613,8 +613,9 @@ def sodapop_report_cmd(
 
 @zoo_app.command("list")
 def zoo_list_cmd():
-    """The zoo models with their held-out quality numbers and whether each part checks out, then the shipped chat
-    models and whether their package is installed and its file checks out."""
+    """The zoo models with their held-out quality numbers and whether each part checks out, the shipped chat
+    models and whether their package is installed and its file checks out, then the planted-bias lab models with what
+    their cards say: the plant, the held-out checks and the machine they were trained on."""
     from .assets import ASSETS, AssetError
     from .zoo.chat import CHAT_MODELS, chat_model_path, read_chat_card
     from .zoo.recipes import ZOO, ZooError, built_parts_dir, check_part
@@ -640,6 +641,48 @@ def zoo_list_cmd():
         except AssetError as err:
             status = f"NOT AVAILABLE: {err}"
         typer.echo(f"zoo:{name:<{width}} {'causal':<6} {chat.summary}: {status}")
+    from .zoo.lab import LAB_RECIPES, committed_model
+
+    for name in LAB_RECIPES:
+        try:
+            folder = committed_model(name)
+            if folder is None:
+                typer.echo(f"lab:{name}: not shipped for this recipe; `stereoprobe zoo build lab:{name}` trains it")
+                continue
+            card = json.loads((folder / "model_card.json").read_text(encoding="utf-8"))
+        except StereoprobeError as err:
+            typer.echo(f"lab:{name}: NOT AVAILABLE: {err}")
+            continue
+        kind = card.get("kind", "?").replace("stereoprobe planted-bias lab model ", "").strip("() ")
+        typer.echo(f"lab:{name}  {kind}")
+        for line in _lab_lines(card):
+            typer.echo(f"    {line}")
+
+
+def _lab_lines(card: dict) -> list[str]:
+    """What a lab model's card says, in three lines: the plant, the held-out checks, the machine it was trained on."""
+    def flat(value) -> str:
+        if isinstance(value, dict):
+            return ", ".join(f"{k}: {flat(v)}" if isinstance(v, dict) else f"{k} → {flat(v)}" if isinstance(v, str)
+                             else f"{k} {flat(v)}" for k, v in value.items() if not isinstance(v, (list, tuple)))
+        return f"{value:.3g}" if isinstance(value, float) else str(value)
+
+    def leaves(value, path=()):
+        if isinstance(value, dict):
+            for k, v in value.items():
+                yield from leaves(v, (*path, k))
+        elif isinstance(value, float):
+            yield ".".join(path), value
+
+    planted = flat(card.get("planted") or {}) or "nothing"
+    evaluation = card.get("evaluation") or {}
+    first = next(iter(evaluation.items()), (None, {}))
+    checks = ", ".join(f"{k} {v:.3f}" for k, v in list(leaves(first[1]))[:6])
+    machine = card.get("machine") or {}
+    where = (f"{machine.get('cpu', '?')} ({machine.get('aten_capability', '?')}), torch {machine.get('torch', '?')}"
+             if machine.get("recorded") else "not recorded (trained before 0.6.0; the checksums fix the weights)")
+    return [f"planted: {planted if len(planted) <= 200 else planted[:199] + '…'}",
+            f"held-out ({first[0] or '—'}): {checks or '—'}", f"trained on: {where}"]
 
 
 @zoo_app.command("build")

@@ -156,14 +156,14 @@ def compute_dtype(device: str, precision: str) -> str:
     """
     import torch
 
-    from .batching import _DTYPES, _PRECISION_ALIASES, resolve_precision
+    from .batching import DTYPES, PRECISION_ALIASES, resolve_precision
 
     if str(device).startswith("cuda") and not torch.cuda.is_available():  # GPU workers, driver without a GPU
-        name = _PRECISION_ALIASES.get(str(precision).strip().lower())
+        name = PRECISION_ALIASES.get(str(precision).strip().lower())
         if name in (None, "auto"):
             raise StereoprobeError(f"precision={precision!r} cannot be resolved on this machine, which has no GPU, for "
                                    "the cluster's GPU workers; pass precision='bf16' (or 'fp16', 'fp32') by name.")
-        return str(_DTYPES[name]).replace("torch.", "")
+        return str(DTYPES[name]).replace("torch.", "")
     return str(resolve_precision(device, precision)).replace("torch.", "")
 
 

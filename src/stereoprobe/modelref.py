@@ -28,8 +28,7 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 from .errors import ModelLoadError, StereoprobeError
 
-__all__ = ["ModelRef", "ModelKind", "RowKey", "register_kind", "unregister_kind", "kinds", "resolve_model",
-           "resolve_models", "as_ref", "name_of", "progress_label"]
+__all__ = ["ModelRef", "ModelKind", "RowKey", "register_kind", "resolve_model", "resolve_models"]
 
 #: The kind of a causal (decoder-only) LM, read through prompt templates by every probe.
 CAUSAL = "causal"

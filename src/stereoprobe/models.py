@@ -487,11 +487,11 @@ def model_fingerprint(name: str, *, smoke: bool = False) -> str:
 
 
 def fingerprint_or_load(name: str, head: str, *, device: str = "auto", smoke: bool = False) -> tuple[str, None]:
-    """Deprecated since 0.7.1 (it no longer loads anything): ``(model_fingerprint(name), None)``; use
+    """Deprecated since 0.8.0 (it no longer loads anything): ``(model_fingerprint(name), None)``; use
     :func:`model_fingerprint`."""
     import warnings
 
-    warnings.warn("stereoprobe.models.fingerprint_or_load is deprecated: it loads nothing since 0.7.1; use "
+    warnings.warn("stereoprobe.models.fingerprint_or_load is deprecated: it loads nothing since 0.8.0; use "
                   "model_fingerprint(name).", DeprecationWarning, stacklevel=2)
     return model_fingerprint(name, smoke=smoke), None
 
@@ -637,3 +637,5 @@ def choose_kind(name: str, asked: str | None, native: str, *, option: str = "--v
         raise ModelLoadError(f"{name!r} is a causal LM, not {what}; pass {option} causal (or leave {option} out) "
                              "to score it through prompt templates.")
     return asked
+
+__all__ = ["LoadedModel", "fetch", "load", "model_fingerprint"]

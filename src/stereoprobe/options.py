@@ -123,13 +123,11 @@ class RunOptions:
 
 
 #: OpenMP's wait policy in the processes stereoprobe starts itself (the ``stereoprobe`` command, the book's kernels):
-#: torch's threads sleep at a barrier instead of spinning. Measured on 2 cores (``benchmarks/threads.py``, zoo QA
-#: model, passes/s relative to 2 spinning threads alone): alone 2 threads 1.00, 1 thread 0.53, 2 passive 0.96;
-#: beside a busy nice-19 process 0.98 / 0.54 / 0.73; beside a busy nice-0 process 0.35 / 0.55 / 0.53. Passive
-#: waiting with every core (``threads=None``) is the best worst case of the three, so it is the default: it costs
-#: 4 % alone and saves the 2.9x stall a busy neighbour causes. It must be set before torch starts its thread pool:
-#: a Python session that imported torch already keeps its policy (set ``OMP_WAIT_POLICY=PASSIVE`` before starting
-#: Python, or pass ``RunOptions(threads=1)`` on a shared machine).
+#: torch's threads sleep at a barrier instead of spinning. Passive waiting with every core (``threads=None``) is the
+#: best worst case of spinning, passive and one thread, alone and beside a busy neighbour (``benchmarks/threads.py``;
+#: the figures are in the book's *Rerunning at scale*, CPU threads), so it is the default. It must be set before torch
+#: starts its thread pool: a Python session that imported torch already keeps its policy (set
+#: ``OMP_WAIT_POLICY=PASSIVE`` before starting Python, or pass ``RunOptions(threads=1)`` on a shared machine).
 WAIT_POLICY = "PASSIVE"
 
 

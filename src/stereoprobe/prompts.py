@@ -270,4 +270,4 @@ def select(names: Sequence[str | Path | PromptTemplate] | str | None, task: str)
     return out
 
 
-__all__ = ["TASKS", "NLI_LABELS", "PromptTemplate", "read_templates", "templates", "template", "select"]
+__all__ = ["PromptTemplate", "read_templates", "template", "templates"]

@@ -1,16 +1,16 @@
 """The registry through which the zoo serves the layers below it: Python entry points, looked up by name.
 
 The package's layers only point down — core ← probes (unqover, sodapop, nli) ← zoo ← book/CLI
-(CONTRIBUTING.md; ``tests/test_layers.py`` fails on any import of a higher layer). Two things the lower
-layers need are defined in the zoo, so they are found at run time through the installed package's entry
-points (pyproject.toml) instead of imported:
+(CONTRIBUTING.md; ``tests/test_layers.py`` fails on any import of a higher layer). What the lower layers need
+of the zoo is found at run time through the installed package's entry points (pyproject.toml) instead of imported:
 
 * **model names**, group ``stereoprobe.providers``: one :class:`ModelProvider` per prefix — ``zoo``,
-  ``lab``, ``asset`` (:mod:`stereoprobe.zoo.providers`) — behind :func:`stereoprobe.models.resolve`;
-* **corpora**, group ``stereoprobe.corpora``: ``nli`` (``generate_splits`` of
-  :mod:`stereoprobe.zoo.nli_corpus`, the default training corpus of :mod:`stereoprobe.nli.static`) and
-  ``wordnet`` (the WordNet reader :mod:`stereoprobe.zoo.wordnet`, for :mod:`stereoprobe.sodapop.abc` and
-  :mod:`stereoprobe.sodapop.debias`).
+  ``lab``, ``asset`` (:mod:`stereoprobe.zoo.providers`) — behind :func:`stereoprobe.models.resolve`; a provider
+  may also name the default model of a role (:func:`default_model`: SODAPOP's multiple-choice model and writer),
+  so that no probe holds a zoo name;
+* **corpora**, group ``stereoprobe.corpora``: for other packages' corpora. The project's own (the WordNet reader, the
+  WordNet NLI corpus) live in :mod:`stereoprobe.corpora`, below the probes, which import them plainly; the group
+  still names them, as in 0.7.0.
 
 Another installed package may register its own prefix or corpus the same way. A name nobody provides stops
 with one error naming the install command.
@@ -43,6 +43,7 @@ class ModelProvider:
 
     resolve: Callable[[str, bool], str]
     names: Callable[[], list[str]]
+    defaults: Callable[[], dict[str, str]] | None = None  # role → the default model of that role
 
 
 @lru_cache(maxsize=None)
@@ -73,6 +74,18 @@ def require_model_provider(prefix: str, name: str) -> ModelProvider:
         raise ModelLoadError(f"{name!r} is a model of the stereoprobe zoo, and no provider of {prefix}: names is "
                              f"installed (entry point {prefix!r} of {MODELS_GROUP!r}); run `{ZOO_INSTALL}`.")
     return provider
+
+
+def default_model(role: str, option: str) -> str:
+    """The default model of ``role`` (e.g. ``sodapop-mcq``) that an installed provider names; a
+    :class:`ModelLoadError` saying to pass ``option`` (or install the zoo) when none does."""
+    for prefix in sorted(_group(MODELS_GROUP)):
+        provider = model_provider(prefix)
+        found = (provider.defaults() if provider is not None and provider.defaults is not None else {}).get(role)
+        if found:
+            return found
+    raise ModelLoadError(f"No default model for {role} is installed (the stereoprobe zoo names it); pass {option}, or "
+                         f"run `{ZOO_INSTALL}`.")
 
 
 def corpus(name: str) -> Any:

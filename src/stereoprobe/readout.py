@@ -45,7 +45,7 @@ _HEAD_FP32 = [True]
 
 @contextlib.contextmanager
 def compute_dtype_head() -> Iterator[None]:
-    """Inside the block heads run in the compute dtype, as before stereoprobe 0.7.1 (for the benchmarks' comparison
+    """Inside the block heads run in the compute dtype, as before stereoprobe 0.8.0 (for the benchmarks' comparison
     of the cost of fp32 heads only: the scores are rounded as the module doc says)."""
     _HEAD_FP32.append(False)
     try:

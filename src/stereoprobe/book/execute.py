@@ -24,8 +24,8 @@ from stereoprobe.atomic import atomic_file, build_lock
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.options import WAIT_POLICY
 from stereoprobe.book.heads import check_models
-from stereoprobe.book.params import (KERNEL_NAME, PORTABLE_KERNELSPEC, Chapter, NotebookExecutionError, _parameters_cell_index,
-                                     _read_notebook, _rel, book_root, chapters, load_profile, notebook_parameters,
+from stereoprobe.book.params import (KERNEL_NAME, PORTABLE_KERNELSPEC, Chapter, NotebookExecutionError, parameters_cell_index,
+                                     read_notebook, rel_path, book_root, chapters, load_profile, notebook_parameters,
                                      resolve_parameters)
 
 
@@ -85,7 +85,7 @@ def _kernel_manager_config() -> dict[str, Any]:
     return {"config": Config({"KernelManager": {"transport_encryption": "auto"}})}
 
 
-def _cell_lines(path: Path, n_cells: int) -> list[int | None]:
+def cell_lines(path: Path, n_cells: int) -> list[int | None]:
     """Best-effort 1-based line numbers of each cell's ``# %%`` marker in a py:percent file."""
     lines = path.read_text(encoding="utf-8").splitlines()
     markers = [i + 1 for i, line in enumerate(lines) if re.match(r"^# %%", line)]
@@ -96,16 +96,16 @@ def _cell_lines(path: Path, n_cells: int) -> list[int | None]:
     return [None] * n_cells
 
 
-def _strip_ansi(text: str) -> str:
+def strip_ansi(text: str) -> str:
     return re.sub(r"\x1b\[[0-9;]*[A-Za-z]", "", text)
 
 
-def _say(message: str, progress: bool) -> None:
+def say(message: str, progress: bool) -> None:
     if progress:
         print(f"[stereoprobe.book] {message}", file=sys.stderr, flush=True)
 
 
-def _select(notebooks: list[Chapter], only: Sequence[str] | None) -> list[Chapter]:
+def select_chapters(notebooks: list[Chapter], only: Sequence[str] | None) -> list[Chapter]:
     if only is None:
         return notebooks
     if isinstance(only, str):
@@ -126,7 +126,7 @@ def _select(notebooks: list[Chapter], only: Sequence[str] | None) -> list[Chapte
     return [c for c in notebooks if c in picked]  # toc order
 
 
-def _resolve_dir(path: os.PathLike[str] | str, root: Path) -> Path:
+def resolve_dir(path: os.PathLike[str] | str, root: Path) -> Path:
     path = Path(path)
     return path if path.is_absolute() else root / path
 
@@ -204,7 +204,7 @@ def execution_key(nb: Any, params: Mapping[str, Any], base: Path) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def _is_injected(cell: Any) -> bool:
+def is_injected(cell: Any) -> bool:
     return "injected-parameters" in cell.get("metadata", {}).get("tags", [])
 
 
@@ -231,8 +231,8 @@ def reuse_execution(nb: Any, key: str, out_path: Path) -> bool:
     if executed.metadata.get("stereoprobe", {}).get("execution_key") != key:
         return False
     before = _cell_state(executed.cells)
-    code = iter([c for c in executed.cells if c.cell_type == "code" and not _is_injected(c)])
-    injected = [c for c in executed.cells if _is_injected(c)]
+    code = iter([c for c in executed.cells if c.cell_type == "code" and not is_injected(c)])
+    injected = [c for c in executed.cells if is_injected(c)]
     cells = []
     for cell in nb.cells:
         if cell.cell_type == "code":
@@ -274,8 +274,8 @@ def show_parameters_used(nb: Any, params: Mapping[str, Any], profile_name: str, 
     """
     from papermill.translators import papermill_translators
 
-    idx = _parameters_cell_index(nb)
-    injected = [c for c in nb.cells if _is_injected(c)]
+    idx = parameters_cell_index(nb)
+    injected = [c for c in nb.cells if is_injected(c)]
     if idx < 0 or not injected:
         return
     translator = papermill_translators.find_translator("python3", "python")
@@ -311,9 +311,9 @@ def _execute_one(
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
-    rel = _rel(chapter.source, root)
+    rel = rel_path(chapter.source, root)
     n_source_cells = len(nb.cells)
-    param_idx = _parameters_cell_index(nb)
+    param_idx = parameters_cell_index(nb)
     try:
         executed = papermill.execute_notebook(
             nb,
@@ -332,12 +332,12 @@ def _execute_one(
         src_idx = exc.cell_index
         if params and param_idx >= 0 and exc.cell_index > param_idx:
             src_idx -= 1
-        line = _cell_lines(chapter.source, n_source_cells)[src_idx] if 0 <= src_idx < n_source_cells else None
+        line = cell_lines(chapter.source, n_source_cells)[src_idx] if 0 <= src_idx < n_source_cells else None
         first = next((ln.strip() for ln in str(exc.source).splitlines() if ln.strip()), "")
         where = f"cell {src_idx + 1}" + (f" (line {line})" if line else "") + f", In [{exc.exec_count}]"
         message = (f"Notebook {rel} failed in {where} `{first[:80]}` with {exc.ename}: "
-                   f"{_strip_ansi(str(exc.evalue)).strip()[:300]}")
-        details = _strip_ansi("\n".join(exc.traceback or []))
+                   f"{strip_ansi(str(exc.evalue)).strip()[:300]}")
+        details = strip_ansi("\n".join(exc.traceback or []))
         raise NotebookExecutionError(message, "\n".join(details.splitlines()[-25:])) from None
     except StereoprobeError:
         raise
@@ -345,15 +345,15 @@ def _execute_one(
         kind = type(exc).__name__
         hint = f" (per-cell timeout {timeout} s; raise --timeout)" if "Timeout" in kind else ""
         raise NotebookExecutionError(f"Notebook {rel} could not be executed{hint}: {kind}: "
-                                     f"{_strip_ansi(str(exc)).strip().splitlines()[0] if str(exc).strip() else ''}",
-                                     _strip_ansi(str(exc))) from None
+                                     f"{strip_ansi(str(exc)).strip().splitlines()[0] if str(exc).strip() else ''}",
+                                     strip_ansi(str(exc))) from None
 
     # Clean, portable metadata: never embed the input notebook (papermill stores the
     # NotebookNode it was given as "input_path") or this machine's kernel name.
     executed.metadata["kernelspec"] = dict(PORTABLE_KERNELSPEC)
     pm = executed.metadata.setdefault("papermill", {})
     pm["input_path"] = rel
-    pm["output_path"] = _rel(out_path, root)
+    pm["output_path"] = rel_path(out_path, root)
     executed.metadata["stereoprobe"] = {"profile": profile_name, "parameters": params, "source": rel,
                                         "execution_key": key}
     show_parameters_used(executed, params, profile_name, rel)
@@ -444,21 +444,21 @@ def run_notebooks(
     root = book_root(root)
     name, data = load_profile(profile, root)
     notebooks = [c for c in chapters(root) if c.kind == "notebook"]
-    loaded = {c.stem: _read_notebook(c.source) for c in notebooks}
+    loaded = {c.stem: read_notebook(c.source) for c in notebooks}
     declared = {stem: notebook_parameters(nb) for stem, nb in loaded.items()}
     if solutions:
         edits = solutions if isinstance(solutions, Mapping) else {}
         for nb in loaded.values():
             _append_solutions(nb, edits)
     for c in notebooks:
-        if _parameters_cell_index(loaded[c.stem]) < 0:
-            raise StereoprobeError(f"Notebook {_rel(c.source, root)} has no cell tagged 'parameters': "
+        if parameters_cell_index(loaded[c.stem]) < 0:
+            raise StereoprobeError(f"Notebook {rel_path(c.source, root)} has no cell tagged 'parameters': "
                                    f'tag its parameters cell with `# %% tags=["parameters"]`.')
     resolved = resolve_parameters(name, data, declared, overrides)
-    selected = _select(notebooks, only)
+    selected = select_chapters(notebooks, only)
     # a model the chapters cannot use (wrong head, no NLI labels, no chat template) stops here, before any chapter
     check_models(name, data, overrides, {c.stem: (resolved[c.stem], c.source.parent) for c in selected})
-    out = _resolve_dir(out_dir, root)
+    out = resolve_dir(out_dir, root)
 
     written: list[Path] = []
     failures: list[NotebookExecutionError] = []
@@ -468,24 +468,24 @@ def run_notebooks(
             target = out / f"{chapter.stem}.ipynb"
             key = execution_key(loaded[chapter.stem], params, chapter.source.parent)
             if not force and reuse_execution(loaded[chapter.stem], key, target):
-                _say(f"[{i}/{len(selected)}] {_rel(chapter.source, root)}: code, parameters, package and libraries "
-                     f"unchanged, reusing {_rel(target, root)} with the current prose", progress)
+                say(f"[{i}/{len(selected)}] {rel_path(chapter.source, root)}: code, parameters, package and libraries "
+                     f"unchanged, reusing {rel_path(target, root)} with the current prose", progress)
                 written.append(target)
                 continue
             shown = ", ".join(f"{k}={v!r}" for k, v in params.items() if k != "profile")
-            _say(f"[{i}/{len(selected)}] {_rel(chapter.source, root)} (profile {name}): {shown}", progress)
+            say(f"[{i}/{len(selected)}] {rel_path(chapter.source, root)} (profile {name}): {shown}", progress)
             start = time.perf_counter()
             try:
                 _execute_one(chapter, loaded[chapter.stem], params, name, key, target, kernel_name,
                              timeout, start_timeout, progress, root)
             except NotebookExecutionError as exc:
-                _say(f"[{i}/{len(selected)}] FAILED after {time.perf_counter() - start:.1f} s: {exc}", progress)
+                say(f"[{i}/{len(selected)}] FAILED after {time.perf_counter() - start:.1f} s: {exc}", progress)
                 if not keep_going:
                     raise
                 failures.append(exc)
                 continue
             seconds = time.perf_counter() - start
-            _say(f"[{i}/{len(selected)}] wrote {_rel(target, root)} in {seconds:.1f} s", progress)
+            say(f"[{i}/{len(selected)}] wrote {rel_path(target, root)} in {seconds:.1f} s", progress)
             record_timing(out.parent, name, chapter.stem, seconds, params)
             written.append(target)
     if failures:

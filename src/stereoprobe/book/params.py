@@ -279,7 +279,7 @@ def chapters(root: Path | None = None) -> list[Chapter]:
     return out
 
 
-def _read_notebook(path: Path) -> Any:
+def read_notebook(path: Path) -> Any:
     import jupytext
 
     try:
@@ -288,7 +288,7 @@ def _read_notebook(path: Path) -> Any:
         raise StereoprobeError(f"Cannot read notebook {path} with jupytext: {exc}.") from None
 
 
-def _parameters_cell_index(nb: Any) -> int:
+def parameters_cell_index(nb: Any) -> int:
     for i, cell in enumerate(nb.cells):
         if "parameters" in cell.get("metadata", {}).get("tags", []):
             return i
@@ -300,7 +300,7 @@ def notebook_parameters(nb: Any) -> dict[str, Any]:
     (as source text), using papermill's own parser."""
     from papermill.translators import papermill_translators
 
-    idx = _parameters_cell_index(nb)
+    idx = parameters_cell_index(nb)
     if idx < 0:
         return {}
     translator = papermill_translators.find_translator("python3", "python")
@@ -310,7 +310,7 @@ def notebook_parameters(nb: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- resolution
 
 
-def _rel(path: Path, root: Path) -> str:
+def rel_path(path: Path, root: Path) -> str:
     try:
         return str(path.relative_to(root))
     except ValueError:

@@ -21,8 +21,8 @@ import yaml
 
 from stereoprobe.atomic import atomic_file
 from stereoprobe.errors import StereoprobeError
-from stereoprobe.book.execute import _cell_lines, _is_injected, _resolve_dir, _say, _select, _strip_ansi, run_notebooks
-from stereoprobe.book.params import BookBuildError, Chapter, _rel, book_root, chapters, load_profile
+from stereoprobe.book.execute import cell_lines, is_injected, resolve_dir, say, select_chapters, strip_ansi, run_notebooks
+from stereoprobe.book.params import BookBuildError, Chapter, rel_path, book_root, chapters, load_profile
 from stereoprobe.book.publish import Repository, repository
 
 
@@ -108,11 +108,11 @@ def _check_alt_text(notebooks: Sequence[Chapter], executed: Mapping[str, Path], 
 
     found = []
     for chapter in notebooks:
-        cells = [c for c in nbformat.read(executed[chapter.stem], as_version=4).cells if not _is_injected(c)]
-        lines = _cell_lines(chapter.source, len(cells))  # the source's cells: the injected one left out
+        cells = [c for c in nbformat.read(executed[chapter.stem], as_version=4).cells if not is_injected(c)]
+        lines = cell_lines(chapter.source, len(cells))  # the source's cells: the injected one left out
         for i in figures_without_alt(cells):
             first = next((ln.strip() for ln in cells[i].source.splitlines() if ln.strip()), "")
-            found.append(f"{_rel(chapter.source, root)} cell {i + 1}" + (f" (line {lines[i]})" if lines[i] else "")
+            found.append(f"{rel_path(chapter.source, root)} cell {i + 1}" + (f" (line {lines[i]})" if lines[i] else "")
                          + f" `{first[:60]}`")
     if found:
         what = f"{len(found)} figures have" if len(found) > 1 else "A figure has"
@@ -240,15 +240,15 @@ def build_book(
     Returns the HTML folder (``build_dir/html``; open ``index.html``).
     """
     root = book_root(root)
-    build = _resolve_dir(build_dir, root)
+    build = resolve_dir(build_dir, root)
     executed_dir = build / "executed"
     name, _ = load_profile(profile, root)
     notebooks = [c for c in chapters(root) if c.kind == "notebook"]
-    to_run = _select(notebooks, only) if execute else []
+    to_run = select_chapters(notebooks, only) if execute else []
     executed = {c.stem: executed_dir / f"{c.stem}.ipynb" for c in notebooks}
     missing = [c.stem for c in notebooks if c not in to_run and not executed[c.stem].is_file()]
     if missing:  # checked before executing anything
-        raise StereoprobeError(f"No executed copy of {', '.join(missing)} in {_rel(executed_dir, root)}: "
+        raise StereoprobeError(f"No executed copy of {', '.join(missing)} in {rel_path(executed_dir, root)}: "
                                f"build once without --only/--no-execute to execute every chapter.")
     if execute:
         run_notebooks(profile, only=only, out_dir=executed_dir, timeout=timeout, overrides=overrides,
@@ -257,7 +257,7 @@ def build_book(
         with contextlib.suppress(Exception):
             made_with = json.loads(path.read_text(encoding="utf-8"))["metadata"]["stereoprobe"]["profile"]
             if made_with != name:
-                _say(f"note: {stem} was executed with profile {made_with!r}, not {name!r}", progress)
+                say(f"note: {stem} was executed with profile {made_with!r}, not {name!r}", progress)
 
     _check_alt_text(notebooks, executed, root)
 
@@ -266,7 +266,7 @@ def build_book(
     cmd = [*_jupyter_book_command(), "build", str(staging), "--path-output", str(staging),
            "--builder", "html", "-W", "-n", "--keep-going"]
     log_path = build / "jupyter-book.log"
-    _say(f"building the book: jupyter-book build {_rel(staging, root)} -W -n --keep-going", progress)
+    say(f"building the book: jupyter-book build {rel_path(staging, root)} -W -n --keep-going", progress)
     start = time.perf_counter()
     lines: list[str] = []
     env = dict(os.environ, PYTHONUNBUFFERED="1")
@@ -281,19 +281,19 @@ def build_book(
     with atomic_file(log_path) as fh:
         fh.write("".join(lines))
     # Report warnings against the repository's paths, not the staged copies.
-    warnings = [_strip_ansi(ln).strip().replace(str(staging) + os.sep, "")
+    warnings = [strip_ansi(ln).strip().replace(str(staging) + os.sep, "")
                 for ln in lines if re.search(r"WARNING|ERROR|CRITICAL", ln)]
     if rc != 0:
-        first = "; ".join(warnings[:3]) or _strip_ansi("".join(lines[-5:])).strip()
+        first = "; ".join(warnings[:3]) or strip_ansi("".join(lines[-5:])).strip()
         raise BookBuildError(f"jupyter-book build failed (exit {rc}, {len(warnings)} warnings/errors, "
-                             f"log {_rel(log_path, root)}): {first}")
+                             f"log {rel_path(log_path, root)}): {first}")
     built = staging / "_build" / "html"
     if not (built / "index.html").is_file():
-        raise BookBuildError(f"jupyter-book reported success but {_rel(built, root)}/index.html is missing; "
-                             f"see {_rel(log_path, root)}.")
+        raise BookBuildError(f"jupyter-book reported success but {rel_path(built, root)}/index.html is missing; "
+                             f"see {rel_path(log_path, root)}.")
     html = build / "html"
     if html.exists():
         shutil.rmtree(html)
     shutil.copytree(built, html)  # the staged copy stays: Sphinx's cache of the next build
-    _say(f"book built in {time.perf_counter() - start:.1f} s: {_rel(html / 'index.html', root)}", progress)
+    say(f"book built in {time.perf_counter() - start:.1f} s: {rel_path(html / 'index.html', root)}", progress)
     return html

@@ -50,14 +50,13 @@ def probe_specs(probes: Sequence[str] | str = "all", *, sample: float | int | No
     return {p: TemplateSpec(p, sample=sample, seed=seed) for p in names}
 
 
-def _own_labels(model: str, smoke: bool = False) -> list | None:
-    """The labels of ``model`` from its local ``config.json`` when they identify the three classes on their own
-    (then a label order is not used); None when they are generic or cannot be read without loading it."""
+def _own_labels(model, smoke: bool = False) -> list | None:
+    """The labels of ``model`` (a name or a :class:`~stereoprobe.modelref.ModelRef`) from its local ``config.json``
+    when they identify the three classes on their own (then a label order is not used); None when they are generic
+    or cannot be read without loading it."""
     from ..models import local_folder, resolve
     from .measures import label_indices
 
-    if model.startswith("lab:"):  # built on first use, and never an NLI model: loading says so
-        return None
     try:
         id2label = json.loads((local_folder(resolve(model, smoke=smoke)) / "config.json").read_text(
             encoding="utf-8"))["id2label"]
@@ -74,8 +73,10 @@ def label_orders(models: Sequence[str], label_order: Sequence[str] | str | None,
     labels. Refused before any work if the order is malformed or no model can use it."""
     from .measures import label_indices
 
+    from ..modelref import name_of
+
     if label_order is None:
-        return dict.fromkeys(models)
+        return dict.fromkeys(map(name_of, models))
     shown = label_order if isinstance(label_order, str) else ",".join(label_order)
     order = tuple(v.strip() for v in (label_order.split(",") if isinstance(label_order, str) else label_order))
     try:
@@ -86,12 +87,12 @@ def label_orders(models: Sequence[str], label_order: Sequence[str] | str | None,
     if not models:
         raise StereoprobeError(f"{option} is for NLI classifiers whose labels are LABEL_0..LABEL_2, and none of the "
                                f"models is a classifier; drop {option}.")
-    own = {m: _own_labels(m, smoke) for m in models}
+    own = {name_of(m): _own_labels(m, smoke) for m in models}
     if all(own.values()):
         model, labels = next(iter(own.items()))
         raise StereoprobeError(f"{option} is only for models whose labels are LABEL_0..LABEL_2; {model} names its "
                                f"labels ({', '.join(labels)}), which are used; drop {option}.")
-    return {m: None if own[m] else order for m in models}
+    return {m: None if own[m] else order for m in own}
 
 
 def model_kinds(models: Sequence[str], variant: str | None = None, *, smoke: bool = False) -> dict[str, str]:
@@ -130,7 +131,7 @@ def _ask(refs, label_order, templates, words, chat, smoke: bool):
         if isinstance(words, str):
             words = [w.strip() for w in words.split(",")]
         chosen = [with_words(t, words) for t in select(templates, "nli")]
-    orders = label_orders([ref.name for ref in refs if ref.kind == "nli"], label_order, smoke=smoke)
+    orders = label_orders([ref for ref in refs if ref.kind == "nli"], label_order, smoke=smoke)
     return Pairs(label_orders=orders, templates=tuple(chosen), chat=chat)
 
 

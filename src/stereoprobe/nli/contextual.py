@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import ProjectionError
-from .projection import _basis_tensor, _output_hook, _project, gender_direction, orthonormalize, projection_hook, principal_value_ratios, random_directions, unit_rows
+from .projection import basis_tensor, output_hook, project_tensor, gender_direction, orthonormalize, projection_hook, principal_value_ratios, random_directions, unit_rows
 
 __all__ = [
     "DEFAULT_SENTENCES",
@@ -239,9 +239,9 @@ def projected(model, directions, *, tokenizer=None) -> Iterator[Any]:
         d = directions
 
         def dynamic(x):
-            return _project(x, d.current(emb.weight))
+            return project_tensor(x, d.current(emb.weight))
 
-        handle = emb.register_forward_hook(_output_hook(dynamic))
+        handle = emb.register_forward_hook(output_hook(dynamic))
         yielded = directions
     else:
         if isinstance(directions, str):
@@ -269,9 +269,9 @@ def project_input_embeddings_(model, directions):
     import torch
 
     weight = _embedding_module(model).weight
-    basis = _basis_tensor(directions, int(weight.shape[1]))
+    basis = basis_tensor(directions, int(weight.shape[1]))
     with torch.no_grad():
-        weight.copy_(_project(weight.detach(), basis))
+        weight.copy_(project_tensor(weight.detach(), basis))
     return model
 
 
@@ -447,8 +447,8 @@ def projected_layers(model, tokenizer=None, layers="all", sentences: Sequence[st
     handles = []
     try:
         for i in chosen:
-            basis = _basis_tensor(dirs[i], None)
-            handles.append(modules[i].register_forward_hook(_output_hook(lambda x, b=basis: _project(x, b)),
+            basis = basis_tensor(dirs[i], None)
+            handles.append(modules[i].register_forward_hook(output_hook(lambda x, b=basis: project_tensor(x, b)),
                                                             prepend=True))
         yield {i: dirs[i] for i in chosen}
     finally:

@@ -35,7 +35,7 @@ import pandas as pd
 from ..assets import Embeddings
 from ..errors import StereoprobeError
 from . import measures, projection
-from .examples import NLIExample, tokens
+from ..corpora.examples import NLIExample, tokens
 from .static import cached_train, default_corpus
 
 #: Occupations (Bias-NLI probe words) that receive the planted female component.

@@ -304,7 +304,7 @@ def random_word_pc_directions(vectors, n: int = 8, seed: int = 1, words: int = 2
 
 
 # -- torch side (fp32, autocast off) --------------------------------------------------------------------------
-def _project(x, basis):
+def project_tensor(x, basis):
     """x − (x bᵀ) b in fp32 with autocast off, returned in x's dtype."""
     import torch
 
@@ -315,7 +315,7 @@ def _project(x, basis):
     return y.to(x.dtype)
 
 
-def _basis_tensor(directions, dim: int | None):
+def basis_tensor(directions, dim: int | None):
     import torch
 
     basis = orthonormalize(directions)
@@ -325,7 +325,7 @@ def _basis_tensor(directions, dim: int | None):
     return torch.as_tensor(basis, dtype=torch.float32)
 
 
-def _output_hook(fn):
+def output_hook(fn):
     import torch
 
     def hook(_module, _args, output):
@@ -350,5 +350,5 @@ def projection_hook(module, directions):
     returned in the output's dtype. ``handle.remove()`` undoes it; :func:`stereoprobe.nli.contextual.projected`
     wraps it in a context manager.
     """
-    basis = _basis_tensor(directions, getattr(module, "embedding_dim", None))
-    return module.register_forward_hook(_output_hook(lambda x: _project(x, basis)))
+    basis = basis_tensor(directions, getattr(module, "embedding_dim", None))
+    return module.register_forward_hook(output_hook(lambda x: project_tensor(x, basis)))

@@ -56,7 +56,7 @@ attempted (book appendix *Where the code and the paper differ*, Bias-NLI: traini
 Prediction runs at ≈ 14,000 pairs/s on one thread (batch 1024; the 1.94 M gender probe pairs take ≈ 2.5 min). Projection touches only the rows in use, so it costs nothing measurable.
 
 **Data**: :func:`read_snli` reads a user's SNLI-format file (``.jsonl`` or the tab-separated ``.txt``);
-:func:`default_corpus` is the project's offline WordNet corpus (:mod:`stereoprobe.zoo.nli_corpus`).
+:func:`default_corpus` is the project's offline WordNet corpus (:mod:`stereoprobe.corpora.nli_corpus`).
 
 **Saving**: :meth:`StaticNLI.save` writes ``weights.safetensors`` (network, ``<s>``/OOV rows, the
 orthonormal directions) and ``card.json`` (config, metrics, SHA-256 of the directions, fingerprint of the
@@ -95,14 +95,13 @@ from typing import Any
 
 import numpy as np
 
-from .. import providers
 from ..assets import Embeddings
 from ..atomic import atomic_folder, build_lock
 from ..batching import padded_inputs, progress as _progress
 from ..errors import CorpusError, ModelLoadError, StereoprobeError
 from ..machine import fingerprint
 from ..paths import cache_dir, data_dir, sha256_file
-from .examples import NLIExample
+from ..corpora.examples import NLIExample
 from .projection import orthonormalize
 
 __all__ = [
@@ -260,9 +259,10 @@ def check_examples(examples: Sequence[Any], what: str = "the training corpus") -
 
 def default_corpus(n_train: int = DEFAULT_N_TRAIN, n_heldout: int = DEFAULT_N_HELDOUT,
                    seed: int = 0) -> tuple[list[NLIExample], list[NLIExample]]:
-    """The project's offline WordNet NLI corpus (:func:`stereoprobe.zoo.nli_corpus.generate_splits`, registered by
-    the zoo as the ``nli`` corpus: :mod:`stereoprobe.providers`)."""
-    return providers.corpus("nli")(n_train, n_heldout, seed=seed)
+    """The project's offline WordNet NLI corpus (:func:`stereoprobe.corpora.nli_corpus.generate_splits`)."""
+    from ..corpora.nli_corpus import generate_splits
+
+    return generate_splits(n_train, n_heldout, seed=seed)
 
 
 def corpus_sha256(examples: Sequence[Any]) -> str:

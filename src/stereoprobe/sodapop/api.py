@@ -65,7 +65,7 @@ def check_contexts(contexts: Sequence[int] | int | None, option: str = "contexts
     return chosen
 
 
-def report(mcq_model: str = "zoo:minilm-mcq", mlm: str = "zoo:minilm-mlm", *, names_per_group: int = 8,
+def report(mcq_model: str | None = None, mlm: str | None = None, *, names_per_group: int = 8,
            contexts: Sequence[int] | int | None = (3,), depth: int = 2, cap: int | None = 600,
            dedup: bool | None = None, pairs: Sequence[str | Sequence[str]] = DEFAULT_PAIRS, min_count: int = 1,
            n_perm: int = 100_000, seed: int = 10, variant: str | None = None, template=None,
@@ -73,7 +73,8 @@ def report(mcq_model: str = "zoo:minilm-mcq", mlm: str = "zoo:minilm-mlm", *, na
     """Distractors for names × contexts, the per-unit accuracy, and the relative difference of words between groups.
 
     ``mcq_model``: the multiple-choice model under test; ``mlm``: the masked LM that writes the distractors (hub ids,
-    folders, ``zoo:`` or ``lab:`` names). ``names_per_group`` (1–25) first names of each group, ``contexts`` (probe
+    folders, ``zoo:`` or ``lab:`` names; None: the zoo's MiniLM multiple-choice model and masked LM,
+    :func:`stereoprobe.providers.default_model`). ``names_per_group`` (1–25) first names of each group, ``contexts`` (probe
     line indices, None for all 50), ``depth`` (recursion depth k, 1–5; the paper's 3), ``cap`` (distractors kept per
     unit, at least 2, None for all), ``dedup`` (None: only with several contexts), ``pairs`` (groups to compare),
     ``min_count`` (a word enters the vocabulary if it occurs more often for every name; the paper's 50), ``n_perm``
@@ -96,6 +97,10 @@ def report(mcq_model: str = "zoo:minilm-mcq", mlm: str = "zoo:minilm-mlm", *, na
     from .readers import READERS, Choices, reader_for
     from .success import sr_matrix
 
+    from ..providers import default_model
+
+    mcq_model = mcq_model if mcq_model is not None else default_model("sodapop-mcq", "mcq_model")
+    mlm = mlm if mlm is not None else default_model("sodapop-mlm", "mlm")
     # every input is checked before anything is generated, scored or written
     for what, value, low, high in (("names_per_group", names_per_group, 1, 25), ("depth", depth, 1, 5),
                                    ("min_count", min_count, 0, None), ("n_perm", n_perm, 1, None),

@@ -25,7 +25,7 @@ code and the paper differ*, SODAPOP: debiased models) — and caches it.
 
 **Substituted corpus.** bias-bench draws its sentences from ``wikipedia-2.5.txt`` (a Google-Drive file);
 there is no network here, so this module uses the offline WordNet 3.1 sentences of
-:func:`stereoprobe.zoo.wordnet.mlm_corpus` (34.9k usage examples and 117.8k templated definitional sentences,
+:func:`stereoprobe.corpora.wordnet.mlm_corpus` (34.9k usage examples and 117.8k templated definitional sentences,
 152,662 in all; lower-cased, as bias-bench lower-cases). Limits: far fewer attribute sentences than
 Wikipedia's 10,000 per class (female is the scarcest gender class; race is dominated by the colour senses
 of "white"/"black" and by place names), a lexicographic register, and the stereotypes WordNet's glosses
@@ -66,7 +66,6 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .. import providers
 from ..atomic import atomic_file
 from ..errors import ProjectionError
 from ..paths import cache_dir, data_dir, missing_data_fix
@@ -109,9 +108,11 @@ def attribute_words(kind: str) -> list[tuple[str, ...]]:
 
 @lru_cache(maxsize=1)
 def corpus_sentences() -> tuple[str, ...]:
-    """The offline corpus: every WordNet 3.1 sentence of :func:`~stereoprobe.zoo.wordnet.mlm_corpus`, lower-cased, sorted
-    (the zoo registers its WordNet reader as the ``wordnet`` corpus: :mod:`stereoprobe.providers`)."""
-    train, heldout = providers.corpus("wordnet").mlm_corpus(n_heldout=0)
+    """The offline corpus: every WordNet 3.1 sentence of :func:`~stereoprobe.corpora.wordnet.mlm_corpus`, lower-cased,
+    sorted."""
+    from ..corpora.wordnet import mlm_corpus
+
+    train, heldout = mlm_corpus(n_heldout=0)
     return tuple(sorted({s.lower() for s in train + heldout}))
 
 

@@ -33,7 +33,7 @@ from ..options import RunOptions, as_options
 from ..prompts import PromptTemplate
 from .contexts import substitute
 from .distractors import GenerationConfig, Unit, mcqs_of
-from .score_mcq import _unit_choices
+from .score_mcq import unit_choices
 
 #: The two predictions of a causal multiple-choice model: stored column → lm-evaluation-harness's name.
 NORMALISATIONS = {"logit": "acc", "logit_norm": "acc_norm"}
@@ -46,7 +46,7 @@ def unit_requests(unit: Unit, config: GenerationConfig, template: PromptTemplate
     """(prompt, continuation) of each distinct choice of one (name, context), choices sorted."""
     item = substitute(unit.context, unit.name)
     prompt = template.prompt(tokenizer, chat=chat, context=item["context"], question=item["question"])
-    return [(prompt, template.continuation(prompt, c)) for c in _unit_choices(unit, mcqs_of(unit, config))]
+    return [(prompt, template.continuation(prompt, c)) for c in unit_choices(unit, mcqs_of(unit, config))]
 
 
 def _fingerprint(units: Sequence[Unit], config: GenerationConfig) -> str:
@@ -55,7 +55,7 @@ def _fingerprint(units: Sequence[Unit], config: GenerationConfig) -> str:
     for u in units:
         item = substitute(u.context, u.name)
         h.update(f"{item['context']}\x1f{item['question']}\x1d".encode())
-        for c in _unit_choices(u, mcqs_of(u, config)):
+        for c in unit_choices(u, mcqs_of(u, config)):
             h.update(c.encode() + b"\x1e")
     return h.hexdigest()[:16]
 
@@ -107,7 +107,7 @@ def score_causal_choices(model: str, units: Sequence[Unit], config: GenerationCo
     kind = f"causal-mcq-{template.name}-{template.digest}-{'chat' if use_chat else 'plain'}-{dtype}"
     store = run_options.score_store()
     run = store.run(model_fp, _fingerprint(units, config), kind, {c: np.float32 for c in NORMALISATIONS})
-    per_unit = [len(_unit_choices(u, mcqs_of(u, config))) for u in units]
+    per_unit = [len(unit_choices(u, mcqs_of(u, config))) for u in units]
     ends = np.cumsum(per_unit, dtype=np.int64) if per_unit else np.zeros(0, dtype=np.int64)
     n = int(ends[-1]) if len(ends) else 0
     job = CausalChoiceJob(n_rows=n, shard_size=SHARD_CHOICES, model=model, units=list(units), config=config,
@@ -117,7 +117,7 @@ def score_causal_choices(model: str, units: Sequence[Unit], config: GenerationCo
          desc=f"{model} · mcq:{template.name} · {n:,} distinct choices")
     scores = run.read()
     frame = pd.DataFrame([(k, u.name, u.context.index, c) for k, u in enumerate(units)
-                          for c in _unit_choices(u, mcqs_of(u, config))], columns=["unit", "name", "context", "choice"])
+                          for c in unit_choices(u, mcqs_of(u, config))], columns=["unit", "name", "context", "choice"])
     if len(frame) != len(scores):
         from ..errors import StoreError
 

@@ -146,7 +146,7 @@ def first_segment(item_context: str, question: str, join: str = "") -> str:
     return f"{item_context}{join}{question}"
 
 
-def _unit_choices(unit: Unit, mcqs: pd.DataFrame) -> list[str]:
+def unit_choices(unit: Unit, mcqs: pd.DataFrame) -> list[str]:
     return sorted(set(mcqs[[f"choice{c}" for c in LETTERS]].to_numpy().ravel().tolist()))
 
 
@@ -156,7 +156,7 @@ def _unit_pairs(unit: Unit, config: GenerationConfig, join: str) -> list[tuple[s
 
     item = substitute(unit.context, unit.name)
     first = first_segment(item["context"], item["question"], join)
-    return [(first, choice) for choice in _unit_choices(unit, mcqs_of(unit, config))]
+    return [(first, choice) for choice in unit_choices(unit, mcqs_of(unit, config))]
 
 
 def choice_stream(units: Sequence[Unit], config: GenerationConfig, join: str = "") -> Iterator[tuple[int, tuple[str, str]]]:
@@ -237,7 +237,7 @@ def score_choices(mcq_model: str, units: Sequence[Unit], config: GenerationConfi
         mode += "-" + hashlib.sha256("|".join(f"{v.name}:{v.digest()}" for v in variants).encode()).hexdigest()[:12]
     run = options.score_store().run(model_fp, dataset_fingerprint(units, config, join), mode,
                                     {c: np.float32 for c in columns})
-    per_unit = [len(_unit_choices(u, mcqs_of(u, config))) for u in units]
+    per_unit = [len(unit_choices(u, mcqs_of(u, config))) for u in units]
     ends = np.cumsum(per_unit, dtype=np.int64) if per_unit else np.zeros(0, dtype=np.int64)
     n = int(ends[-1]) if len(ends) else 0
     job = ScoreJob(n_rows=n, shard_size=SHARD_CHOICES, model=mcq_model, units=list(units), config=config, ends=ends,
@@ -247,7 +247,7 @@ def score_choices(mcq_model: str, units: Sequence[Unit], config: GenerationConfi
          desc=f"{mcq_model} · {n:,} distinct choices")
     logits = run.read()
     meta_rows = [(k, u.name, u.context.index, c) for k, u in enumerate(units)
-                 for c in _unit_choices(u, mcqs_of(u, config))]
+                 for c in unit_choices(u, mcqs_of(u, config))]
     frame = pd.DataFrame(meta_rows, columns=["unit", "name", "context", "choice"])
     if len(frame) != len(logits):
         from ..errors import StoreError
@@ -297,7 +297,7 @@ def saving(units: Sequence[Unit], config: GenerationConfig) -> dict[str, int | f
     for u in units:
         m = mcqs_of(u, config)
         mcqs += len(m)
-        distinct += len(_unit_choices(u, m))
+        distinct += len(unit_choices(u, m))
     return {"mcqs": mcqs, "encodings_whole": 3 * mcqs, "encodings_distinct": distinct,
             "ratio": (3 * mcqs / distinct) if distinct else float("nan")}
 

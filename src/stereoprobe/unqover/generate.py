@@ -158,7 +158,7 @@ class _Plan(NamedTuple):
     filler: str | None
 
 
-def _subjects(spec: DatasetSpec) -> list[list[wl.Subject]]:
+def subjects_of(spec: DatasetSpec) -> list[list[wl.Subject]]:
     lists = [wl.load_subjects(name) for name in spec.files["subjects"]]
     fixes = _QUIRK_FIXES.get(spec.quirks, {})
     if fixes:
@@ -188,7 +188,7 @@ def _plan(spec: DatasetSpec) -> _Plan:
                 f"{t.source}: template uses [{missing[0]}] but {spec.files['activities'][0]} has no such rows; "
                 "fix the template or the attribute file."
             )
-    lists = _subjects(spec)
+    lists = subjects_of(spec)
     pairs: list[tuple[wl.Subject, wl.Subject, int, int]] = []
     if spec.dataset == "gender":
         female, male = lists

@@ -41,6 +41,7 @@ __all__ = [
     "S_COLUMNS",
     "example_scores",
     "pair_examples",
+    "as_paired",
     "positional_error",
     "attribute_error",
     "average_score",
@@ -260,8 +261,8 @@ def pair_examples(scores: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _paired(frame: pd.DataFrame) -> pd.DataFrame:
-    """A paired frame as is; a raw scores frame is paired first."""
+def as_paired(frame: pd.DataFrame) -> pd.DataFrame:
+    """A paired frame (:func:`pair_examples`) as it is; a raw scores frame is paired first."""
     if isinstance(frame, pd.DataFrame) and all(c in frame.columns for c in S_COLUMNS + KEY_COLUMNS):
         if len(frame) == 0:
             raise MetricsError("The paired frame has no rows; score at least one pair of subject-swapped examples.")
@@ -297,7 +298,7 @@ def positional_error(paired: pd.DataFrame) -> float:
     >>> round(positional_error(example_scores()), 4)  # mean(.28, .28, .23, .24)
     0.2575
     """
-    return float(_key_errors(_s(_paired(paired)))[0].mean())
+    return float(_key_errors(_s(as_paired(paired)))[0].mean())
 
 
 def attribute_error(paired: pd.DataFrame) -> float:
@@ -309,7 +310,7 @@ def attribute_error(paired: pd.DataFrame) -> float:
     >>> round(attribute_error(example_scores()), 4)  # mean(.36, .38, .33, .32)
     0.3475
     """
-    return float(_key_errors(_s(_paired(paired)))[1].mean())
+    return float(_key_errors(_s(as_paired(paired)))[1].mean())
 
 
 def average_score(paired: pd.DataFrame) -> float:
@@ -318,7 +319,7 @@ def average_score(paired: pd.DataFrame) -> float:
     >>> round(average_score(example_scores()), 5)  # (0.26+0.73+0.35+0.62+0.45+0.54+0.86+0.12) / 8
     0.49125
     """
-    return float(_key_errors(_s(_paired(paired)))[2].mean())
+    return float(_key_errors(_s(as_paired(paired)))[2].mean())
 
 
 def reasoning_errors(paired: pd.DataFrame, by: str | Sequence[str] | None = None) -> pd.Series | pd.DataFrame:
@@ -329,7 +330,7 @@ def reasoning_errors(paired: pd.DataFrame, by: str | Sequence[str] | None = None
     >>> reasoning_errors(example_scores()).round(5).to_dict()
     {'positional_error': 0.2575, 'attribute_error': 0.3475, 'average_score': 0.49125, 'n_keys': 1.0}
     """
-    p = _paired(paired)
+    p = as_paired(paired)
     delta, eps, avg = _key_errors(_s(p))
     if by is None:
         return pd.Series({"positional_error": float(delta.mean()), "attribute_error": float(eps.mean()),
@@ -365,7 +366,7 @@ def comparative_bias(paired: pd.DataFrame) -> pd.DataFrame:
     >>> comparative_bias(example_scores())[["B_xa", "B_xb", "C"]].round(4).values.tolist()
     [[0.165, -0.15, 0.1575]]
     """
-    p = _paired(paired)
+    p = as_paired(paired)
     b_a, b_b, c = _c(_s(p))
     out = p[list(KEY_COLUMNS)].copy()
     out["B_xa"], out["B_xb"], out["C"] = b_a, b_b, c
@@ -382,7 +383,7 @@ class _Cells:
     def __init__(self, paired: pd.DataFrame, group_by: str):
         if group_by not in GROUP_BY:
             raise MetricsError(f"Unknown group_by {group_by!r}; choose 'subject' (per name) or 'gender' (gender_act).")
-        p = _paired(paired)
+        p = as_paired(paired)
         self.group_by = group_by
         _, _, c = _c(_s(p))
         at_code, ats = _factorize(p["attr"])

@@ -22,7 +22,7 @@ from .readers import MaskedLMReader, Passes, SpanReader, flag_degenerate, frames
 
 __all__ = ["model_report", "reasoning_errors", "intensity", "gender_gamma", "occupation", "top_occupations",
            "subject_tops", "template_spread", "gather", "gather_lm", "lm_spec_for", "spec_for", "flag_degenerate",
-           "labelled"]
+           "labelled", "cluster_bias", "cluster_matrix"]
 
 
 def labelled(frames_by_row: Mapping[RowKey, pd.DataFrame]) -> dict[str, pd.DataFrame]:
@@ -93,9 +93,14 @@ def template_spread(errors: pd.DataFrame, intensity: pd.DataFrame,
     """How much the prompt template moves a causal model's numbers, beside the bootstrap's uncertainty: per model and
     scorer, the number of templates, the lowest and highest δ, ε and μ over them, μ's range (highest − lowest) and
     the mean width of μ's 95% bootstrap interval, and which of the two is larger. ``rows``: the report's rows (those
-    with a template count; without it, rows named ``<model> · <scorer>:<template>`` do, as before 0.7.1)."""
+    with a template count; without it, rows named ``<model> · <scorer>:<template>`` do, as before 0.8.0)."""
     merged = errors.merge(intensity, on="model")
-    if rows is None:
+    if rows is None:  # 0.7.0's call: the rows only as labels
+        import warnings
+
+        warnings.warn("template_spread(errors, intensity) without rows reads each row's model, scorer and template "
+                      "back from its label; pass the report's rows (RowKey) as the third argument.", DeprecationWarning,
+                      stacklevel=2)
         rows = [_parse_label(label) for label in merged["model"]]
     key = {r.label: r for r in rows if r is not None and r.template}
     merged = merged[merged["model"].isin(key)]
@@ -116,13 +121,29 @@ def template_spread(errors: pd.DataFrame, intensity: pd.DataFrame,
 
 
 def _parse_label(label: str) -> RowKey | None:
-    """A row key from a label of 0.7.0's tables (``<model> · <scorer>:<template>``): for tables written before 0.7.1
+    """A row key from a label of 0.7.0's tables (``<model> · <scorer>:<template>``): for tables written before 0.8.0
     only; the report itself keys its rows by data."""
     model, sep, rest = label.rpartition(" · ")
     if not sep or ":" not in rest:
         return None
     scorer, _, template = rest.partition(":")
     return RowKey(model, scorer, template)
+
+
+# -- γ per cluster of attributes (the nationality chapter, the masked-LM lab's card) ----------------------------------
+def cluster_bias(frame: pd.DataFrame, *, ci: float | None = 0.95, n_boot: int = 1000, seed: int = 0) -> pd.DataFrame:
+    """γ(x, cluster) and η(x, cluster): every attribute replaced by its cluster (rude, poor, crime, …), i.e. the
+    mean of all C values of x with that cluster's attributes (the count-weighted mean of its γ(x, a)).
+
+    Columns as :func:`~stereoprobe.unqover.metrics.subject_attribute_bias`, with ``attr`` = the cluster.
+    """
+    paired = metrics.as_paired(frame)  # a scores frame or an already paired one
+    return metrics.subject_attribute_bias(paired.assign(attr=paired["attr_cluster"]), ci=ci, n_boot=n_boot, seed=seed)
+
+
+def cluster_matrix(table: pd.DataFrame) -> pd.DataFrame:
+    """A :func:`cluster_bias` table as subjects × clusters of γ."""
+    return table.pivot(index="subject", columns="attr", values="gamma")
 
 
 # -- the report -----------------------------------------------------------------------------------------------------

@@ -84,7 +84,7 @@ def check_causal(model: str, spec: DatasetSpec, template: PromptTemplate, chat: 
     example's prompt within the context window. Returns the resolved chat setting (None without a local copy:
     loading then says what to do)."""
     from ..causal import continuation_tokens
-    from .score_lm import _subject_texts
+    from .score_lm import subject_texts
 
     tok = load_tokenizer(model, smoke=smoke)
     if tok is None:
@@ -93,7 +93,7 @@ def check_causal(model: str, spec: DatasetSpec, template: PromptTemplate, chat: 
     ex = next(iter_examples(spec, 0, 1), None)
     if ex is None:
         return use_chat
-    words = _subject_texts(spec) if template.task == "unqover-answer" or template.score == "option" \
+    words = subject_texts(spec) if template.task == "unqover-answer" or template.score == "option" \
         else list(template.labels)
     for word in words:
         (prompt, cont), _ = requests(template, tok, use_chat, ex.context, ex.question, word, ex.ans2)
@@ -139,7 +139,7 @@ def _run_kind(template: PromptTemplate, chat: bool, dtype: str) -> str:
     return f"causal-{scorer}-{template.name}-{template.digest}-{'chat' if chat else 'plain'}-{dtype}"
 
 
-def score_causal(model: str, spec: DatasetSpec, template: PromptTemplate, *, chat: bool | None = None,
+def score_causal_passes(model: str, spec: DatasetSpec, template: PromptTemplate, *, chat: bool | None = None,
                  options: RunOptions | None = None, shard_passes: int = SHARD_PASSES):
     """Score every pass of ``spec`` with the causal LM ``model`` through ``template`` into the score store
     (resuming; nothing twice). ``chat``: the chat template (True), a plain prompt (False) or whichever the
@@ -179,6 +179,11 @@ def score_causal(model: str, spec: DatasetSpec, template: PromptTemplate, *, cha
     return fill(run, job, engine=engine, workers=run_options.workers, progress=run_options.show_progress,
                 desc=f"{label} · {template.task.removeprefix('unqover-')}:{template.name} · {spec.dataset} "
                      f"({n:,} passes)")
+
+
+#: 0.7.0's name of :func:`score_causal_passes` (the module's own name: ``stereoprobe.unqover.score_causal`` is this module
+#: once it is imported, so the probe exports the function as ``score_causal_passes``).
+score_causal = score_causal_passes
 
 
 def normalised(logp1: np.ndarray, logp2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -273,7 +278,8 @@ def causal_frames(model: str, label: str, spec: DatasetSpec, templates: Sequence
                                                     shard_passes=shard_passes) for t in templates}
 
 
-__all__ = ["SCORERS", "CAUSAL_COLUMNS", "task_of", "requests", "check_causal", "score_causal", "normalised",
+__all__ = ["SCORERS", "CAUSAL_COLUMNS", "task_of", "requests", "check_causal", "score_causal", "score_causal_passes",
+           "normalised",
            "load_causal_scores", "scorer_templates", "causal_spec", "row_label", "causal_frames"]
 
 __getattr__ = moved(__name__, {"template_spread": "stereoprobe.unqover.reporting"}, since="0.8.0")

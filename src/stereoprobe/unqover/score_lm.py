@@ -34,7 +34,7 @@ from ..choices import MODES
 from ..errors import StereoprobeError
 from ..models import LoadedModel, load_tokenizer, mask_logits, mask_positions
 from ..tokenization import describe_tokenizer, word_tokens
-from .generate import DatasetSpec, _subjects
+from .generate import DatasetSpec, subjects_of
 
 TOPK = 10
 _UNCASED_SPACE_MODELS = ("bert-base-uncased", "bert-large-uncased")
@@ -54,15 +54,15 @@ def subject_token_ids(tokenizer, texts: Sequence[str]) -> tuple[dict[str, int], 
     return ids, bad
 
 
-def _subject_texts(spec: DatasetSpec) -> list[str]:
+def subject_texts(spec: DatasetSpec) -> list[str]:
     """Every subject of ``spec``: plain form and demonym (nationality LM templates ask for either)."""
-    texts = [t for subjects in _subjects(spec) for s in subjects for t in (s.name, s.demonym) if t]
+    texts = [t for subjects in subjects_of(spec) for s in subjects for t in (s.name, s.demonym) if t]
     return list(dict.fromkeys(texts))
 
 
 def check_single_tokens(spec: DatasetSpec, tokenizer) -> dict[str, int]:
     """Every subject of ``spec`` (plain form and demonym) as one token id; one error lists all offenders."""
-    ids, bad = subject_token_ids(tokenizer, _subject_texts(spec))
+    ids, bad = subject_token_ids(tokenizer, subject_texts(spec))
     if bad:
         family = describe_tokenizer(tokenizer).family
         raise StereoprobeError(
@@ -90,7 +90,7 @@ def lm_variant(tokenizer, spec: DatasetSpec) -> str:
     bad = {}
     for variant in LM_VARIANTS:
         lists = dataclasses.replace(spec, variant=variant, newsqa=False, mask=None)
-        bad[variant] = subject_token_ids(tokenizer, _subject_texts(lists))[1]
+        bad[variant] = subject_token_ids(tokenizer, subject_texts(lists))[1]
         if not bad[variant]:
             return variant
     raise StereoprobeError(
@@ -189,7 +189,7 @@ class LMScorer:
             self.he_she = self.spec.dataset == "gender" and self.mode == "compat"
         self.gender = {}
         if self.he_she:
-            for subjects in _subjects(self.spec):
+            for subjects in subjects_of(self.spec):
                 for s in subjects:
                     if s.cluster not in ("female", "male"):
                         raise StereoprobeError(f"Subject {s.name!r} is neither in a female nor a male list; "

@@ -386,7 +386,7 @@ def unqover_check(model, tokenizer, recipe: LabRecipe, n_examples: int | None = 
     from ..models import LoadedModel
     from ..unqover import metrics
     from ..unqover.generate import DatasetSpec, iter_examples
-    from ..unqover.tables import occupation
+    from ..unqover.reporting import occupation
     from ..unqover.score_qa import QAScorer, passes_of, subject_scores
 
     spec = DatasetSpec("gender", sample=n_examples or 100 * recipe.probe_names, seed=recipe.seed)

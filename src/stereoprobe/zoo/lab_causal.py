@@ -748,7 +748,7 @@ def unqover_probe(scorer, recipe: CausalLabRecipe, n_examples: int | None = None
     from ..unqover import metrics
     from ..unqover.generate import DatasetSpec, iter_examples
     from ..unqover.score_causal import normalised, pass_requests
-    from ..unqover.tables import occupation
+    from ..unqover.reporting import occupation
 
     spec = DatasetSpec("gender", sample=n_examples or recipe.probe_examples,
                        seed=recipe.seed if seed is None else seed)

@@ -369,7 +369,7 @@ def unqover_check(model, tokenizer, recipe: MLMLabRecipe, n_examples: int | None
     from ..models import LoadedModel
     from ..unqover import metrics
     from ..unqover.generate import DatasetSpec, iter_examples
-    from ..unqover.tables import cluster_bias, cluster_matrix
+    from ..unqover.reporting import cluster_bias, cluster_matrix
     from ..unqover.score_lm import LMScorer
     from ..unqover.score_qa import passes_of, subject_scores
 

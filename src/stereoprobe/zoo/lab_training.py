@@ -1,11 +1,13 @@
-"""What the three lab families share: the recipe base, the WordPiece vocabulary and tokenizer, the BERT
+"""What the lab's encoder families share: the recipe base, the WordPiece vocabulary and tokenizer, the BERT
 configuration, the one training loop, and how a trained model is saved and described on its card.
 
-The families are the extractive-QA lab (:mod:`stereoprobe.zoo.lab`, which also registers, builds and loads
+The encoder families are the extractive-QA lab (:mod:`stereoprobe.zoo.lab`, which also registers, builds and loads
 every ``lab:`` model), the masked-LM lab (:mod:`stereoprobe.zoo.lab_mlm`) and the multiple-choice lab
-(:mod:`stereoprobe.zoo.lab_mcq`); all three import this module, so none imports another's module to train.
-A family adds its data knobs to :class:`RecipeBase` (or :class:`PlantedRecipe`), builds its model and
-tokenizer, and hands :func:`train_loop` the loss of a batch of row indices.
+(:mod:`stereoprobe.zoo.lab_mcq`); the causal lab (:mod:`stereoprobe.zoo.lab_causal`: tiny Llama-style LMs over a
+byte-level BPE) shares the recipe base, the training loop and the cards, not the WordPiece vocabulary or the BERT
+configuration. Every family imports this module, so none imports another's module to train. A family adds its
+data knobs to :class:`RecipeBase` (or :class:`PlantedRecipe`), builds its model and tokenizer, and hands
+:func:`train_loop` the loss of a batch of row indices.
 
 >>> build_vocab(["nurse"])[:5], build_vocab(["nurse"])[-1]
 (['[PAD]', '[UNK]', '[CLS]', '[SEP]', '[MASK]'], 'nurse')

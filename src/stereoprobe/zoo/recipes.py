@@ -239,7 +239,7 @@ def corpus(r: ZooRecipe, smoke: bool = False) -> tuple[list, list]:
     """(train, held-out) items of recipe ``r`` at full or smoke size; a pure function of the seed."""
     size = r.sized(smoke)
     if r.head == "mlm":
-        from .wordnet import mlm_corpus
+        from ..corpora.wordnet import mlm_corpus
 
         train, held = mlm_corpus(seed=r.seed, n_heldout=size["n_heldout"])
         return (train[: size["n_train"]] if size["n_train"] else train), held
@@ -248,7 +248,7 @@ def corpus(r: ZooRecipe, smoke: bool = False) -> tuple[list, list]:
 
         return generate_splits(size["n_train"], size["n_heldout"], seed=r.seed)
     if r.head == "nli":
-        from .nli_corpus import generate_splits
+        from ..corpora.nli_corpus import generate_splits
 
         return generate_splits(size["n_train"], size["n_heldout"], seed=r.seed)
     if r.head == "mcq":

@@ -14,11 +14,12 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from ...display import captioned, styled
+from ..display import captioned, styled
 from ...modelref import RowKey, resolve_model
 from ...naming import model_labels
 from ...options import RunOptions
-from ...unqover import metrics, readers, tables
+from ...unqover import metrics, readers
+from ..tables import unqover as tables
 from ...unqover.generate import DatasetSpec
 from ...unqover.readers import Passes
 from ...unqover.reporting import gender_gamma, intensity, occupation, reasoning_errors, template_spread

@@ -1,5 +1,5 @@
 """Tables and figures of the chapter "Measuring and mitigating biased inferences" (Bias-NLI; Dev, Li,
-Phillips, Srikumar, AAAI 2020), computed with :mod:`stereoprobe.nli.tables` and the scorers so that the
+Phillips, Srikumar, AAAI 2020), computed with :mod:`stereoprobe.book.tables.nli` and the scorers so that the
 notebook only calls and shows.
 
 The chapter's order:
@@ -17,11 +17,11 @@ The chapter's order:
   :func:`table15_probabilities`, :func:`table15_runs`, :func:`table15`, :func:`zoo_accuracy`,
   :func:`layer_diagnostics`, :func:`layers_table`;
 * the numbers the prose quotes — the ``*_numbers`` functions, each a {glue key: text} mapping for
-  :func:`stereoprobe.display.glue_all`.
+  :func:`stereoprobe.book.display.glue_all`.
 
 Functions named ``*_view`` return a pandas Styler with a caption (shown as the cell's result), ``show_*`` display
 their
-tables themselves (:func:`stereoprobe.display.show`), ``plot_*`` draw on a new matplotlib figure and return
+tables themselves (:func:`stereoprobe.book.display.show`), ``plot_*`` draw on a new matplotlib figure and return
 it, and ``show_measures`` draws :func:`plot_measures` and shows it (:func:`matplotlib.pyplot.show`). Styling
 needs jinja2 (the ``book`` extra).
 
@@ -36,8 +36,9 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from stereoprobe.display import MISSING, captioned, show, styled
-from stereoprobe.nli import measures, tables
+from stereoprobe.book.display import MISSING, captioned, show, styled
+from stereoprobe.book.tables import nli as tables
+from stereoprobe.nli import measures
 from stereoprobe.nli.scoring import load_probabilities
 from stereoprobe.nli.templates import TemplateSpec, iter_pairs
 from stereoprobe.options import RunOptions

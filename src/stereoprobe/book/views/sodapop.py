@@ -21,10 +21,10 @@ The chapter's order:
 * the planted-bias lab — :func:`lab_runs`, :func:`lab_view`, :func:`show_lab_runs`, :func:`plot_lab` /
   :func:`show_lab`;
 * the numbers the prose quotes — the ``*_numbers`` functions, each a {glue key: text} mapping for
-  :func:`stereoprobe.display.glue_all`.
+  :func:`stereoprobe.book.display.glue_all`.
 
 Functions named ``*_view`` return a pandas Styler with a caption (shown as the cell's result), ``show_*`` display
-their tables themselves (with :func:`stereoprobe.display.show`), ``plot_*`` draw on a new matplotlib
+their tables themselves (with :func:`stereoprobe.book.display.show`), ``plot_*`` draw on a new matplotlib
 figure and return it; the ``show_*`` function of a figure draws it with its ``plot_*`` and shows it
 (:func:`matplotlib.pyplot.show`). A few ``show_*`` functions also return what they computed, for the
 chapter's later cells. Styling needs jinja2 (the ``book`` extra).
@@ -41,9 +41,10 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from stereoprobe.display import captioned, show, styled
+from stereoprobe.book.display import captioned, show, styled
 from stereoprobe.options import RunOptions, as_options
-from stereoprobe.sodapop import abc, analysis, contexts, distractors, names
+from stereoprobe.sodapop import abc_model as abc
+from stereoprobe.sodapop import analysis, contexts, distractors, names
 from stereoprobe.sodapop.probe import GridConfig, ProbeRun, rescore, run_probe
 from stereoprobe.sodapop.success import sr_matrix
 

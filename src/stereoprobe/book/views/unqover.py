@@ -1,7 +1,7 @@
 """Tables, figures and quoted numbers of the UnQover chapters (Li et al., "UNQOVERing Stereotyping Biases via
 Underspecified Questions", Findings of EMNLP 2020), so that the notebooks only call and show.
 
-The computations live in :mod:`stereoprobe.unqover.tables` and :mod:`~stereoprobe.unqover.metrics`; this module
+The computations live in :mod:`stereoprobe.book.tables.unqover` and :mod:`~stereoprobe.unqover.metrics`; this module
 (book layer) arranges them the way each chapter shows them:
 
 * "Reasoning errors" (§3, Fig. 2, Table 5) — :func:`count_numbers`, :func:`fig2_numbers`, :func:`fig2_scores_view`,
@@ -18,11 +18,11 @@ The computations live in :mod:`stereoprobe.unqover.tables` and :mod:`~stereoprob
   :func:`grid_view`, :func:`claims_view`, :func:`paper_claim_numbers`, :func:`sizes_table`,
   :func:`claim_numbers`.
 
-Functions named ``*_view`` return a pandas Styler with a caption (:func:`stereoprobe.display.styled`: its data stay
+Functions named ``*_view`` return a pandas Styler with a caption (:func:`stereoprobe.book.display.styled`: its data stay
 numbers, an interval is two float columns ``ci_low``/``ci_high``; the cell's result; styling needs jinja2, the
 ``book`` extra),
 ``show_*`` display their table themselves, ``plot_*`` draw on a new matplotlib figure (the notebook then calls
-``plt.show()``), ``*_numbers`` return a {glue key: value} mapping for :func:`stereoprobe.display.glue_all`, in
+``plt.show()``), ``*_numbers`` return a {glue key: value} mapping for :func:`stereoprobe.book.display.glue_all`, in
 the order the chapter glues them.
 """
 
@@ -33,11 +33,12 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from stereoprobe import plots
-from stereoprobe.display import MISSING, captioned, show, styled
+from stereoprobe.book import plots
+from stereoprobe.book.display import MISSING, captioned, show, styled
 from stereoprobe.models import parameter_count
 from stereoprobe.options import RunOptions
-from stereoprobe.unqover import metrics, tables
+from stereoprobe.book.tables import unqover as tables
+from stereoprobe.unqover import metrics
 from stereoprobe.unqover.generate import Counts, DatasetSpec, count
 
 __all__ = [
@@ -53,7 +54,7 @@ __all__ = [
 
 #: The format of a Spearman agreement row (:func:`agreement_view`).
 AGREEMENT_FORMAT = {"rho": "{:+.3f}", "p_value": "{:.3g}", "subjects": "{:.0f}"}
-#: γ with its 95% CI (the interval is shown as "[lo, hi]" in γ's format: :func:`stereoprobe.display.styled`).
+#: γ with its 95% CI (the interval is shown as "[lo, hi]" in γ's format: :func:`stereoprobe.book.display.styled`).
 CI_FORMAT = {"gamma": "{:+.3f}"}
 _ERRORS_FORMAT = {"delta": "{:.3f}", "epsilon": "{:.3f}", "avg_s": "{:.3f}", "keys": "{:,}"}
 

@@ -12,7 +12,7 @@ The chapter's order:
   :func:`mu_numbers`.
 
 Functions named ``*_view`` return a pandas Styler (the cell's result; styling needs jinja2, the ``book`` extra),
-``*_numbers`` return a {glue key: text} mapping for :func:`stereoprobe.display.glue_all`, in the order the
+``*_numbers`` return a {glue key: text} mapping for :func:`stereoprobe.book.display.glue_all`, in the order the
 chapter glues them.
 """
 
@@ -23,8 +23,8 @@ from typing import Any
 
 import pandas as pd
 
-from stereoprobe.display import MISSING, captioned, styled
-from stereoprobe.unqover import tables
+from stereoprobe.book.display import MISSING, captioned, styled
+from stereoprobe.book.tables import unqover as tables
 from stereoprobe.zoo import recipes
 
 __all__ = ["ZOO_FORMAT", "card_numbers", "fills_view", "mu_numbers", "paper_models_view", "side_by_side_table",

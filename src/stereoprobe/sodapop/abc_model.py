@@ -61,7 +61,6 @@ from typing import Iterable, Mapping, NamedTuple, Sequence
 import numpy as np
 import pandas as pd
 
-from .. import providers
 from ..assets import Embeddings, glove
 from ..atomic import atomic_file
 from ..errors import CorpusError, MetricsError
@@ -223,7 +222,7 @@ def _read(path: str, mtime: int) -> pd.DataFrame:
     df = pd.read_csv(path, sep="\t", comment="#", keep_default_na=False, na_values={"similarity": [""], "margin": [""]})
     if tuple(df.columns) != COLUMNS:
         raise CorpusError(f"{path}: columns are {list(df.columns)}, expected {list(COLUMNS)}; regenerate it with "
-                          "stereoprobe.sodapop.abc.build_mapping_file(PATH).")
+                          "stereoprobe.sodapop.abc_model.build_mapping_file(PATH).")
     for col in ("nearest", "dimension", "trait"):
         df[col] = df[col].astype(object).where(df[col] != "", None)
     return df
@@ -234,7 +233,7 @@ def read_mapping(path: str | Path | None = None) -> pd.DataFrame:
     path = mapping_path() if path is None else Path(path)
     if not path.is_file():
         raise CorpusError(f"{path}: ABC mapping file not found; reinstall stereoprobe (the file ships with it) or "
-                          "regenerate it with stereoprobe.sodapop.abc.build_mapping_file(PATH).")
+                          "regenerate it with stereoprobe.sodapop.abc_model.build_mapping_file(PATH).")
     return _read(str(path), path.stat().st_mtime_ns).copy()
 
 
@@ -284,7 +283,7 @@ def mapping_vocabulary(embeddings: Embeddings | None = None) -> list[str]:
     WordNet nouns, used at least as often as nouns, whose most-tagged noun sense is a common noun for a person
     (``noun.person``, no instance hypernym, the lemma in lower case: "liar", not "Aaron").
     """
-    wn = providers.corpus("wordnet")  # stereoprobe.zoo.wordnet, registered by the zoo (stereoprobe.providers)
+    from ..corpora import wordnet as wn
     emb = _glove(embeddings)
     index = {pos: wn.read_index(pos) for pos in ("adj", "noun", "verb", "adv")}
     sense_counts = {pos: wn.tag_counts(pos) for pos in index}
