@@ -86,32 +86,29 @@ class ModelRef:
         """The same model named ``label`` in the tables (what it read from its files is kept)."""
         return dataclasses.replace(self, label=label, _facts=self._facts)
 
+    def _fact(self, name: str):
+        """A fact read once: from the registered kind (its ``fingerprint``/``tokenizer``) or from the files."""
+        if name not in self._facts:
+            own = getattr(_KINDS.get(self.kind), name, None)
+            if own is not None:
+                self._facts[name] = own(self)
+            else:
+                from . import models
+
+                reader = models.model_fingerprint if name == "fingerprint" else models.load_tokenizer
+                self._facts[name] = reader(self.path)
+        return self._facts[name]
+
     @property
     def fingerprint(self) -> str:
         """The hash of its files that keys the score store (fetched first when they are not local; no weights
         load): :func:`stereoprobe.models.model_fingerprint`, or a registered kind's own."""
-        if "fingerprint" not in self._facts:
-            kind = _KINDS.get(self.kind)
-            if kind is not None and kind.fingerprint is not None:
-                self._facts["fingerprint"] = kind.fingerprint(self)
-            else:
-                from .models import model_fingerprint
-
-                self._facts["fingerprint"] = model_fingerprint(self.path)
-        return self._facts["fingerprint"]
+        return self._fact("fingerprint")
 
     def tokenizer(self):
         """Its tokenizer, loaded once from its files (None when it has no local files or none that load: loading
         the model then says what is wrong). Callers must not change it."""
-        if "tokenizer" not in self._facts:
-            kind = _KINDS.get(self.kind)
-            if kind is not None and kind.tokenizer is not None:
-                self._facts["tokenizer"] = kind.tokenizer(self)
-            else:
-                from .models import load_tokenizer
-
-                self._facts["tokenizer"] = load_tokenizer(self.path)
-        return self._facts["tokenizer"]
+        return self._fact("tokenizer")
 
     @property
     def has_chat_template(self) -> bool:
@@ -126,6 +123,27 @@ class ModelRef:
         if tok is None:
             return bool(asked)
         return resolve_chat(tok, asked, self.name)
+
+
+class Readers(dict):
+    """A probe's readers by kind of model (``kind → reader``): :meth:`register` adds one, :meth:`of` finds a ref's,
+    refusing a kind the probe has none for in one sentence naming ``probe`` and its ``register`` function."""
+
+    def __init__(self, probe: str, register: str, readers: dict):
+        super().__init__(readers)
+        self.probe, self.register_name = probe, register
+
+    def register(self, kind: str, reader) -> None:
+        """Read models of ``kind`` (a :class:`ModelKind`'s name) with ``reader``."""
+        self[kind] = reader
+
+    def of(self, ref: "ModelRef"):
+        """The reader of ``ref``'s kind."""
+        try:
+            return self[ref.kind]
+        except KeyError:
+            raise StereoprobeError(f"{self.probe} has no reader for {ref.name!r}, a model of kind {ref.kind!r}; "
+                                   f"register one ({self.register_name}).") from None
 
 
 class RowKey(NamedTuple):

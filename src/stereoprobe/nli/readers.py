@@ -20,7 +20,7 @@ from typing import Mapping, Protocol, Sequence
 import pandas as pd
 
 from ..errors import StereoprobeError
-from ..modelref import CAUSAL, ModelRef, RowKey
+from ..modelref import CAUSAL, ModelRef, Readers, RowKey
 from ..options import RunOptions
 from .templates import TemplateSpec
 
@@ -94,21 +94,14 @@ class CausalReader:
 
 
 #: The reader of every kind of model Bias-NLI reads (:func:`register_reader` adds one).
-READERS: dict[str, Reader] = {"nli": ClassifierReader(), CAUSAL: CausalReader()}
-
-
-def register_reader(kind: str, reader: Reader) -> None:
-    """Read models of ``kind`` (a :class:`~stereoprobe.modelref.ModelKind`'s name) with ``reader``."""
-    READERS[kind] = reader
-
-
-def reader_for(ref: ModelRef) -> Reader:
-    """The reader of ``ref``'s kind."""
-    try:
-        return READERS[ref.kind]
-    except KeyError:
-        raise StereoprobeError(f"Bias-NLI has no reader for {ref.name!r}, a model of kind {ref.kind!r}; register one "
-                               "(stereoprobe.nli.readers.register_reader).") from None
+READERS = Readers("Bias-NLI", "stereoprobe.nli.register_reader", {
+    "nli": ClassifierReader(),
+    CAUSAL: CausalReader(),
+})
+#: Read models of a kind (a :class:`~stereoprobe.modelref.ModelKind`'s name) with a reader.
+register_reader = READERS.register
+#: The reader of a ref's kind.
+reader_for = READERS.of
 
 
 def frames(refs: Sequence[ModelRef], ask: Pairs, specs: Mapping[str, TemplateSpec],

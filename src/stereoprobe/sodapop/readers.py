@@ -23,7 +23,7 @@ from typing import NamedTuple, Protocol, Sequence
 import pandas as pd
 
 from ..errors import StereoprobeError
-from ..modelref import CAUSAL, ModelRef, RowKey
+from ..modelref import CAUSAL, ModelRef, Readers, RowKey
 from ..options import RunOptions
 
 __all__ = ["Choices", "Reading", "Reader", "READERS", "register_reader", "reader_for", "EncoderReader",
@@ -123,21 +123,14 @@ def template(asked):
 
 
 #: The reader of every kind of model SODAPOP's multiple-choice items are put to (:func:`register_reader` adds one).
-READERS: dict[str, Reader] = {"mcq": EncoderReader(), CAUSAL: CausalReader()}
-
-
-def register_reader(kind: str, reader: Reader) -> None:
-    """Read models of ``kind`` (a :class:`~stereoprobe.modelref.ModelKind`'s name) with ``reader``."""
-    READERS[kind] = reader
-
-
-def reader_for(ref: ModelRef) -> Reader:
-    """The reader of ``ref``'s kind."""
-    try:
-        return READERS[ref.kind]
-    except KeyError:
-        raise StereoprobeError(f"SODAPOP has no reader for {ref.name!r}, a model of kind {ref.kind!r}; register one "
-                               "(stereoprobe.sodapop.readers.register_reader).") from None
+READERS = Readers("SODAPOP", "stereoprobe.sodapop.register_reader", {
+    "mcq": EncoderReader(),
+    CAUSAL: CausalReader(),
+})
+#: Read models of a kind (a :class:`~stereoprobe.modelref.ModelKind`'s name) with a reader.
+register_reader = READERS.register
+#: The reader of a ref's kind.
+reader_for = READERS.of
 
 
 def readings_of(refs: Sequence[ModelRef], ask: Choices) -> list[Reading]:

@@ -26,7 +26,7 @@ from typing import Protocol, Sequence
 import pandas as pd
 
 from ..errors import StereoprobeError
-from ..modelref import CAUSAL, ModelRef, RowKey
+from ..modelref import CAUSAL, ModelRef, Readers, RowKey
 from ..options import RunOptions
 from .generate import DatasetSpec
 
@@ -151,22 +151,17 @@ class CausalReader:
 
 
 #: The reader of every kind of model UnQover reads (:func:`register_reader` adds one).
-READERS: dict[str, Reader] = {"qa": SpanReader(), "lm": MaskedLMReader(), "lm-bert": MaskedLMReader(),
-                              "lm-roberta": MaskedLMReader(), CAUSAL: CausalReader()}
-
-
-def register_reader(kind: str, reader: Reader) -> None:
-    """Read models of ``kind`` (a :class:`~stereoprobe.modelref.ModelKind`'s name) with ``reader``."""
-    READERS[kind] = reader
-
-
-def reader_for(ref: ModelRef) -> Reader:
-    """The reader of ``ref``'s kind."""
-    try:
-        return READERS[ref.kind]
-    except KeyError:
-        raise StereoprobeError(f"UnQover has no reader for {ref.name!r}, a model of kind {ref.kind!r}; register one "
-                               "(stereoprobe.unqover.readers.register_reader).") from None
+READERS = Readers("UnQover", "stereoprobe.unqover.register_reader", {
+    "qa": SpanReader(),
+    "lm": MaskedLMReader(),
+    "lm-bert": MaskedLMReader(),
+    "lm-roberta": MaskedLMReader(),
+    CAUSAL: CausalReader(),
+})
+#: Read models of a kind (a :class:`~stereoprobe.modelref.ModelKind`'s name) with a reader.
+register_reader = READERS.register
+#: The reader of a ref's kind.
+reader_for = READERS.of
 
 
 def frames(refs: Sequence[ModelRef], ask: Passes, options: RunOptions) -> dict[RowKey, pd.DataFrame]:
