@@ -189,6 +189,43 @@ def test_every_public_name_resolves_and_says_what_it_is():
         value = getattr(importlib.import_module(module), name)
         if callable(value) and not isinstance(value, type(str)):
             assert (value.__doc__ or "").strip(), f"{qualified} has no docstring"
+        elif not callable(value):  # a constant: the API page shows the #: comment where it is defined
+            assert apidata().defining_comment(qualified, value), f"{qualified} has no #: comment where it is defined"
+
+
+def apidata():
+    """The book's Sphinx extension that documents a re-exported constant (book/_ext/apidata.py)."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "book" / "_ext" / "apidata.py"
+    spec = importlib.util.spec_from_file_location("apidata", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.slow
+def test_the_api_page_builds_with_warnings_as_errors(tmp_path):
+    """The API page alone, as the book builds it (-W -n): every docstring it shows parses, a constant shows its own
+    comment and not its type's docstring (dict() -> new empty dictionary ...). Seconds, where the whole book's
+    build waits for the chapters."""
+    import shutil
+    from pathlib import Path
+
+    from stereoprobe.book.stage import _jupyter_book_command
+
+    root = Path(__file__).resolve().parents[1]
+    shutil.copy(root / "_config.yml", tmp_path)
+    shutil.copytree(root / "book", tmp_path / "book", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "_static").mkdir()
+    (tmp_path / "_toc.yml").write_text("format: jb-book\nroot: book/api\n", encoding="utf-8")
+    done = subprocess.run([*_jupyter_book_command(), "build", str(tmp_path), "-W", "-n", "--keep-going"],
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    page = (tmp_path / "_build" / "html" / "book" / "api.html").read_text(encoding="utf-8")
+    assert "new empty dictionary" not in page and "Built-in immutable sequence" not in page
+    assert "The UnQover datasets" in page and "The eight demographic groups" in page
 
 
 def test_moved_names_still_work_with_a_warning():

@@ -28,6 +28,7 @@ FILES = {
     "AS_f": "asian_female", "AS_m": "asian_male",
     "HS_f": "hispanic_female", "HS_m": "hispanic_male",
 }
+#: The eight demographic groups of the SODAPOP names: race × gender, ``<race>_<f|m>``.
 GROUPS = tuple(FILES)
 RACES = {"EA": "European American", "AA": "African American", "AS": "Asian", "HS": "Hispanic"}
 GENDERS = {"f": "female", "m": "male"}

@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 GENERATOR_VERSION = "1"
 
-#: dataset -> (template file stem, subject lists, attribute file)
+#: The UnQover datasets: dataset -> (template file stem, subject lists, attribute file), the authors'
+#: ``gen_script.sh`` arguments.
 DATASETS: dict[str, tuple[str, tuple[str, ...], str]] = {
     "gender": ("gender_noact", ("female", "male"), "occupation_rev1"),
     "nationality": ("country_noact", ("country",), "biased_country"),
