@@ -27,11 +27,13 @@ def _helper_module(name: str, filename: str):
     return sys.modules[name]
 
 
-# The model families the tests build (encoders; causal LMs, which reuse the encoders' corpus and savers), and the
-# stand-in hub built from them, importable by these names from any test module: pytest loads this file first.
+# The model families the tests build (encoders; causal LMs, which reuse the encoders' corpus and savers), the
+# stand-in hub built from them and the reference OpenAI-compatible server, importable by these names from any test
+# module: pytest loads this file first.
 _helper_module("stereoprobe_test_families", "families.py")
 _helper_module("stereoprobe_test_causal_families", "causal_families.py")
 _helper_module("stereoprobe_test_standin_hub", "standin_hub.py")
+_helper_module("stereoprobe_test_served_reference", "served_reference.py")  # an OpenAI-compatible test server
 
 
 

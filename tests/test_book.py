@@ -365,7 +365,8 @@ def _fake_book(root: Path, intro: str = "# Intro\n\nHello.\n") -> None:
     (root / "notebooks").mkdir(parents=True)
     (root / "params").mkdir()
     (root / "book").mkdir()
-    for name in ("_config.yml", "book/references.bib"):
+    (root / "book" / "_ext").mkdir()
+    for name in ("_config.yml", "book/references.bib", "book/_ext/apidata.py"):  # the config's local extension too
         (root / name).write_text((ROOT / name).read_text(encoding="utf-8"), encoding="utf-8")
     (root / "params" / "tiny.yaml").write_text("sample: 3\nseed: 1\n")
     (root / "book" / "intro.md").write_text(intro)

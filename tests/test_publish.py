@@ -176,8 +176,9 @@ def test_repository_from_the_environment_first(tmp_path: Path, no_repository: No
 
 
 def _tiny_book(root: Path, executed: Path) -> None:
-    """The real _config.yml (with its bib and CSS), an intro and one chapter, executed already (no kernel)."""
-    for name in ("_config.yml", "book/references.bib", "book/_static/stereoprobe.css"):
+    """The real _config.yml (with its bib, CSS and local extension), an intro and one chapter, executed already (no
+    kernel)."""
+    for name in ("_config.yml", "book/references.bib", "book/_static/stereoprobe.css", "book/_ext/apidata.py"):
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ROOT / name, root / name)
     (root / "book" / "intro.md").write_text("# Intro\n\nHello.\n")

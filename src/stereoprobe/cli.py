@@ -56,6 +56,7 @@ DatasetOrAll = Literal[(*DATASETS, "all")]
 Variant = Literal[tuple(VARIANTS)]
 ModelVariant = Literal[tuple(VARIANTS) + ("lm", "causal")]  # lm: each masked LM reads its own tokenizer's lists
 Scorer = enum.StrEnum("Scorer", {name: name for name in ("answer", "choice")})
+Rung = Literal["exact", "next-token", "generated"]  # stereoprobe.served.ladder.RUNGS
 Mode = Literal[MODES]
 Precision = Literal[PRECISIONS]
 Engine = Literal[ENGINES]
@@ -72,6 +73,9 @@ app.add_typer(sodapop_app, name="sodapop")
 zoo_app = typer.Typer(no_args_is_help=True, help="The offline model zoo: MiniLM fine-tuned by the project's recipes, "
                       "and a shipped chat LM (zoo:smollm2-135m-instruct).")
 app.add_typer(zoo_app, name="zoo")
+served_app = typer.Typer(no_args_is_help=True, help="Models behind a server or an API (openai-api/<service>/<model>): "
+                         "what an endpoint gives.")
+app.add_typer(served_app, name="served")
 
 
 def _version(value: bool) -> None:
@@ -266,12 +270,13 @@ def generate_cmd(
     typer.echo(f"wrote {total:,} ordered examples ({2 * total:,} passes) to {out}")
 
 
-def _run_options(batch_tokens, device, precision, store, engine="local", workers=None):
+def _run_options(batch_tokens, device, precision, store, engine="local", workers=None, concurrency=None,
+                 max_requests=None):
     """The command's :class:`~stereoprobe.options.RunOptions` (checked before any work)."""
     from .options import RunOptions
 
     return RunOptions(device=device, precision=precision, batch_tokens=batch_tokens, engine=engine, workers=workers,
-                      store=store)
+                      store=store, concurrency=concurrency, max_requests=max_requests)
 
 
 def _show_report(rep) -> None:
@@ -282,7 +287,15 @@ def _show_report(rep) -> None:
         _show(rep.headings.get(key, key), table)
 
 
-ModelOpt = typer.Option(..., "--model", "-m", help="Hub id, local folder, zoo: or lab: name (zoo:minilm-qa, lab:qa-biased …).")
+ModelOpt = typer.Option(..., "--model", "-m", help="Hub id, local folder, zoo: or lab: name (zoo:minilm-qa, lab:qa-biased "
+                        "…), or a served model: openai-api/<service>/<model> with <SERVICE>_BASE_URL (and "
+                        "<SERVICE>_API_KEY) set.")
+RungOpt = typer.Option(None, "--rung", help="Served models: force the rung of the ladder they are read on (exact, "
+                       "next-token, generated); default: the best each endpoint gives.")
+ConcurrencyOpt = typer.Option(None, "--concurrency", min=1, help="Served models: requests in flight at once "
+                              "(default 16).")
+MaxRequestsOpt = typer.Option(None, "--max-requests", min=1, help="Served models: stop cleanly after this many "
+                              "requests (the answers are stored; the same command goes on).")
 BatchOpt = typer.Option(None, "--batch-tokens", min=1, show_default=False,
                          help="Token budget per batch (padded tokens); default 2048 on a CPU, 65536 on a GPU.")
 
@@ -339,14 +352,18 @@ def score_cmd(
     scorer: Optional[List[Scorer]] = ScorerOpt,
     template: Optional[List[str]] = TemplateOpt,
     chat: Optional[bool] = ChatOpt,
+    rung: Optional[Rung] = RungOpt,
+    concurrency: Optional[int] = ConcurrencyOpt,
+    max_requests: Optional[int] = MaxRequestsOpt,
 ):
     """Score a dataset with one or more QA models, masked LMs (--variant lm) or causal LMs into the score store."""
     from .unqover import api
 
     _models(model)
     runs = api.score(model, dataset, sample=_sample(sample), seed=seed, mode=mode, newsqa=newsqa, variant=variant,
-                     shard_passes=shard_passes, scorers=[str(x) for x in scorer] if scorer else None, templates=template or None, chat=chat,
-                     options=_run_options(batch_tokens, device, precision, store, engine, workers))
+                     shard_passes=shard_passes, scorers=[str(x) for x in scorer] if scorer else None, templates=template or None, chat=chat, rung=rung,
+                     options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
+                                          max_requests))
     for name, run in runs.items():
         typer.echo(f"{name}: {run.n_rows():,} passes stored in {run.path}")
 
@@ -374,6 +391,9 @@ def report_cmd(
     scorer: Optional[List[Scorer]] = ScorerOpt,
     template: Optional[List[str]] = TemplateOpt,
     chat: Optional[bool] = ChatOpt,
+    rung: Optional[Rung] = RungOpt,
+    concurrency: Optional[int] = ConcurrencyOpt,
+    max_requests: Optional[int] = MaxRequestsOpt,
 ):
     """Reasoning errors (δ, ε, avg S), bias intensity μ and the top γ(x, a) per subject group.
 
@@ -390,8 +410,9 @@ def report_cmd(
     _check_out_dir(out, [f"{dataset}_{name}" for name in (*api.TABLES, "template_spread")])
     rep = api.report(model, dataset, sample=_sample(sample), seed=seed, mode=mode, newsqa=newsqa, variant=variant,
                      n_boot=n_boot, top=top, shard_passes=shard_passes, scorers=[str(x) for x in scorer] if scorer else None,
-                     templates=template or None, chat=chat,
-                     options=_run_options(batch_tokens, device, precision, store, engine, workers))
+                     templates=template or None, chat=chat, rung=rung,
+                     options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
+                                          max_requests))
     _show_report(rep)
     _write_tables(out, rep)
 
@@ -457,6 +478,9 @@ def nli_score_cmd(
     template: Optional[List[str]] = TemplateOpt,
     words: Optional[str] = WordsOpt,
     chat: Optional[bool] = ChatOpt,
+    rung: Optional[Rung] = RungOpt,
+    concurrency: Optional[int] = ConcurrencyOpt,
+    max_requests: Optional[int] = MaxRequestsOpt,
 ):
     """Score the pairs of each probe with one or more NLI classifiers (or causal LMs, zero-shot) into the score store."""
     from .nli import api
@@ -465,8 +489,9 @@ def nli_score_cmd(
     _nli_specs(probe, sample, seed)
     _label_orders(model, label_order)
     runs = api.score(model, [str(p) for p in probe], sample=_sample(sample), seed=seed, label_order=label_order,
-                     variant=variant, templates=template or None, words=words, chat=chat,
-                     options=_run_options(batch_tokens, device, precision, store, engine, workers))
+                     variant=variant, templates=template or None, words=words, chat=chat, rung=rung,
+                     options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
+                                          max_requests))
     for (name, probe_name), run in runs.items():
         typer.echo(f"{name} · {probe_name}: {run.n_rows():,} pairs stored in {run.path}")
 
@@ -491,6 +516,9 @@ def nli_report_cmd(
     template: Optional[List[str]] = TemplateOpt,
     words: Optional[str] = WordsOpt,
     chat: Optional[bool] = ChatOpt,
+    rung: Optional[Rung] = RungOpt,
+    concurrency: Optional[int] = ConcurrencyOpt,
+    max_requests: Optional[int] = MaxRequestsOpt,
 ):
     """Net neutral NN, fraction neutral FN, T:0.5 and T:0.7 with bootstrap CIs, per model and probe.
 
@@ -506,8 +534,9 @@ def nli_report_cmd(
     _check_out_dir(out, [f"nli_{p}_neutrality" for p in specs])
     _label_orders(model, label_order)
     rep = api.report(model, list(specs), sample=_sample(sample), seed=seed, n_boot=n_boot, label_order=label_order,
-                     variant=variant, templates=template or None, words=words, chat=chat,
-                     options=_run_options(batch_tokens, device, precision, store, engine, workers))
+                     variant=variant, templates=template or None, words=words, chat=chat, rung=rung,
+                     options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
+                                          max_requests))
     _show_report(rep)
     _write_tables(out, rep)
 
@@ -583,6 +612,9 @@ def sodapop_report_cmd(
     template: Optional[str] = typer.Option(None, "--template", help="Causal LMs: an mcq prompt template's name or a "
                                            "YAML file (default: siqa, lm-evaluation-harness's)."),
     chat: Optional[bool] = ChatOpt,
+    rung: Optional[Rung] = RungOpt,
+    concurrency: Optional[int] = ConcurrencyOpt,
+    max_requests: Optional[int] = MaxRequestsOpt,
 ):
     """Distractors for names × contexts, the per-unit accuracy, and the relative difference of words between groups.
 
@@ -604,11 +636,38 @@ def sodapop_report_cmd(
     _check_out_dir(out, ["sodapop_units", *(f"sodapop_rd_{g1}_{g2}{s}" for g1, g2 in pairs for s in ("", "_norm"))])
     rep = api.report(mcq_model, mlm, names_per_group=names_per_group, contexts=chosen, depth=depth,
                      cap=None if caps is None else caps[0], dedup=dedup, pairs=pairs, min_count=min_count,
-                     n_perm=n_perm, seed=seed, variant=variant, template=template, chat=chat,
-                     options=_run_options(batch_tokens, device, precision, store, engine, workers))
+                     n_perm=n_perm, seed=seed, variant=variant, template=template, chat=chat, rung=rung,
+                     options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
+                                          max_requests))
     typer.echo(rep.title)
     _show_report(rep)
     _write_tables(out, rep)
+
+
+@served_app.command("probe")
+def served_probe_cmd(
+    model: List[str] = typer.Option(..., "--model", "-m", help="A served model: openai-api/<service>/<model>, with "
+                                    "<SERVICE>_BASE_URL (and <SERVICE>_API_KEY) set."),
+):
+    """What each endpoint really gives, found by the first-use probe: the models it serves and each rung of the
+    ladder (exact log-probabilities, next-token label probabilities, generated answers), or why not."""
+    from .served import capabilities
+    from .served.endpoint import EndpointError, claims, parse
+    from .served.ladder import RUNGS
+
+    for name in model:
+        if not claims(name):
+            raise EndpointError(f"{name!r} is not a served model; name one as openai-api/<service>/<model>.")
+    for name in model:
+        endpoint = parse(name)
+        caps = capabilities(name)
+        typer.echo(f"{name}: {endpoint.base_url} ({endpoint.url_variable}), serving {', '.join(caps.models) or '?'}")
+        for rung in RUNGS:
+            why = caps.why_not(rung)
+            extra = f" (top {caps.top_k})" if rung == "next-token" and why is None else ""
+            typer.echo(f"  {rung:<11} {'yes' + extra if why is None else 'no: ' + why}")
+        if caps.evidence:
+            typer.echo(f"  probe: {caps.evidence}")
 
 
 @zoo_app.command("list")

@@ -32,6 +32,8 @@ __all__ = ["ModelRef", "ModelKind", "RowKey", "register_kind", "resolve_model", 
 
 #: The kind of a causal (decoder-only) LM, read through prompt templates by every probe.
 CAUSAL = "causal"
+#: The kind of a model behind a server or an API (:mod:`stereoprobe.served`).
+SERVED = "served"
 
 
 @dataclass(frozen=True, repr=False)
@@ -148,22 +150,27 @@ class Readers(dict):
 
 class RowKey(NamedTuple):
     """One row of a report: a model, and for a model read through prompts its scorer and template (UnQover's
-    ``answer``/``choice``, Bias-NLI's ``nli``, SODAPOP's ``acc``/``acc_norm``). The tables show :attr:`label`;
-    code that needs the parts reads the fields, never the label.
+    ``answer``/``choice``, Bias-NLI's ``nli``, SODAPOP's ``acc``/``acc_norm``), and for a served model the rung of
+    the ladder that produced it (:mod:`stereoprobe.served.ladder`). The tables show :attr:`label`; code that needs
+    the parts reads the fields, never the label.
 
     >>> RowKey("lab:causal-biased", "answer", "qa").label, RowKey("zoo:minilm-qa").label
     ('lab:causal-biased · answer:qa', 'zoo:minilm-qa')
+    >>> RowKey("openai-api/vllm/llama", "choice", "letters", "next-token").label
+    'openai-api/vllm/llama · choice:letters [next-token]'
     """
 
     model: str
     scorer: str = ""
     template: str = ""
+    rung: str = ""
 
     @property
     def label(self) -> str:
         if not self.scorer:
             return self.model
-        return f"{self.model} · {self.scorer}:{self.template}" if self.template else f"{self.model} · {self.scorer}"
+        label = f"{self.model} · {self.scorer}:{self.template}" if self.template else f"{self.model} · {self.scorer}"
+        return f"{label} [{self.rung}]" if self.rung else label
 
 
 @dataclass(frozen=True)
@@ -201,6 +208,26 @@ def kinds() -> dict[str, ModelKind]:
     return dict(_KINDS)
 
 
+def _builtin_kinds() -> None:
+    """Register the kinds stereoprobe ships beside files, once: models behind a server (:mod:`stereoprobe.served`,
+    named ``openai-api/<service>/<model>``; each probe has a reader for them)."""
+    if SERVED in _KINDS:
+        return
+
+    def claims(name: str) -> bool:
+        from .served.endpoint import claims
+
+        return claims(name)
+
+    def fingerprint(ref: ModelRef) -> str:
+        from .served.endpoint import parse
+
+        return parse(ref.name, warn=False).fingerprint
+
+    register_kind(ModelKind(SERVED, claims, location=SERVED, fingerprint=fingerprint, tokenizer=lambda ref: None,
+                            describe="served"))
+
+
 def _location(name: str, path: str) -> str:
     from .gguf_files import gguf_location
 
@@ -227,6 +254,7 @@ def resolve_model(name: str, *, native: str, asked: str | None = None, option: s
     if not isinstance(name, str) or not name:
         raise StereoprobeError(f"A model is named by a non-empty string, not {name!r}; pass a hub id, a folder, a "
                                ".gguf file or a zoo:/lab: name.")
+    _builtin_kinds()
     for kind in _KINDS.values():
         if kind.claims(name):
             if asked is not None and asked != kind.name:

@@ -60,6 +60,8 @@ class RunOptions:
     * ``progress`` — progress bars; None: on unless ``STEREOPROBE_PROGRESS=0``.
     * ``smoke`` — resolve ``zoo:`` and ``lab:`` names to their seconds-sized smoke builds (tests, the smoke
       profile of the book).
+    * ``concurrency`` / ``max_requests`` — served models (:mod:`stereoprobe.served`): requests in flight at once
+      (None: 16), and a budget of requests for the run (None: none) that stops cleanly; the same call goes on.
     """
 
     device: str = "auto"
@@ -71,6 +73,8 @@ class RunOptions:
     store: Any = None
     progress: bool | None = None
     smoke: bool = False
+    concurrency: int | None = None
+    max_requests: int | None = None
 
     def __post_init__(self):
         from .engine import check_engine
@@ -83,6 +87,8 @@ class RunOptions:
                                    f"{', '.join(PRECISIONS)}.")
         _positive_int("batch_tokens", self.batch_tokens, "2048")
         _positive_int("threads", self.threads, "1")
+        _positive_int("concurrency", self.concurrency, "16")
+        _positive_int("max_requests", self.max_requests, "1000")
         check_engine(self.engine, self.workers)
         if self.store is not None and not isinstance(self.store, (str, os.PathLike)) and not hasattr(self.store, "run"):
             raise StereoprobeError(f"RunOptions store={self.store!r} is neither a folder path nor a ScoreStore; pass "

@@ -113,32 +113,36 @@ def resolve(models: Sequence[str] | str, variant: str | None = None, *, smoke: b
     return resolve_models(_models(models), native="nli", asked=variant, smoke=smoke, allowed=list(READERS))
 
 
-def _ask(refs, label_order, templates, words, chat, smoke: bool):
+def _ask(refs, label_order, templates, words, chat, smoke: bool, rung: str | None = None):
     """What the report asks every model (:class:`~stereoprobe.nli.readers.Pairs`): the label orders of classifiers
-    and the causal LMs' templates, checked before any work; causal settings without a causal model are refused,
-    since they would be silently ignored."""
-    from ..modelref import CAUSAL
+    and the causal and served LMs' templates, checked before any work; prompt settings without such a model are
+    refused, since they would be silently ignored."""
     from ..prompts import select
-    from .readers import Pairs
+    from ..served.ladder import RUNGS
+    from .readers import Pairs, prompted
     from .score_causal import with_words
 
     chosen: list = []
-    if not any(ref.kind == CAUSAL for ref in refs):
-        if templates is not None or words is not None or chat is not None:
-            raise StereoprobeError("template, label-word and chat settings are for causal LMs, and none of the models "
-                                   "is one; leave them out (or pass a causal LM).")
+    if not any(prompted(ref) for ref in refs):
+        if templates is not None or words is not None or chat is not None or rung is not None:
+            raise StereoprobeError("template, label-word, chat and rung settings are for causal and served LMs, and "
+                                   "none of the models is one; leave them out (or pass such a model).")
     else:
         if isinstance(words, str):
             words = [w.strip() for w in words.split(",")]
         chosen = [with_words(t, words) for t in select(templates, "nli")]
+    if rung is not None and rung not in RUNGS:
+        raise StereoprobeError(f"rung={rung!r} is not a rung of the served ladder; choose one of {', '.join(RUNGS)}, "
+                               "or leave it out (the best each model gives).")
     orders = label_orders([ref for ref in refs if ref.kind == "nli"], label_order, smoke=smoke)
-    return Pairs(label_orders=orders, templates=tuple(chosen), chat=chat)
+    return Pairs(label_orders=orders, templates=tuple(chosen), chat=chat, rung=rung)
 
 
 def score(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, sample: float | int | None = None,
           seed: int = 0, label_order: Sequence[str] | str | None = None, variant: str | None = None,
           templates: Sequence | str | None = None, words: Sequence[str] | str | None = None,
-          chat: bool | None = None, options: RunOptions | None = None) -> dict[tuple[str, str], object]:
+          chat: bool | None = None, rung: str | None = None,
+          options: RunOptions | None = None) -> dict[tuple[str, str], object]:
     """Score each probe's pairs with each model into the score store; returns (model, probe) → its complete
     :class:`~stereoprobe.store.StoreRun` (a causal LM: (``<model> · nli:<template>``, probe))."""
     from ..modelref import RowKey
@@ -148,21 +152,22 @@ def score(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, s
     specs = probe_specs(probes, sample=sample, seed=seed)
     run = as_options(options)
     refs = resolve(models, variant, smoke=run.smoke)
-    ask = _ask(refs, label_order, templates, words, chat, run.smoke)
+    ask = _ask(refs, label_order, templates, words, chat, run.smoke, rung)
     out: dict[tuple[str, str], object] = {}
     with run.applied():
         for ref in refs:
             reader = reader_for(ref)
             for p, spec in specs.items():
                 for row in reader.rows(ref, ask):
-                    out[(RowKey(ref.name, row.scorer, row.template).label, p)] = reader.score(ref, ask, row, spec, run)
+                    out[(RowKey(ref.name, row.scorer, row.template, row.rung).label, p)] = \
+                        reader.score(ref, ask, row, spec, run)
     return out
 
 
 def report(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, sample: float | int | None = None,
            seed: int = 0, n_boot: int = 1000, label_order: Sequence[str] | str | None = None,
            variant: str | None = None, templates: Sequence | str | None = None,
-           words: Sequence[str] | str | None = None, chat: bool | None = None,
+           words: Sequence[str] | str | None = None, chat: bool | None = None, rung: str | None = None,
            options: RunOptions | None = None) -> Report:
     """NN, FN, T:0.5 and T:0.7 with bootstrap intervals, per model, for each probe (one table each).
 
@@ -173,12 +178,16 @@ def report(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, 
     (each model's config decides), ``nli`` or ``causal``. Causal LMs only: ``templates`` (shipped names or YAML
     files; default both shipped NLI templates, :mod:`stereoprobe.prompts`), ``words`` (label words for
     entailment, neutral, contradiction, instead of each template's own), ``chat`` (the chat template, a plain
-    prompt, or None: whichever the tokenizer has). ``options``: how it runs
+    prompt, or None: whichever the tokenizer has). Served models (``openai-api/<service>/<model>``,
+    :mod:`stereoprobe.served`) read the same templates; ``rung`` forces the rung of the ladder they are read on
+    (``exact``, ``next-token``, ``generated``; None: the best each gives), and a ``served`` table says which rung
+    produced each row. ``options``: how it runs
     (:class:`~stereoprobe.options.RunOptions`). The tables are those of ``stereoprobe nli report``.
 
     Each model is resolved once (:class:`~stereoprobe.modelref.ModelRef`) and read by the reader of its kind
     (:mod:`stereoprobe.nli.readers`).
     """
+    from ..served import served_table
     from .readers import frames
     from .reporting import measures_table
 
@@ -188,7 +197,7 @@ def report(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, 
         raise StereoprobeError(f"n_boot={n_boot!r} must be a positive integer; pass e.g. n_boot=1000.")
     run = as_options(options)
     refs = resolve(models, variant, smoke=run.smoke)
-    ask = _ask(refs, label_order, templates, words, chat, run.smoke)
+    ask = _ask(refs, label_order, templates, words, chat, run.smoke, rung)
     result = {}
     with run.applied():
         by_row = frames(refs, ask, specs, run)
@@ -199,9 +208,14 @@ def report(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, 
                 mass = {key[0]: float(f["label_mass"].mean()) for key, f in probs.items() if "label_mass" in f}
                 table["label_mass"] = table["model"].map(mass)
             result[probe] = table
+        served = served_table({(row.label, p): f for (row, p), f in by_row.items()})
+        if served is not None:
+            served.insert(1, "probe", [p for (row, p), f in by_row.items() if f.attrs.get("served")])
+            result["served"] = served
     return Report(f"Bias-NLI: {len(models)} model(s) × {len(specs)} probe(s), "
                   f"{'all' if sample is None else sample} pairs per probe", result,
-                  stems={p: f"nli_{p}_neutrality" for p in result}, headings={p: f"nli {p} neutrality" for p in result})
+                  stems={p: f"nli_{p}_neutrality" if p != "served" else "nli_served" for p in result},
+                  headings={p: f"nli {p} neutrality" if p != "served" else "nli served" for p in result})
 
 
 __all__ = ["label_orders", "model_kinds", "probe_specs", "report", "resolve", "score"]

@@ -7,7 +7,9 @@ probe's frame (one row per pair: :func:`stereoprobe.nli.scoring.load_probabiliti
 
 * ``nli`` — a three-way classifier, its labels found by name (:mod:`stereoprobe.nli.scoring`);
 * ``causal`` — a causal or chat LM asked zero-shot through NLI prompt templates, its label words renormalised, one
-  report row per template (:mod:`stereoprobe.nli.score_causal`).
+  report row per template (:mod:`stereoprobe.nli.score_causal`);
+* ``served`` — a model behind a server or an API through the same templates, one row each on the rung of the ladder
+  that reads it (:mod:`stereoprobe.nli.score_served`).
 
 :func:`register_reader` adds a reader for a new kind of model (:func:`stereoprobe.modelref.register_kind`).
 """
@@ -20,22 +22,25 @@ from typing import Mapping, Protocol, Sequence
 import pandas as pd
 
 from ..errors import StereoprobeError
-from ..modelref import CAUSAL, ModelRef, Readers, RowKey
+from ..modelref import CAUSAL, SERVED, ModelRef, Readers, RowKey
 from ..options import RunOptions
 from .templates import TemplateSpec
 
-__all__ = ["Pairs", "Reader", "READERS", "register_reader", "reader_for", "ClassifierReader", "CausalReader"]
+__all__ = ["Pairs", "Reader", "READERS", "register_reader", "reader_for", "ClassifierReader", "CausalReader",
+           "ServedReader", "prompted"]
 
 
 @dataclass(frozen=True)
 class Pairs:
     """What Bias-NLI asks of every model of a report, beside each probe's pairs: ``label_orders`` (model name → the
     classes of LABEL_0..LABEL_2, for classifiers with generic label names); ``templates`` and ``chat``, how causal
-    LMs are prompted (one row per template)."""
+    and served LMs are prompted (one row per template); ``rung``, the rung served models are read on (None: the
+    best each gives; :mod:`stereoprobe.served.ladder`)."""
 
     label_orders: Mapping[str, tuple | None] = field(default_factory=dict)
     templates: tuple = ()
     chat: bool | None = None
+    rung: str | None = None
 
 
 class Reader(Protocol):
@@ -73,6 +78,8 @@ class CausalReader:
     """A causal or chat LM, zero-shot through every NLI template asked (:mod:`stereoprobe.nli.score_causal`): one row
     ``(model, "nli", template)`` each, with the mass of the label words."""
 
+    prompted = True  # read through the report's prompt templates
+
     def rows(self, ref: ModelRef, ask: Pairs) -> list[RowKey]:
         return [RowKey(ref.label, "nli", t.name) for t in ask.templates]
 
@@ -93,15 +100,42 @@ class CausalReader:
         return load_causal_probabilities(ref, spec, self.template(ask, row), chat=ask.chat, options=options)
 
 
+class ServedReader:
+    """A model behind a server or an API through every NLI template asked, one row each on the rung of the ladder
+    that reads it (:mod:`stereoprobe.nli.score_served`)."""
+
+    prompted = True
+
+    def rows(self, ref: ModelRef, ask: Pairs) -> list[RowKey]:
+        from .score_served import rows
+
+        return rows(ref, ask)
+
+    def score(self, ref, ask, row, spec, options):
+        """Ask the server what the store lacks; returns the row's frame (a served model's store is its answers)."""
+        return self.frame(ref, ask, row, spec, options)
+
+    def frame(self, ref, ask, row, spec, options):
+        from .score_served import frame
+
+        return frame(ref, ask, row, spec, options)
+
+
 #: The reader of every kind of model Bias-NLI reads (:func:`register_reader` adds one).
 READERS = Readers("Bias-NLI", "stereoprobe.nli.register_reader", {
     "nli": ClassifierReader(),
     CAUSAL: CausalReader(),
+    SERVED: ServedReader(),
 })
 #: Read models of a kind (a :class:`~stereoprobe.modelref.ModelKind`'s name) with a reader.
 register_reader = READERS.register
 #: The reader of a ref's kind.
 reader_for = READERS.of
+
+
+def prompted(ref: ModelRef) -> bool:
+    """Whether ``ref`` is read through the report's prompt templates (a causal or served model)."""
+    return bool(getattr(reader_for(ref), "prompted", False))
 
 
 def frames(refs: Sequence[ModelRef], ask: Pairs, specs: Mapping[str, TemplateSpec],

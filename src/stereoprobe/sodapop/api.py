@@ -69,7 +69,7 @@ def report(mcq_model: str | None = None, mlm: str | None = None, *, names_per_gr
            contexts: Sequence[int] | int | None = (3,), depth: int = 2, cap: int | None = 600,
            dedup: bool | None = None, pairs: Sequence[str | Sequence[str]] = DEFAULT_PAIRS, min_count: int = 1,
            n_perm: int = 100_000, seed: int = 10, variant: str | None = None, template=None,
-           chat: bool | None = None, options: RunOptions | None = None) -> Report:
+           chat: bool | None = None, rung: str | None = None, options: RunOptions | None = None) -> Report:
     """Distractors for names × contexts, the per-unit accuracy, and the relative difference of words between groups.
 
     ``mcq_model``: the multiple-choice model under test; ``mlm``: the masked LM that writes the distractors (hub ids,
@@ -83,7 +83,9 @@ def report(mcq_model: str | None = None, mlm: str | None = None, *, names_per_gr
     (a causal or chat LM: each choice's log-likelihood after a prompt, :mod:`stereoprobe.sodapop.score_causal`; the
     tables then come twice, for ``acc`` and for ``acc_norm``: ``accuracy_norm`` in ``units``, ``rd_<G1>_<G2>_norm``).
     Causal LMs only: ``template`` (an ``mcq`` template's name or file; default ``siqa``) and ``chat`` (the chat
-    template, a plain prompt, or None: whichever the tokenizer has). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`; ``precision="auto"`` is fp32
+    template, a plain prompt, or None: whichever the tokenizer has). A served model (``openai-api/<service>/<model>``,
+    :mod:`stereoprobe.served`) reads the same template on the exact rung (``rung``: None or ``exact``; the letter
+    rungs are refused, :mod:`stereoprobe.sodapop.score_served`). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`; ``precision="auto"`` is fp32
     here, the top-10 fills being tie-sensitive: :func:`~stereoprobe.sodapop.distractors.run_precision`). The tables
     are those of ``stereoprobe sodapop report``; ``extra`` holds the :class:`~stereoprobe.sodapop.probe.ProbeRun`
     (``run``) and the success-rate matrix (``sr``).
@@ -129,7 +131,7 @@ def report(mcq_model: str | None = None, mlm: str | None = None, *, names_per_gr
     ref = resolve_model(mcq_model, native="mcq", asked=variant, smoke=run.smoke,
                         allowed=list(READERS)).with_label(label[mcq_model])
     writer = resolve_model(mlm, native="mlm", smoke=run.smoke).with_label(label[mlm])  # its head: when it loads
-    ask = Choices(template=template, chat=chat)
+    ask = Choices(template=template, chat=chat, rung=rung)
     reader = reader_for(ref)
     reader.check(ref, ask)  # the template and chat setting, or the head, before any distractor
 

@@ -10,7 +10,9 @@ in stream order), through the score store, and says which columns are the model'
   debiased variants when asked;
 * ``causal`` — a causal or chat LM through an ``mcq`` prompt template: each choice's log-likelihood, read two ways,
   ``acc`` (summed) and ``acc_norm`` (per character, lm-evaluation-harness's), two rows
-  (:mod:`stereoprobe.sodapop.score_causal`).
+  (:mod:`stereoprobe.sodapop.score_causal`);
+* ``served`` — a model behind a server or an API through the same template on the exact rung of the served ladder:
+  ``acc`` and ``acc_norm`` as for a local causal LM (:mod:`stereoprobe.sodapop.score_served`).
 
 :func:`register_reader` adds a reader for a new kind of model (:func:`stereoprobe.modelref.register_kind`).
 """
@@ -23,22 +25,24 @@ from typing import NamedTuple, Protocol, Sequence
 import pandas as pd
 
 from ..errors import StereoprobeError
-from ..modelref import CAUSAL, ModelRef, Readers, RowKey
+from ..modelref import CAUSAL, SERVED, ModelRef, Readers, RowKey
 from ..options import RunOptions
 
 __all__ = ["Choices", "Reading", "Reader", "READERS", "register_reader", "reader_for", "EncoderReader",
-           "CausalReader"]
+           "CausalReader", "ServedReader"]
 
 
 @dataclass(frozen=True)
 class Choices:
     """What SODAPOP asks of the multiple-choice model: ``variants`` (debiased variants of an encoder), ``join`` (the
-    authors' first segment, ``""``, or a space), and for a causal LM its ``mcq`` ``template`` and ``chat`` setting."""
+    authors' first segment, ``""``, or a space), and for a causal LM its ``mcq`` ``template`` and ``chat`` setting; for a
+    served model the ``rung`` (:mod:`stereoprobe.served.ladder`; SODAPOP reads the exact one)."""
 
     variants: tuple = ()
     join: str = ""
     template: object = None
     chat: bool | None = None
+    rung: str | None = None
 
 
 class Reading(NamedTuple):
@@ -114,6 +118,32 @@ class CausalReader:
         return score_causal_choices(ref, units, config, template(ask.template), chat=ask.chat, options=options)
 
 
+class ServedReader(CausalReader):
+    """A model behind a server or an API through an ``mcq`` template on the exact rung: ``acc`` and ``acc_norm``
+    (:func:`~stereoprobe.sodapop.score_served.score_served_choices`), rows marked with the rung."""
+
+    def check(self, ref: ModelRef, ask: Choices) -> None:
+        from .score_served import check
+
+        if ask.variants or ask.join:
+            raise StereoprobeError("Debiased variants and join are for multiple-choice encoders; a served model reads "
+                                   "the prompt template's layout.")
+        if ask.chat:
+            raise StereoprobeError(f"{ref.name!r} is read on the exact rung through a plain prompt (a completion "
+                                   "request does not apply the chat template); leave chat out.")
+        template(ask.template)
+        check(ref, ask.rung)
+
+    def readings(self, ref: ModelRef, ask: Choices) -> list[Reading]:
+        return [Reading(RowKey(ref.label, "acc", "", "exact"), "", None),
+                Reading(RowKey(ref.label, "acc_norm", "", "exact"), "_norm", "norm")]
+
+    def logits(self, ref, units, config, ask, options):
+        from .score_served import score_served_choices
+
+        return score_served_choices(ref, units, config, template(ask.template), options=options)
+
+
 def template(asked):
     """The ``mcq`` prompt template asked for (a name or file; default ``siqa``)."""
     from ..prompts import PromptTemplate
@@ -126,6 +156,7 @@ def template(asked):
 READERS = Readers("SODAPOP", "stereoprobe.sodapop.register_reader", {
     "mcq": EncoderReader(),
     CAUSAL: CausalReader(),
+    SERVED: ServedReader(),
 })
 #: Read models of a kind (a :class:`~stereoprobe.modelref.ModelKind`'s name) with a reader.
 register_reader = READERS.register

@@ -87,31 +87,34 @@ def resolve(models: Sequence[str] | str, variant: str | None, *, smoke: bool = F
 
 
 def _ask(refs, spec: DatasetSpec, *, mode: str, variant: str | None, shard_passes: int | None, scorers, templates,
-         chat):
-    """What the report asks every model (:class:`~stereoprobe.unqover.readers.Passes`); the causal settings checked
-    before any work and refused without a causal model, where they would be silently ignored."""
-    from ..modelref import CAUSAL
-    from .readers import Passes
+         chat, rung: str | None = None):
+    """What the report asks every model (:class:`~stereoprobe.unqover.readers.Passes`); the prompt settings checked
+    before any work and refused without a causal or served model, where they would be silently ignored."""
+    from ..served.ladder import RUNGS
+    from .readers import Passes, prompted
     from .score_causal import scorer_templates
     from .score_qa import SHARD_PASSES
 
     chosen: list = []
-    if not any(ref.kind == CAUSAL for ref in refs):
-        if scorers is not None or templates is not None or chat is not None:
-            raise StereoprobeError("scorer, template and chat settings are for causal LMs, and none of the models is "
-                                   "one; leave them out (or pass a causal LM).")
+    if not any(prompted(ref) for ref in refs):
+        if scorers is not None or templates is not None or chat is not None or rung is not None:
+            raise StereoprobeError("scorer, template, chat and rung settings are for causal and served LMs, and none "
+                                   "of the models is one; leave them out (or pass such a model).")
     else:
         if chat is not None and not isinstance(chat, bool):
             raise StereoprobeError(f"chat={chat!r} must be True, False or None (whichever the tokenizer has).")
         chosen = scorer_templates(scorers, templates)
+    if rung is not None and rung not in RUNGS:
+        raise StereoprobeError(f"rung={rung!r} is not a rung of the served ladder; choose one of {', '.join(RUNGS)}, "
+                               "or leave it out (the best each model gives).")
     return Passes(spec, mode=mode, shard_passes=shard_passes or SHARD_PASSES, lm=variant == "lm",
-                  templates=tuple(chosen), chat=chat)
+                  templates=tuple(chosen), chat=chat, rung=rung)
 
 
 def score(models: Sequence[str] | str, dataset: str = "gender", *, sample: float | int | None = None, seed: int = 0,
           mode: str = "compat", newsqa: bool = False, variant: str | None = None, shard_passes: int | None = None,
           scorers: Sequence[str] | str | None = None, templates: Sequence | str | None = None,
-          chat: bool | None = None, options: RunOptions | None = None) -> dict[str, object]:
+          chat: bool | None = None, rung: str | None = None, options: RunOptions | None = None) -> dict[str, object]:
     """Score ``dataset`` with each model into the score store; returns model → its complete
     :class:`~stereoprobe.store.StoreRun` (``run.read()`` gives the raw start/end scores per pass; a causal LM's
     runs are keyed ``<model> · <scorer>:<template>``, with the subjects' log-probabilities per pass)."""
@@ -123,20 +126,20 @@ def score(models: Sequence[str] | str, dataset: str = "gender", *, sample: float
     run = as_options(options)
     refs = resolve(models, variant, smoke=run.smoke)
     ask = _ask(refs, spec, mode=mode, variant=variant, shard_passes=shard_passes, scorers=scorers,
-               templates=templates, chat=chat)
+               templates=templates, chat=chat, rung=rung)
     out: dict[str, object] = {}
     with run.applied():
         for ref in refs:
             reader = reader_for(ref)
             for row in reader.rows(ref, ask):
-                out[RowKey(ref.name, row.scorer, row.template).label] = reader.score(ref, ask, row, run)
+                out[RowKey(ref.name, row.scorer, row.template, row.rung).label] = reader.score(ref, ask, row, run)
     return out
 
 
 def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: float | int | None = None, seed: int = 0,
            mode: str = "compat", newsqa: bool = False, variant: str | None = None, n_boot: int = 1000, top: int = 3,
            shard_passes: int | None = None, scorers: Sequence[str] | str | None = None,
-           templates: Sequence | str | None = None, chat: bool | None = None,
+           templates: Sequence | str | None = None, chat: bool | None = None, rung: str | None = None,
            options: RunOptions | None = None) -> Report:
     """Reasoning errors, bias intensity μ and the top γ of each model on one UnQover dataset.
 
@@ -147,7 +150,9 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
     causal), ``qa``, ``lm`` (masked LMs, each reading the lists of its own tokenizer), ``lm-bert``, ``lm-roberta`` or
     ``causal``. Causal LMs only: ``scorers`` (``answer``, ``choice``; default both), ``templates`` (shipped names or
     YAML files; default every shipped template of each scorer, :mod:`stereoprobe.prompts`), ``chat`` (the chat
-    template, a plain prompt, or None: whichever the tokenizer has). ``n_boot``: bootstrap resamples of the
+    template, a plain prompt, or None: whichever the tokenizer has). Served models
+    (``openai-api/<service>/<model>``, :mod:`stereoprobe.served`) read the same templates; ``rung`` forces the rung
+    of the ladder they are read on (``exact``, ``next-token``, ``generated``; None: the best each gives). ``n_boot``: bootstrap resamples of the
     intervals; ``top``: rows per group in ``top_gamma``; ``shard_passes``: passes per score-store shard (default
     20,000; the unit of resumption). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`). The
     tables are those of ``stereoprobe unqover report``.
@@ -165,7 +170,7 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
     run = as_options(options)
     refs = resolve(models, variant, smoke=run.smoke)
     ask = _ask(refs, spec, mode=mode, variant=variant, shard_passes=shard_passes, scorers=scorers,
-               templates=templates, chat=chat)
+               templates=templates, chat=chat, rung=rung)
     with run.applied():
         result = model_report(refs, ask, n_boot=n_boot, top=top, seed=seed, options=run)
     return Report(f"UnQover {dataset}: {len(refs)} model(s), {'all' if sample is None else sample} paper examples, "

@@ -9,7 +9,9 @@ score store:
 * ``lm``, ``lm-bert``, ``lm-roberta`` — a masked LM: S from its fill at the mask
   (:mod:`stereoprobe.unqover.score_lm`), ``lm`` reading the subject lists of its own tokenizer;
 * ``causal`` — a causal or chat LM: S from the log-probability of each subject after a prompt, one report row per
-  scorer and template (:mod:`stereoprobe.unqover.score_causal`).
+  scorer and template (:mod:`stereoprobe.unqover.score_causal`);
+* ``served`` — a model behind a server or an API: the same templates, one row each on the rung of the ladder that
+  reads it (:mod:`stereoprobe.unqover.score_served`).
 
 A model gives one or more report rows (:class:`~stereoprobe.modelref.RowKey`); the report engine
 (:func:`stereoprobe.unqover.report.model_report`) asks each model's reader for its rows and their frames and never
@@ -26,20 +28,21 @@ from typing import Protocol, Sequence
 import pandas as pd
 
 from ..errors import StereoprobeError
-from ..modelref import CAUSAL, ModelRef, Readers, RowKey
+from ..modelref import CAUSAL, SERVED, ModelRef, Readers, RowKey
 from ..options import RunOptions
 from .generate import DatasetSpec
 
 __all__ = ["Passes", "Reader", "READERS", "register_reader", "reader_for", "SpanReader", "MaskedLMReader",
-           "CausalReader"]
+           "CausalReader", "ServedReader", "prompted"]
 
 
 @dataclass(frozen=True)
 class Passes:
     """What UnQover asks of every model of a report: the ordered examples of ``spec`` (its QA variant, or an LM
     variant chosen by hand), scored in ``mode`` into store shards of ``shard_passes``. ``lm``: masked LMs read the
-    LM variant of their own tokenizer. ``templates`` and ``chat``: how causal LMs are prompted (one row per
-    template)."""
+    LM variant of their own tokenizer. ``templates`` and ``chat``: how causal and served LMs are prompted (one row
+    per template). ``rung``: the rung served models are read on (None: the best each gives;
+    :mod:`stereoprobe.served.ladder`), part of what is asked because each rung measures something else."""
 
     spec: DatasetSpec
     mode: str = "compat"
@@ -47,6 +50,7 @@ class Passes:
     lm: bool = False
     templates: tuple = ()
     chat: bool | None = None
+    rung: str | None = None
 
 
 class Reader(Protocol):
@@ -128,6 +132,8 @@ class CausalReader:
     """A causal or chat LM through prompt templates: one row per scorer and template
     (:mod:`stereoprobe.unqover.score_causal`)."""
 
+    prompted = True  # read through the report's prompt templates
+
     def rows(self, ref: ModelRef, ask: Passes) -> list[RowKey]:
         return [RowKey(ref.label, t.task.removeprefix("unqover-"), t.name) for t in ask.templates]
 
@@ -150,6 +156,27 @@ class CausalReader:
                                   options=options, shard_passes=ask.shard_passes)
 
 
+class ServedReader:
+    """A model behind a server or an API through prompt templates: one row per template on the rung of the ladder
+    that reads it (:mod:`stereoprobe.unqover.score_served`)."""
+
+    prompted = True
+
+    def rows(self, ref: ModelRef, ask: Passes) -> list[RowKey]:
+        from .score_served import rows
+
+        return rows(ref, ask)
+
+    def score(self, ref: ModelRef, ask: Passes, row: RowKey, options: RunOptions) -> pd.DataFrame:
+        """Ask the server what the store lacks; returns the row's frame (a served model's store is its answers)."""
+        return self.frame(ref, ask, row, options)
+
+    def frame(self, ref: ModelRef, ask: Passes, row: RowKey, options: RunOptions) -> pd.DataFrame:
+        from .score_served import frame
+
+        return frame(ref, ask, row, options)
+
+
 #: The reader of every kind of model UnQover reads (:func:`register_reader` adds one).
 READERS = Readers("UnQover", "stereoprobe.unqover.register_reader", {
     "qa": SpanReader(),
@@ -157,11 +184,17 @@ READERS = Readers("UnQover", "stereoprobe.unqover.register_reader", {
     "lm-bert": MaskedLMReader(),
     "lm-roberta": MaskedLMReader(),
     CAUSAL: CausalReader(),
+    SERVED: ServedReader(),
 })
 #: Read models of a kind (a :class:`~stereoprobe.modelref.ModelKind`'s name) with a reader.
 register_reader = READERS.register
 #: The reader of a ref's kind.
 reader_for = READERS.of
+
+
+def prompted(ref: ModelRef) -> bool:
+    """Whether ``ref`` is read through the report's prompt templates (a causal or served model)."""
+    return bool(getattr(reader_for(ref), "prompted", False))
 
 
 def frames(refs: Sequence[ModelRef], ask: Passes, options: RunOptions) -> dict[RowKey, pd.DataFrame]:

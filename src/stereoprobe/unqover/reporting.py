@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..modelref import ModelRef, RowKey, resolve_models
 from ..options import RunOptions, as_options
+from ..served import served_table
 from . import metrics
 from .generate import DatasetSpec
 from .readers import MaskedLMReader, Passes, SpanReader, flag_degenerate, frames, spec_for
@@ -176,6 +177,9 @@ def model_report(models: Sequence[ModelRef | str], spec: DatasetSpec | Passes, *
         tables["top_gamma"] = subject_tops(by_row, k=top)
     if any(r.template for r in by_row):
         tables["template_spread"] = template_spread(tables["reasoning_errors"], tables["intensity"], list(by_row))
+    served = served_table(by_row)
+    if served is not None:
+        tables["served"] = served
     return tables
 
 

@@ -1,0 +1,125 @@
+"""Bias-NLI on a model behind a server or an API, on each rung of the ladder (:mod:`stereoprobe.served.ladder`).
+
+Every pair's entailment, neutral and contradiction probabilities, read three ways, each report row saying which:
+
+* **exact** — the log-probabilities of the template's three label words after its plain prompt, renormalised over
+  the three, exactly as a local causal LM gives them (:mod:`stereoprobe.nli.score_causal`), with their mass;
+* **next-token** — the label words' probabilities as the first token the model generates (a word the server spells
+  with more than one token is read by its first, which must differ between the three), renormalised;
+* **generated** — the label word generated (greedy) and parsed (:func:`stereoprobe.served.parse.parse_answer`; the
+  words themselves are the options, so "Neither" is the neutral word, not an abstention): the pair's probabilities
+  are the shares of its answers. A pair whose answers are all unparsed has no label: it is left out of the
+  measures (NN, FN, T:τ are means over the pairs that have one) and counted in the report's ``served`` table —
+  never folded into a label.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ..errors import StereoprobeError
+from ..modelref import ModelRef, RowKey
+from ..options import RunOptions
+from .measures import PROB_COLUMNS
+from .score_causal import pair_requests, renormalised
+from .scoring import pairs_frame
+from .templates import TemplateSpec, count, iter_pairs
+
+__all__ = ["rows", "frame", "answers"]
+
+#: The rungs an NLI template can be read on (its label words are the options).
+FITS = ("exact", "next-token", "generated")
+
+
+def rows(ref: ModelRef, ask) -> list[RowKey]:
+    """One row per NLI template asked, on the rung the ladder chooses (``ask.rung`` when forced)."""
+    from ..served import capabilities
+    from ..served.ladder import choose
+
+    caps = capabilities(ref)
+    return [RowKey(ref.label, "nli", t.name, choose(caps, FITS, ask.rung, ref.name)) for t in ask.templates]
+
+
+def _template(ask, row: RowKey):
+    for t in ask.templates:
+        if t.name == row.template:
+            return t
+    raise StereoprobeError(f"No NLI template named {row.template!r} was asked for.")
+
+
+def _chats(template, pairs) -> list[list[dict]]:
+    from ..served.prompting import messages, words_instruction
+
+    instruction = words_instruction(template.words)
+    return [messages(template.body(premise=p.premise, hypothesis=p.hypothesis), instruction, template.system)
+            for p in pairs]
+
+
+def answers(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOptions) -> pd.DataFrame:
+    """The generated answers of a ``generated`` row: ``pass_id`` (the pair), ``sample``, the raw ``text`` and its
+    parse (``kind``: option or unparsed; ``choice``: 0 entailment, 1 neutral, 2 contradiction; ``rule``)."""
+    from ..served import session
+    from ..served.ladder import generated_answers
+    from ..served.parse import parse_answer
+
+    s = session(ref, options)
+    template = _template(ask, row)
+    pairs = list(iter_pairs(spec, 0, count(spec).pairs))
+    texts = generated_answers(s.client, s.journal, _chats(template, pairs),
+                              **s.ask(f"{row.label} · Bias-NLI {spec.probe}"))
+    records = []
+    for p, samples in zip(pairs, texts):
+        for j, text in enumerate(samples):
+            parsed = parse_answer(text, list(template.words), None, unknown=False)
+            records.append({"pass_id": p.index, "sample": j, "text": text, "kind": parsed.kind,
+                            "choice": -1 if parsed.choice is None else parsed.choice, "rule": parsed.rule})
+    return pd.DataFrame.from_records(records)
+
+
+def frame(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOptions) -> pd.DataFrame:
+    """The per-pair probabilities of ``row`` in the frame of :func:`stereoprobe.nli.scoring.load_probabilities`,
+    plus ``label_mass`` (exact and next-token); ``attrs["served"]`` as UnQover's
+    (:func:`stereoprobe.unqover.score_served.frame`)."""
+    from ..served import session
+    from ..served.ladder import exact_logprobs, label_probabilities
+
+    if ask.chat and row.rung == "exact":
+        raise StereoprobeError(f"{ref.name!r} is read on the exact rung through plain prompts (a completion request "
+                               "does not apply the chat template); leave chat out.")
+    s = session(ref, options)
+    template = _template(ask, row)
+    pairs = list(iter_pairs(spec, 0, count(spec).pairs))
+    meta = pairs_frame(spec)
+    desc = f"{row.label} · Bias-NLI {spec.probe}"
+    facts: dict = {"rung": row.rung, "passes": len(pairs)}
+    keep = np.ones(len(pairs), dtype=bool)
+    if row.rung == "exact":
+        reqs = [r for p in pairs for r in pair_requests(template, None, False, p.premise, p.hypothesis)]
+        probs, mass = renormalised(exact_logprobs(s.client, s.journal, reqs, **s.ask(desc)).reshape(-1, 3))
+        meta["label_mass"] = mass
+        facts["label_mass"] = float(mass.mean())
+    elif row.rung == "next-token":
+        raw, mass, bounded = label_probabilities(s.client, s.journal, _chats(template, pairs), list(template.words),
+                                                 s.caps.top_k, **s.ask(desc))
+        probs = raw / raw.sum(axis=1, keepdims=True)
+        meta["label_mass"] = mass
+        facts.update(label_mass=float(mass.mean()), bounded=float(bounded.mean()))
+    else:
+        parsed = answers(ref, ask, row, spec, options)
+        counts = np.zeros((len(pairs), 3))
+        position = {p.index: i for i, p in enumerate(pairs)}
+        for pid, choice in zip(parsed["pass_id"], parsed["choice"]):
+            if choice >= 0:
+                counts[position[pid], choice] += 1
+        keep = counts.sum(axis=1) > 0
+        probs = counts / np.maximum(counts.sum(axis=1, keepdims=True), 1)
+        facts.update(unparsed=float((parsed["kind"] == "unparsed").mean()))
+    for k, column in enumerate(PROB_COLUMNS):
+        meta[column] = probs[:, k]
+    models, fingerprints = s.journal.served_as()
+    facts.update(served_as=", ".join(models), system_fingerprint=", ".join(fingerprints))
+    s.journal.record_run(desc, s.client.usage)
+    meta = meta[keep].reset_index(drop=True)
+    meta.attrs["served"] = facts
+    return meta

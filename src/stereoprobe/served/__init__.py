@@ -1,0 +1,106 @@
+"""Models behind a server or an API, as one more kind of model: ``openai-api/<service>/<model>``.
+
+A served model is named as Inspect names one (:mod:`stereoprobe.served.endpoint`: the server's address and key come
+from ``<SERVICE>_BASE_URL`` and ``<SERVICE>_API_KEY``) and works wherever a model name does: ``-m`` on the command
+line, ``models=[...]`` in the Python API, a profile's model lists. Each probe reads it through its served reader
+(``stereoprobe.unqover.score_served``, ``stereoprobe.nli.score_served``, ``stereoprobe.sodapop.score_served``) on
+a ladder of scorers (:mod:`stereoprobe.served.ladder`): exact prompt log-probabilities where the server gives them
+and a first-use probe confirms them, the labels' probabilities as the first generated token, or answers generated
+and parsed (:mod:`stereoprobe.served.parse`); each report row says which. Requests go many at a time, retried as a
+busy server needs, every answer stored as it arrives (:mod:`stereoprobe.served.client`,
+:mod:`stereoprobe.served.journal`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import endpoint as _endpoint  # its parse(): the package's own name `parse` is the module parse.py
+from .endpoint import PREFIX, Endpoint, EndpointError
+
+from .ladder import RUNGS, Capabilities
+from .parse import Parsed, parse_answer
+
+__all__ = ["PREFIX", "RUNGS", "Endpoint", "EndpointError", "Capabilities", "capabilities", "parse_answer", "Parsed"]
+
+
+@dataclass
+class Session:
+    """One served model in one run: its endpoint, a client with the run's settings, its journal in the run's score
+    store and what its first-use probe found."""
+
+    endpoint: Endpoint
+    client: object
+    journal: object
+    caps: object
+    max_requests: int | None
+    progress: bool
+
+    def ask(self, desc: str = "") -> dict:
+        """The keyword arguments of :func:`stereoprobe.served.client.ask_all` for this run."""
+        return {"max_requests": self.max_requests, "progress": self.progress, "desc": desc}
+
+    def remaining(self) -> int | None:
+        """Requests still allowed by the budget (None: no budget)."""
+        if self.max_requests is None:
+            return None
+        return max(0, self.max_requests - self.client.usage.requests)
+
+
+def capabilities(ref):
+    """What ``ref``'s endpoint gives, probed once per process (:func:`stereoprobe.served.ladder.probe`)."""
+    from .client import Client
+    from .journal import Journal
+    from .ladder import probe
+
+    name = getattr(ref, "name", ref)  # a ModelRef or a name
+    endpoint = _endpoint.parse(name)
+    journal = Journal(":memory:")
+    try:
+        return probe(Client(endpoint), journal)
+    finally:
+        journal.close()
+
+
+_SESSIONS: dict = {}
+
+
+def session(ref, options) -> Session:
+    """The :class:`Session` of ``ref`` under ``options`` (kept for the process: one client's counts per run)."""
+    from .client import Client
+    from .journal import Journal
+
+    store = options.score_store()
+    key = (ref.name, str(store.root), options.concurrency, options.max_requests)
+    if key not in _SESSIONS:
+        endpoint = _endpoint.parse(ref.name)
+        caps = capabilities(ref)
+        journal = Journal.of(store, endpoint)
+        journal.set_fact("probe", {"exact": caps.exact, "next_token": caps.next_token, "generated": caps.generated,
+                                   "top_k": caps.top_k, "evidence": caps.evidence})
+        client = Client(endpoint, **({"concurrency": options.concurrency} if options.concurrency else {}))
+        _SESSIONS[key] = Session(endpoint, client, journal, caps, options.max_requests, options.show_progress)
+    return _SESSIONS[key]
+
+
+#: The columns of a report's ``served`` table.
+SERVED_COLUMNS = ("model", "rung", "passes", "label_mass", "bounded", "unknown", "unparsed", "served_as",
+                  "system_fingerprint")
+
+
+def served_table(frames: dict):
+    """A report's ``served`` table: for every row read from a served model (a frame with ``attrs["served"]``), the
+    rung that produced it, how many items it asked, the mass on the labels and the share of labels only bounded
+    (next-token), the shares of abstentions and unparsed answers (generated), and the model id and system
+    fingerprint the server reported (a hosted model can change under one name). None when no row is served."""
+    import pandas as pd
+
+    rows = [{"model": getattr(key, "label", key), **f.attrs["served"]} for key, f in frames.items()
+            if f.attrs.get("served")]
+    if not rows:
+        return None
+    table = pd.DataFrame(rows)
+    for column in SERVED_COLUMNS:
+        if column not in table:
+            table[column] = float("nan") if column in ("label_mass", "bounded", "unknown", "unparsed") else ""
+    return table[list(SERVED_COLUMNS)]

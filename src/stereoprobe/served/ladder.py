@@ -1,0 +1,330 @@
+"""A ladder of scorers for a served model, from exact log-probabilities down to parsed generated answers.
+
+What an OpenAI-compatible endpoint really gives is found at first use, by a small probe with a known answer
+(:func:`probe`), not assumed from the server's name; each report row says which rung produced it, and the user can
+force one (``RunOptions(rung=…)``, ``--rung``); a forced rung the endpoint lacks is refused, never emulated.
+
+* **exact** — log-probabilities of the prompt's tokens (legacy completions with ``echo`` and ``logprobs``): the same
+  continuation scores as a local causal LM, through the same prompt templates (plain prompts: the chat template is
+  the server's, and a completion request does not apply it). The continuation's tokens are cut by ``text_offset``
+  at the character where the continuation starts, as the local scorer cuts them
+  (:func:`stereoprobe.causal.continuation_tokens`, lm-evaluation-harness's whitespace rule). The probe checks the
+  echo against generation: it asks the server for one greedy token after a prompt, then echoes prompt + that token
+  and compares the two log-probabilities of the same token. A server that echoes log-probabilities shifted by one
+  position (llama-cpp-python 0.3.36), for generated tokens only (llama.cpp's ``llama-server``,
+  ggml-org/llama.cpp#27174), zeros, or none, fails the check and the rung is refused with one warning line —
+  never a silent wrong score (lm-evaluation-harness's ``local-completions`` and ``gguf`` backends sum whatever
+  comes back).
+* **next-token** — a choice template's labels read from the first generated token's ``top_logprobs`` (chat
+  completions, greedy, one token): P(label) is the summed probability of the returned tokens that are the label
+  up to surrounding space (``"A"``, ``" A"``); the mass on the labels is reported; a label outside the returned
+  top-k is bounded above by the smallest probability returned and flagged.
+* **generated** — an answer generated (greedy, temperature 0, a seed) and parsed into an option, unknown (an
+  abstention) or unparsed (:mod:`stereoprobe.served.parse`); the raw text is kept in the store beside it.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import numpy as np
+
+from ..errors import StereoprobeWarning
+from .client import Client, ask_all
+from .endpoint import Endpoint, EndpointError
+
+#: The rungs, best first.
+RUNGS = ("exact", "next-token", "generated")
+#: The probe's version: a changed probe is rerun even where an old result is stored.
+PROBE_VERSION = 1
+#: How far the echoed and the generated log-probability of the same token may differ (nats). Measured: 0 on the
+#: reference server of the tests (same computation); llama.cpp's kernels differ between a prompt batch and a
+#: one-token decode by far less; a shifted echo is off by nats (−11.6 against −0.046 for " Berlin").
+ECHO_TOLERANCE = 0.05
+#: Top alternatives asked of the next-token rung (the OpenAI API's maximum; servers with a lower cap get theirs).
+TOP_LOGPROBS = 20
+#: Seed sent with every request (servers that take one sample reproducibly).
+SEED = 0
+#: The probe's prompts: plain text whose next token any model predicts with some confidence.
+PROBE_PROMPTS = ("The capital of France is", "One, two, three, four, five,")
+#: The probe's chat question for the chat rungs.
+PROBE_CHAT = "Which letter comes first in the alphabet?\nA. the letter A\nB. the letter B\nAnswer with the letter only."
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What an endpoint gives (:func:`probe`): per rung None (it does) or why not; ``top_k`` of the next-token
+    rung; ``models`` the server lists."""
+
+    exact: str | None
+    next_token: str | None
+    generated: str | None
+    top_k: int = 0
+    models: tuple = ()
+    evidence: str = ""
+
+    def why_not(self, rung: str) -> str | None:
+        return {"exact": self.exact, "next-token": self.next_token, "generated": self.generated}[rung]
+
+    def rungs(self) -> list[str]:
+        return [r for r in RUNGS if self.why_not(r) is None]
+
+
+def completion_body(endpoint: Endpoint, prompt: str, *, max_tokens: int = 1, echo: bool = False,
+                    logprobs: int | None = 1) -> dict:
+    body = {"model": endpoint.model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "seed": SEED}
+    if echo:
+        body["echo"] = True
+    if logprobs is not None:
+        body["logprobs"] = logprobs
+    return body
+
+
+def chat_body(endpoint: Endpoint, messages: list[dict], *, max_tokens: int, top_logprobs: int | None = None,
+              temperature: float = 0.0, n: int = 1) -> dict:
+    body = {"model": endpoint.model, "messages": messages, "max_tokens": max_tokens, "temperature": temperature,
+            "seed": SEED}
+    if n > 1:
+        body["n"] = n
+    if top_logprobs is not None:
+        body.update(logprobs=True, top_logprobs=top_logprobs)
+    return body
+
+
+def _choice(answer: dict) -> dict:
+    choices = answer.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+        raise EndpointError(f"A server answered without choices ({str(answer)[:120]!r}); check that it speaks the "
+                            "OpenAI protocol.")
+    return choices[0]
+
+
+def _token_table(answer: dict) -> tuple[list[str], list, list[int]] | None:
+    """(tokens, token_logprobs, text_offset) of a completion's logprobs, or None when it has none."""
+    lp = _choice(answer).get("logprobs")
+    if not isinstance(lp, dict) or not lp.get("tokens") or lp.get("token_logprobs") is None:
+        return None
+    tokens, values = list(lp["tokens"]), list(lp["token_logprobs"])
+    offsets = list(lp.get("text_offset") or [])
+    if len(offsets) != len(tokens):
+        return None
+    return tokens, values, offsets
+
+
+def continuation_logprob(answer: dict, prompt: str, full: str) -> float:
+    """log P of the characters ``full[len(prompt):]`` from an echoed completion: the sum over the tokens that start
+    at or after ``len(prompt)`` and before ``len(full)`` (generated tokens come after). A token across the boundary
+    is refused as the local scorer refuses it."""
+    table = _token_table(answer)
+    if table is None:
+        raise EndpointError("An echoed completion came back without token log-probabilities; the exact rung needs "
+                            "them (pass rung next-token or generated).")
+    tokens, values, offsets = table
+    n, end = len(prompt), len(full)
+    total, seen = 0.0, False
+    for i, (tok, value, start) in enumerate(zip(tokens, values, offsets)):
+        stop = offsets[i + 1] if i + 1 < len(offsets) else start + len(tok)
+        if start >= end:
+            break
+        if stop <= n or start == stop:
+            continue
+        if start < n:
+            raise EndpointError(f"The server's tokenizer merges the end of the prompt {prompt[-30:]!r} with the "
+                                f"continuation {full[n:]!r} into one token; end the prompt where a word ends.")
+        if value is None:
+            raise EndpointError("An echoed completion has no log-probability for a continuation token; the exact "
+                                "rung cannot use this server (pass rung next-token or generated).")
+        total += float(value)
+        seen = True
+    if not seen:
+        raise EndpointError(f"The echoed completion holds no token of the continuation {full[n:]!r}; the server "
+                            "returns log-probabilities for generated tokens only (pass rung next-token or generated).")
+    return total
+
+
+def _check_exact(client: Client, journal) -> tuple[str | None, str]:
+    """Why the exact rung is not to be trusted (None: it is), and the evidence, from :data:`PROBE_PROMPTS`."""
+    ep = client.endpoint
+    for prompt in PROBE_PROMPTS:
+        try:
+            (gen,) = ask_all(client, journal, [("completions", completion_body(ep, prompt, logprobs=1))],
+                             progress=False)
+        except EndpointError as e:
+            return f"its completions endpoint refused a request ({e})", ""
+        table = _token_table(gen)
+        text = _choice(gen).get("text")
+        if table is None or not isinstance(text, str) or not text:
+            return "it gives no log-probabilities of completions", ""
+        tokens, values, _ = table
+        generated, reported = text, values[-1]
+        if not generated.strip() or reported is None:
+            continue
+        try:
+            (echo,) = ask_all(client, journal, [("completions", completion_body(ep, prompt + generated, echo=True,
+                                                                                logprobs=1))], progress=False)
+        except EndpointError as e:
+            return f"it refuses echo with logprobs ({e})", ""
+        table = _token_table(echo)
+        if table is None:
+            return "its echoed completions carry no log-probabilities", ""
+        e_tokens, e_values, e_offsets = table
+        prompt_values = [v for v, o in zip(e_values, e_offsets) if o < len(prompt)]
+        if not prompt_values:
+            return "it returns log-probabilities for generated tokens only, not for the prompt's", ""
+        if all(v in (None, 0, 0.0) for v in prompt_values):
+            return "it returns 0 for every prompt token", ""
+        try:
+            echoed = continuation_logprob(echo, prompt, prompt + generated)
+        except EndpointError:
+            continue  # the generated piece merged with the prompt: try the next prompt
+        evidence = (f"{generated!r} after {prompt!r}: {reported:.4f} generated, {echoed:.4f} echoed")
+        if abs(echoed - float(reported)) > ECHO_TOLERANCE:
+            return (f"its echoed prompt log-probabilities disagree with its own generation ({evidence}): shifted or "
+                    "wrong"), evidence
+        return None, evidence
+    return "the probe found no clean token boundary to compare on", ""
+
+
+def _check_chat(client: Client, journal) -> tuple[str | None, str | None, int]:
+    ep = client.endpoint
+    messages = [{"role": "user", "content": PROBE_CHAT}]
+    top_k, why_next = 0, None
+    for k in (TOP_LOGPROBS, 5):
+        try:
+            (answer,) = ask_all(client, journal, [("chat/completions", chat_body(ep, messages, max_tokens=1,
+                                                                                   top_logprobs=k))], progress=False)
+        except EndpointError as e:
+            why_next = f"its chat completions refuse top_logprobs ({e})"
+            continue
+        content = (_choice(answer).get("logprobs") or {}).get("content") or []
+        tops = content[0].get("top_logprobs") if content and isinstance(content[0], dict) else None
+        if tops:
+            top_k, why_next = len(tops), None
+        else:
+            why_next = "its chat completions give no top_logprobs"
+        break
+    try:
+        (answer,) = ask_all(client, journal, [("chat/completions", chat_body(ep, messages, max_tokens=8))],
+                            progress=False)
+        text = (_choice(answer).get("message") or {}).get("content")
+        why_gen = None if isinstance(text, str) else "its chat completions carry no message text"
+    except EndpointError as e:
+        why_gen = f"its chat completions refused a request ({e})"
+    return why_next, why_gen, top_k
+
+
+_PROBED: dict[str, Capabilities] = {}
+
+
+def probe(client: Client, journal, *, refresh: bool = False) -> Capabilities:
+    """What ``client``'s endpoint gives (module doc): run once per process and endpoint, the result kept in the
+    journal beside the answers. The model must be one the server lists (where it lists any)."""
+    ep = client.endpoint
+    if ep.fingerprint in _PROBED and not refresh:
+        return _PROBED[ep.fingerprint]
+
+    async def list_models():
+        async with client.http() as http:
+            return await client.get(http, "models")
+
+    from .client import run_sync
+
+    try:
+        listed = run_sync(list_models)
+        served = tuple(str(m.get("id")) for m in listed.get("data", []) if isinstance(m, dict))
+    except EndpointError as e:
+        if "Cannot reach" in str(e) or "refused the request" in str(e) or "malformed" in str(e):
+            raise
+        served = ()
+    if served and ep.model not in served:
+        shown = ", ".join(served[:10]) + (", …" if len(served) > 10 else "")
+        raise EndpointError(f"{ep.name!r}: the server at {ep.base_url} does not serve {ep.model!r}; it serves "
+                            f"{shown}: name one of these after openai-api/{ep.service}/.")
+    why_exact, evidence = _check_exact(client, journal)
+    why_next, why_gen, top_k = _check_chat(client, journal)
+    caps = Capabilities(why_exact, why_next, why_gen, top_k, served, evidence)
+    journal.set_fact("probe", {"version": PROBE_VERSION, **asdict(caps)})
+    _PROBED[ep.fingerprint] = caps
+    if why_exact is not None and why_next is None or why_exact is not None and why_gen is None:
+        warnings.warn(f"{ep.name}: no exact log-probabilities, because {why_exact}; it is read on the "
+                      f"{caps.rungs()[0]} rung.", StereoprobeWarning, stacklevel=2)
+    if not caps.rungs():
+        raise EndpointError(f"{ep.name!r} gives none of the rungs: exact ({why_exact}), next-token ({why_next}), "
+                            f"generated ({why_gen}); check the server.")
+    return caps
+
+
+def choose(caps: Capabilities, fits: Sequence[str], forced: str | None, name: str) -> str:
+    """The rung a template is read on: ``forced`` (refused when the endpoint lacks it or the template does not fit
+    it), else the best rung the endpoint gives among those the template ``fits``."""
+    if forced is not None:
+        if forced not in RUNGS:
+            raise EndpointError(f"rung={forced!r} is not a rung; choose one of {', '.join(RUNGS)}.")
+        why = caps.why_not(forced)
+        if why is not None:
+            raise EndpointError(f"{name!r} does not give the {forced} rung: {why}; pass another rung "
+                                f"({', '.join(caps.rungs()) or 'none available'}) or leave rung out.")
+        return forced
+    for rung in RUNGS:
+        if rung in fits and caps.why_not(rung) is None:
+            return rung
+    raise EndpointError(f"{name!r} gives no rung these templates can be read on ({', '.join(fits)}); it gives "
+                        f"{', '.join(caps.rungs())}.")
+
+
+# -- the rungs ---------------------------------------------------------------------------------------------------
+def exact_logprobs(client: Client, journal, pairs: Sequence[tuple[str, str]], **ask) -> np.ndarray:
+    """log P of each continuation after its prompt (the exact rung), the prompt's trailing whitespace moved to the
+    continuation as the local scorer moves it."""
+    from ..causal import split_whitespace
+
+    split = [split_whitespace(p, c) for p, c in pairs]
+    requests = [("completions", completion_body(client.endpoint, p + c, echo=True, logprobs=1)) for p, c in split]
+    answers = ask_all(client, journal, requests, **ask)
+    return np.array([continuation_logprob(a, p, p + c) for a, (p, c) in zip(answers, split)], dtype=np.float64)
+
+
+def label_probabilities(client: Client, journal, messages: Sequence[list[dict]], labels: Sequence[str], top_k: int,
+                        **ask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The labels' probabilities as the first generated token (the next-token rung): (P [n, labels], the mass on
+    the labels [n], whether some label was outside the returned top-k and got its bound [n])."""
+    requests = [("chat/completions", chat_body(client.endpoint, list(m), max_tokens=1, top_logprobs=top_k))
+                for m in messages]
+    answers = ask_all(client, journal, requests, **ask)
+    probs = np.zeros((len(answers), len(labels)))
+    bounded = np.zeros(len(answers), dtype=bool)
+    for i, answer in enumerate(answers):
+        content = (_choice(answer).get("logprobs") or {}).get("content") or []
+        tops = content[0].get("top_logprobs") if content else None
+        if not tops:
+            raise EndpointError(f"{client.endpoint.name!r} answered a next-token request without top_logprobs; pass "
+                                "rung generated.")
+        floor = min(math.exp(t["logprob"]) for t in tops)
+        for j, label in enumerate(labels):
+            found = [math.exp(t["logprob"]) for t in tops if str(t.get("token", "")).strip() == label]
+            if found:
+                probs[i, j] = sum(found)
+            else:
+                probs[i, j], bounded[i] = floor, True
+    return probs, probs.sum(axis=1), bounded
+
+
+def generated_answers(client: Client, journal, messages: Sequence[list[dict]], *, max_tokens: int = 64,
+                      samples: int = 1, temperature: float | None = None, **ask) -> list[list[str]]:
+    """The generated answers (the generated rung): greedy when ``samples`` is 1, else ``samples`` at ``temperature``
+    (default 1.0) in one request each (``n``)."""
+    temp = (0.0 if samples == 1 else 1.0) if temperature is None else float(temperature)
+    requests = [("chat/completions", chat_body(client.endpoint, list(m), max_tokens=max_tokens, temperature=temp,
+                                               n=samples)) for m in messages]
+    answers = ask_all(client, journal, requests, **ask)
+    out = []
+    for answer in answers:
+        texts = [str((c.get("message") or {}).get("content") or "") for c in answer.get("choices") or []]
+        if len(texts) < samples:
+            raise EndpointError(f"{client.endpoint.name!r} returned {len(texts)} answers where {samples} were asked "
+                                "(n); pass samples=1.")
+        out.append(texts[:samples])
+    return out
