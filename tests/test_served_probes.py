@@ -233,7 +233,7 @@ def test_unreachable_and_unserved_models_are_refused_before_any_work(lab_lm, mon
         unqover.report(NAME, "gender", sample=4, templates="qa", options=opts(tmp_path))
     server = serve(lab_lm, monkeypatch)
     try:
-        with pytest.raises(EndpointError, match="does not serve 'other'; it serves ref-model"):
+        with pytest.raises(EndpointError, match="does not serve .other.; it serves ref-model: name one of these"):
             unqover.report("openai-api/ref/other", "gender", sample=4, templates="qa", options=opts(tmp_path))
     finally:
         server.__exit__(None, None, None)

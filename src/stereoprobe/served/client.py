@@ -36,6 +36,11 @@ class BudgetExhausted(EndpointError):
     """The run reached its request budget (``max_requests``): the answers so far are stored; rerun to go on."""
 
 
+class Unusable(EndpointError):
+    """The endpoint cannot be used at all as named (unreachable, the key refused, the model not served, answers not
+    JSON): raised through the first-use probe, which otherwise notes what a rung lacks and goes on."""
+
+
 @dataclass
 class Usage:
     """What one run asked of a server: requests sent (retries included), answers taken from the journal instead,
@@ -100,23 +105,27 @@ class Client:
         self.endpoint, self.concurrency, self.tries, self.timeout = endpoint, concurrency, tries, timeout
         self.usage = usage if usage is not None else Usage()
         self._sleep = sleep or asyncio.sleep
+        #: The models the server lists (the first-use probe reads them), named in a model-not-found error.
+        self.served_models: tuple = ()
 
     def _headers(self) -> dict:
         key = self.endpoint.key()
         return {"Authorization": f"Bearer {key}"} if key else {}
 
-    def _fail(self, why: str) -> EndpointError:
-        return EndpointError(redact(why, self.endpoint))
+    def _fail(self, why: str, kind: type = EndpointError) -> EndpointError:
+        return kind(redact(why, self.endpoint))
 
-    async def get(self, http, path: str) -> dict:
-        return await self.send(http, path, None)
+    async def get(self, http, path: str, tries: int | None = None) -> dict:
+        return await self.send(http, path, None, tries=tries)
 
-    async def send(self, http, path: str, body: dict | None) -> dict:
-        """One request (GET when ``body`` is None), retried as the module doc says; the JSON answer."""
+    async def send(self, http, path: str, body: dict | None, *, tries: int | None = None) -> dict:
+        """One request (GET when ``body`` is None), retried as the module doc says (``tries`` times at most, default
+        :data:`TRIES`); the JSON answer."""
         import httpx2 as httpx
 
         ep = self.endpoint
-        for attempt in range(self.tries):
+        tries = tries or self.tries
+        for attempt in range(tries):
             wait = min(MAX_WAIT, 0.5 * 2 ** attempt) * (0.5 + random.random() / 2)
             try:
                 self.usage.requests += 1
@@ -128,7 +137,7 @@ class Client:
                 why = f"{type(e).__name__}"
             except httpx.ConnectError:
                 raise self._fail(f"Cannot reach {ep.name!r} at {ep.base_url} ({ep.url_variable}); start the server "
-                                 f"or set {ep.url_variable} to its base URL.") from None
+                                 f"or set {ep.url_variable} to its base URL.", Unusable) from None
             else:
                 status = response.status_code
                 if status < 400:
@@ -137,7 +146,7 @@ class Client:
                     except ValueError:
                         raise self._fail(f"{ep.name!r} answered {path} with malformed JSON "
                                          f"({response.text[:80]!r}); check that {ep.url_variable} points at an "
-                                         "OpenAI-compatible API (it ends in /v1).") from None
+                                         "OpenAI-compatible API (it ends in /v1).", Unusable) from None
                     if not isinstance(answer, dict):
                         raise self._fail(f"{ep.name!r} answered {path} with {type(answer).__name__}, not a JSON "
                                          f"object; check that {ep.url_variable} points at an OpenAI-compatible API.")
@@ -150,10 +159,10 @@ class Client:
                 asked = _retry_after(response.headers.get("retry-after"))
                 if asked is not None:
                     wait = min(MAX_WAIT, asked)
-            if attempt + 1 < self.tries:
+            if attempt + 1 < tries:
                 self.usage.retries += 1
                 await self._sleep(wait)
-        raise self._fail(f"{ep.name!r} kept failing ({why}) after {self.tries} tries of {path}; the server is "
+        raise self._fail(f"{ep.name!r} kept failing ({why}) after {tries} tries of {path}; the server is "
                          "overloaded or down: lower concurrency, or rerun later (answers so far are stored).")
 
     def _refused(self, status: int, message: str, path: str, body: dict | None) -> EndpointError:
@@ -162,10 +171,13 @@ class Client:
         if status in (401, 403):
             where = (f"set {ep.key_variable} to a valid key" if not ep.key()
                      else f"the key in {ep.key_variable} was refused; set it to a valid one")
-            return self._fail(f"{ep.name!r} refused the request (HTTP {status}): {where}.")
+            return self._fail(f"{ep.name!r} refused the request (HTTP {status}): {where}.", Unusable)
         if status == 404 and ("model" in lowered or "does not exist" in lowered):
-            return self._fail(f"{ep.name!r}: the server does not serve a model named {ep.model!r} (HTTP 404); "
-                              "name one it serves (`stereoprobe served probe -m NAME` lists them).")
+            listed = self.served_models
+            shown = ", ".join(listed[:10]) + (", …" if len(listed) > 10 else "")
+            return self._fail(f"{ep.name!r}: the server at {ep.base_url} does not serve {ep.model!r}"
+                              + (f"; it serves {shown}: name one of these after openai-api/{ep.service}/." if listed
+                                 else " (HTTP 404); name a model it serves."), Unusable)
         if "context" in lowered and ("length" in lowered or "window" in lowered or "exceed" in lowered):
             return self._fail(f"{ep.name!r}: a prompt is longer than the server's context ({message}); serve the "
                               "model with a longer context (vLLM --max-model-len, llama.cpp --n_ctx).")

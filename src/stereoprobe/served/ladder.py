@@ -33,7 +33,7 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import StereoprobeWarning
-from .client import Client, ask_all
+from .client import Client, Unusable, ask_all
 from .endpoint import Endpoint, EndpointError
 
 #: The rungs, best first.
@@ -152,6 +152,8 @@ def _check_exact(client: Client, journal) -> tuple[str | None, str]:
         try:
             (gen,) = ask_all(client, journal, [("completions", completion_body(ep, prompt, logprobs=1))],
                              progress=False)
+        except Unusable:
+            raise
         except EndpointError as e:
             return f"its completions endpoint refused a request ({e})", ""
         table = _token_table(gen)
@@ -165,6 +167,8 @@ def _check_exact(client: Client, journal) -> tuple[str | None, str]:
         try:
             (echo,) = ask_all(client, journal, [("completions", completion_body(ep, prompt + generated, echo=True,
                                                                                 logprobs=1))], progress=False)
+        except Unusable:
+            raise
         except EndpointError as e:
             return f"it refuses echo with logprobs ({e})", ""
         table = _token_table(echo)
@@ -196,6 +200,8 @@ def _check_chat(client: Client, journal) -> tuple[str | None, str | None, int]:
         try:
             (answer,) = ask_all(client, journal, [("chat/completions", chat_body(ep, messages, max_tokens=1,
                                                                                    top_logprobs=k))], progress=False)
+        except Unusable:
+            raise
         except EndpointError as e:
             why_next = f"its chat completions refuse top_logprobs ({e})"
             continue
@@ -211,6 +217,8 @@ def _check_chat(client: Client, journal) -> tuple[str | None, str | None, int]:
                             progress=False)
         text = (_choice(answer).get("message") or {}).get("content")
         why_gen = None if isinstance(text, str) else "its chat completions carry no message text"
+    except Unusable:
+        raise
     except EndpointError as e:
         why_gen = f"its chat completions refused a request ({e})"
     return why_next, why_gen, top_k
@@ -228,21 +236,18 @@ def probe(client: Client, journal, *, refresh: bool = False) -> Capabilities:
 
     async def list_models():
         async with client.http() as http:
-            return await client.get(http, "models")
+            return await client.get(http, "models", tries=2)
 
     from .client import run_sync
 
-    try:
+    try:  # what it lists names the models in a model-not-found error (a server may also load others on demand)
         listed = run_sync(list_models)
         served = tuple(str(m.get("id")) for m in listed.get("data", []) if isinstance(m, dict))
-    except EndpointError as e:
-        if "Cannot reach" in str(e) or "refused the request" in str(e) or "malformed" in str(e):
-            raise
+    except Unusable:
+        raise
+    except EndpointError:
         served = ()
-    if served and ep.model not in served:
-        shown = ", ".join(served[:10]) + (", …" if len(served) > 10 else "")
-        raise EndpointError(f"{ep.name!r}: the server at {ep.base_url} does not serve {ep.model!r}; it serves "
-                            f"{shown}: name one of these after openai-api/{ep.service}/.")
+    client.served_models = served
     why_exact, evidence = _check_exact(client, journal)
     why_next, why_gen, top_k = _check_chat(client, journal)
     caps = Capabilities(why_exact, why_next, why_gen, top_k, served, evidence)
