@@ -97,8 +97,7 @@ test-portability: $(STAMP)
 # serve`, both serving the zoo's SmolLM2; the publish workflow runs it. make test runs the same probes against the
 # reference server of tests/served_reference.py.
 test-served: $(STAMP)
-	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PY) -m pip install --quiet -c constraints.txt -e '.[dev,serving]'
-	$(PY) -m pytest -q -m served tests/test_served_real.py --durations=5
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PY) -m pip install --quiet -c constraints.txt -e '.[dev,serving]' && $(PY) -m pytest -q -m served tests/test_served_real.py --durations=5
 
 clean:
 	rm -rf _build

@@ -221,19 +221,30 @@ def request_key(path: str, body: dict) -> str:
     return hashlib.sha256((path + "\n" + json.dumps(body, sort_keys=True)).encode()).hexdigest()
 
 
+def prompt_text(body: dict) -> str:
+    """What a request asks, as text: a completion's prompt, or a chat's messages one after the other."""
+    if "prompt" in body:
+        return str(body["prompt"])
+    return "\x1e".join(f"{m.get('role')}\x1f{m.get('content')}" for m in body.get("messages", []))
+
+
 def ask_all(client: Client, journal, requests: Sequence[tuple[str, dict]], *, max_requests: int | None = None,
-            progress: bool = True, desc: str = "") -> list[dict]:
+            progress: bool = True, desc: str = "", order: bool = True) -> list[dict]:
     """The answers to ``requests`` (``(path, body)`` pairs), in their order: from ``journal`` where it holds them,
-    the others sent ``client.concurrency`` at a time in the order given and each written to the journal as it
-    arrives. ``max_requests``: send at most that many (:class:`BudgetExhausted` once they are answered)."""
+    the others sent ``client.concurrency`` at a time and each written to the journal as it arrives. ``order``: send
+    them sorted by their text (:func:`prompt_text`), so that prompts sharing a prefix go together and a server's
+    prefix cache (vLLM's automatic prefix caching, llama.cpp's prompt cache) computes the shared part once; else in
+    the order given. ``max_requests``: send at most that many (:class:`BudgetExhausted` once they are answered)."""
     from tqdm.auto import tqdm
 
     keys = [request_key(path, body) for path, body in requests]
     held = journal.get_many(keys)
     client.usage.cached += sum(k in held for k in dict.fromkeys(keys))
-    todo = [i for i, k in enumerate(dict.fromkeys(keys)) if k not in held]
     unique = list(dict.fromkeys(keys))
     first = {k: i for i, k in reversed(list(enumerate(keys)))}
+    todo = [j for j, k in enumerate(unique) if k not in held]
+    if order:  # prompts that share a prefix go together: a server's prefix cache reuses what the last one computed
+        todo.sort(key=lambda j: prompt_text(requests[first[unique[j]]][1]))
     budget_hit = max_requests is not None and len(todo) > max_requests
     if budget_hit:
         todo = todo[:max_requests]
