@@ -327,3 +327,55 @@ def test_the_key_appears_in_no_output(lab_lm, monkeypatch, tmp_path):
         assert all(r[2].get("authorization") == f"Bearer {sentinel}" for r in server.requests[:3])  # it was sent
     finally:
         server.__exit__(None, None, None)
+
+
+# -- every rung of Bias-NLI, samples, and what a run costs ---------------------------------------------------------
+def test_nli_on_the_next_token_and_generated_rungs(server, tmp_path):
+    run = opts(tmp_path)
+    kw = dict(sample=8, templates="true-false-neither", n_boot=20, options=run)
+    nt = nli.report(NAME, "gender", rung="next-token", **kw)
+    facts = nt["served"].iloc[0]
+    assert facts["rung"] == "next-token" and 0 < facts["label_mass"] <= 1 and 0 <= facts["bounded"] <= 1
+    assert nt["gender"]["model"].tolist() == ["ref-model · nli:true-false-neither [next-token]"]
+    gen = nli.report(NAME, "gender", rung="generated", **kw)
+    facts = gen["served"].iloc[0]
+    assert facts["rung"] == "generated" and 0 <= facts["unparsed"] <= 1
+    parsed = round(8 * (1 - facts["unparsed"]))  # one greedy answer per pair: the pairs with a label are measured
+    assert gen["gender"]["pairs"].tolist() == [parsed] if parsed else gen["gender"].empty
+
+
+def test_samples_give_shares_and_the_run_counts_its_requests(server, tmp_path):
+    from stereoprobe.modelref import RowKey, resolve_model
+    from stereoprobe.prompts import template
+    from stereoprobe.unqover.api import dataset_spec
+    from stereoprobe.unqover.readers import Passes
+    from stereoprobe.unqover.score_served import answers, frame
+
+    run = opts(tmp_path, samples=3, temperature=1.0)
+    ref = resolve_model(NAME, native="qa")
+    ask = Passes(dataset_spec("gender", sample=2), templates=(template("qa", "unqover-answer"),))
+    row = RowKey(ref.label, "answer", "qa", "generated")
+    got = frame(ref, ask, row, run)
+    raw = answers(ref, ask, row, run)
+    assert len(raw) == 2 * 2 * 2 * 3 and raw.groupby("pass_id").size().eq(3).all()
+    shares = got[["s1_pos", "s2_pos", "s1_neg", "s2_neg"]].to_numpy()
+    assert set(np.round(np.unique(shares) * 3, 6)) <= {0.0, 1.0, 2.0, 3.0}
+    asked = [r[1] for r in server.requests if r[1] and r[1].get("n") == 3]
+    assert len(asked) == 2 * 2 * 2 and all(r["temperature"] == 1.0 for r in asked)
+    facts = got.attrs["served"]
+    assert facts["requests"] == 8 and facts["from_store"] == 0 and facts["completion_tokens"] > 0
+    again = frame(ref, ask, row, opts(tmp_path, samples=3, temperature=1.0))  # a new run: all from the store
+    assert again.attrs["served"]["requests"] == 0 and again.attrs["served"]["from_store"] == 8
+    pd.testing.assert_frame_equal(again, got)
+
+
+def test_the_budget_is_the_runs_across_its_rows(server, tmp_path):
+    """Two templates of 16 requests each under a budget of 20: the second row stops at 4, the run is stopped; the
+    next run with the same budget finishes from the store plus the 12 left."""
+    from stereoprobe.served.client import BudgetExhausted
+
+    kw = dict(sample=2, templates=["qa", "context-question"], rung="exact", n_boot=20)
+    with pytest.raises(BudgetExhausted, match="budget of 20 requests"):
+        unqover.report(NAME, "gender", options=opts(tmp_path, max_requests=20), **kw)
+    rep = unqover.report(NAME, "gender", options=opts(tmp_path, max_requests=20), **kw)
+    assert rep["served"]["requests"].tolist() == [0, 12] and rep["served"]["from_store"].tolist() == [16, 4]

@@ -271,12 +271,13 @@ def generate_cmd(
 
 
 def _run_options(batch_tokens, device, precision, store, engine="local", workers=None, concurrency=None,
-                 max_requests=None):
+                 max_requests=None, samples=1, temperature=None):
     """The command's :class:`~stereoprobe.options.RunOptions` (checked before any work)."""
     from .options import RunOptions
 
     return RunOptions(device=device, precision=precision, batch_tokens=batch_tokens, engine=engine, workers=workers,
-                      store=store, concurrency=concurrency, max_requests=max_requests)
+                      store=store, concurrency=concurrency, max_requests=max_requests, samples=samples,
+                      temperature=temperature)
 
 
 def _show_report(rep) -> None:
@@ -296,6 +297,10 @@ ConcurrencyOpt = typer.Option(None, "--concurrency", min=1, help="Served models:
                               "(default 16).")
 MaxRequestsOpt = typer.Option(None, "--max-requests", min=1, help="Served models: stop cleanly after this many "
                               "requests (the answers are stored; the same command goes on).")
+SamplesOpt = typer.Option(1, "--samples", min=1, help="Served models, generated rung: answers per question (1: "
+                          "greedy; more: sampled at --temperature, S the share naming each subject).")
+TemperatureOpt = typer.Option(None, "--temperature", min=0.0, max=2.0, help="Served models, generated rung: the "
+                              "sampling temperature (default 0 for one sample, 1.0 for several).")
 BatchOpt = typer.Option(None, "--batch-tokens", min=1, show_default=False,
                          help="Token budget per batch (padded tokens); default 2048 on a CPU, 65536 on a GPU.")
 
@@ -355,6 +360,8 @@ def score_cmd(
     rung: Optional[Rung] = RungOpt,
     concurrency: Optional[int] = ConcurrencyOpt,
     max_requests: Optional[int] = MaxRequestsOpt,
+    samples: int = SamplesOpt,
+    temperature: Optional[float] = TemperatureOpt,
 ):
     """Score a dataset with one or more QA models, masked LMs (--variant lm) or causal LMs into the score store."""
     from .unqover import api
@@ -363,7 +370,7 @@ def score_cmd(
     runs = api.score(model, dataset, sample=_sample(sample), seed=seed, mode=mode, newsqa=newsqa, variant=variant,
                      shard_passes=shard_passes, scorers=[str(x) for x in scorer] if scorer else None, templates=template or None, chat=chat, rung=rung,
                      options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
-                                          max_requests))
+                                          max_requests, samples, temperature))
     for name, run in runs.items():
         typer.echo(f"{name}: {run.n_rows():,} passes stored in {run.path}")
 
@@ -394,6 +401,8 @@ def report_cmd(
     rung: Optional[Rung] = RungOpt,
     concurrency: Optional[int] = ConcurrencyOpt,
     max_requests: Optional[int] = MaxRequestsOpt,
+    samples: int = SamplesOpt,
+    temperature: Optional[float] = TemperatureOpt,
 ):
     """Reasoning errors (δ, ε, avg S), bias intensity μ and the top γ(x, a) per subject group.
 
@@ -412,7 +421,7 @@ def report_cmd(
                      n_boot=n_boot, top=top, shard_passes=shard_passes, scorers=[str(x) for x in scorer] if scorer else None,
                      templates=template or None, chat=chat, rung=rung,
                      options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
-                                          max_requests))
+                                          max_requests, samples, temperature))
     _show_report(rep)
     _write_tables(out, rep)
 
@@ -481,6 +490,8 @@ def nli_score_cmd(
     rung: Optional[Rung] = RungOpt,
     concurrency: Optional[int] = ConcurrencyOpt,
     max_requests: Optional[int] = MaxRequestsOpt,
+    samples: int = SamplesOpt,
+    temperature: Optional[float] = TemperatureOpt,
 ):
     """Score the pairs of each probe with one or more NLI classifiers (or causal LMs, zero-shot) into the score store."""
     from .nli import api
@@ -491,7 +502,7 @@ def nli_score_cmd(
     runs = api.score(model, [str(p) for p in probe], sample=_sample(sample), seed=seed, label_order=label_order,
                      variant=variant, templates=template or None, words=words, chat=chat, rung=rung,
                      options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
-                                          max_requests))
+                                          max_requests, samples, temperature))
     for (name, probe_name), run in runs.items():
         typer.echo(f"{name} · {probe_name}: {run.n_rows():,} pairs stored in {run.path}")
 
@@ -519,6 +530,8 @@ def nli_report_cmd(
     rung: Optional[Rung] = RungOpt,
     concurrency: Optional[int] = ConcurrencyOpt,
     max_requests: Optional[int] = MaxRequestsOpt,
+    samples: int = SamplesOpt,
+    temperature: Optional[float] = TemperatureOpt,
 ):
     """Net neutral NN, fraction neutral FN, T:0.5 and T:0.7 with bootstrap CIs, per model and probe.
 
@@ -536,7 +549,7 @@ def nli_report_cmd(
     rep = api.report(model, list(specs), sample=_sample(sample), seed=seed, n_boot=n_boot, label_order=label_order,
                      variant=variant, templates=template or None, words=words, chat=chat, rung=rung,
                      options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
-                                          max_requests))
+                                          max_requests, samples, temperature))
     _show_report(rep)
     _write_tables(out, rep)
 
@@ -615,6 +628,8 @@ def sodapop_report_cmd(
     rung: Optional[Rung] = RungOpt,
     concurrency: Optional[int] = ConcurrencyOpt,
     max_requests: Optional[int] = MaxRequestsOpt,
+    samples: int = SamplesOpt,
+    temperature: Optional[float] = TemperatureOpt,
 ):
     """Distractors for names × contexts, the per-unit accuracy, and the relative difference of words between groups.
 
@@ -638,7 +653,7 @@ def sodapop_report_cmd(
                      cap=None if caps is None else caps[0], dedup=dedup, pairs=pairs, min_count=min_count,
                      n_perm=n_perm, seed=seed, variant=variant, template=template, chat=chat, rung=rung,
                      options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
-                                          max_requests))
+                                          max_requests, samples, temperature))
     typer.echo(rep.title)
     _show_report(rep)
     _write_tables(out, rep)

@@ -61,7 +61,11 @@ class RunOptions:
     * ``smoke`` — resolve ``zoo:`` and ``lab:`` names to their seconds-sized smoke builds (tests, the smoke
       profile of the book).
     * ``concurrency`` / ``max_requests`` — served models (:mod:`stereoprobe.served`): requests in flight at once
-      (None: 16), and a budget of requests for the run (None: none) that stops cleanly; the same call goes on.
+      (None: 16), and a budget of requests for the run (the requests answered under this object; None: none) that
+      stops cleanly; the same call goes on.
+    * ``samples`` / ``temperature`` — served models on the generated rung: answers per question (1: greedy) and
+      their temperature (None: 0 for one sample, 1.0 for several); S is then the share of the answers naming a
+      subject.
     """
 
     device: str = "auto"
@@ -75,6 +79,8 @@ class RunOptions:
     smoke: bool = False
     concurrency: int | None = None
     max_requests: int | None = None
+    samples: int = 1
+    temperature: float | None = None
 
     def __post_init__(self):
         from .engine import check_engine
@@ -89,6 +95,12 @@ class RunOptions:
         _positive_int("threads", self.threads, "1")
         _positive_int("concurrency", self.concurrency, "16")
         _positive_int("max_requests", self.max_requests, "1000")
+        _positive_int("samples", self.samples, "5")
+        if self.temperature is not None and (isinstance(self.temperature, bool)
+                                             or not isinstance(self.temperature, (int, float))
+                                             or not 0 <= self.temperature <= 2):
+            raise StereoprobeError(f"RunOptions temperature={self.temperature!r} is not a number from 0 to 2; pass e.g. "
+                                   "1.0, or None (greedy for one sample, 1.0 for several).")
         check_engine(self.engine, self.workers)
         if self.store is not None and not isinstance(self.store, (str, os.PathLike)) and not hasattr(self.store, "run"):
             raise StereoprobeError(f"RunOptions store={self.store!r} is neither a folder path nor a ScoreStore; pass "

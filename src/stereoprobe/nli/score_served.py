@@ -66,8 +66,8 @@ def answers(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOpt
     s = session(ref, options)
     template = _template(ask, row)
     pairs = list(iter_pairs(spec, 0, count(spec).pairs))
-    texts = generated_answers(s.client, s.journal, _chats(template, pairs),
-                              **s.ask(f"{row.label} · Bias-NLI {spec.probe}"))
+    texts = generated_answers(s.client, s.journal, _chats(template, pairs), samples=s.samples,
+                              temperature=s.temperature, **s.ask(f"{row.label} · Bias-NLI {spec.probe}"))
     records = []
     for p, samples in zip(pairs, texts):
         for j, text in enumerate(samples):
@@ -93,6 +93,7 @@ def frame(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOptio
     meta = pairs_frame(spec)
     desc = f"{row.label} · Bias-NLI {spec.probe}"
     facts: dict = {"rung": row.rung, "passes": len(pairs)}
+    before = s.counts()
     keep = np.ones(len(pairs), dtype=bool)
     if row.rung == "exact":
         reqs = [r for p in pairs for r in pair_requests(template, None, False, p.premise, p.hypothesis)]
@@ -117,9 +118,6 @@ def frame(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOptio
         facts.update(unparsed=float((parsed["kind"] == "unparsed").mean()))
     for k, column in enumerate(PROB_COLUMNS):
         meta[column] = probs[:, k]
-    models, fingerprints = s.journal.served_as()
-    facts.update(served_as=", ".join(models), system_fingerprint=", ".join(fingerprints))
-    s.journal.record_run(desc, s.client.usage)
     meta = meta[keep].reset_index(drop=True)
-    meta.attrs["served"] = facts
+    meta.attrs["served"] = s.finish(desc, facts, before)
     return meta

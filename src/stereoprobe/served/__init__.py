@@ -26,8 +26,9 @@ __all__ = ["PREFIX", "RUNGS", "Endpoint", "EndpointError", "Capabilities", "capa
 
 @dataclass
 class Session:
-    """One served model in one run: its endpoint, a client with the run's settings, its journal in the run's score
-    store and what its first-use probe found."""
+    """One served model in one run (one :class:`~stereoprobe.options.RunOptions`): its endpoint, a client with the
+    run's settings, its journal in the run's score store, what its first-use probe found, and the run's budget of
+    requests, shared by every row it reads."""
 
     endpoint: Endpoint
     client: object
@@ -35,16 +36,38 @@ class Session:
     caps: object
     max_requests: int | None
     progress: bool
+    samples: int = 1
+    temperature: float | None = None
 
     def ask(self, desc: str = "") -> dict:
-        """The keyword arguments of :func:`stereoprobe.served.client.ask_all` for this run."""
-        return {"max_requests": self.max_requests, "progress": self.progress, "desc": desc}
+        """The keyword arguments of :func:`stereoprobe.served.client.ask_all` for the next row of this run."""
+        return {"max_requests": self.remaining(), "budget": self.max_requests, "progress": self.progress, "desc": desc}
+
+    def asked(self) -> int:
+        """Requests this run has had answered (retries aside)."""
+        return self.client.usage.requests - self.client.usage.retries
 
     def remaining(self) -> int | None:
-        """Requests still allowed by the budget (None: no budget)."""
+        """Requests the budget still allows this run (None: no budget)."""
         if self.max_requests is None:
             return None
-        return max(0, self.max_requests - self.client.usage.requests)
+        return max(0, self.max_requests - self.asked())
+
+    def counts(self) -> dict:
+        """The run's counts so far: requests sent (retries included), retries, answers from the store, tokens."""
+        u = self.client.usage
+        return {"requests": u.requests, "retries": u.retries, "from_store": u.cached,
+                "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens}
+
+    def finish(self, desc: str, facts: dict, before: dict) -> dict:
+        """``facts`` of one report row completed: what the row asked (the counts since ``before``, a
+        :meth:`counts`), the model ids and system fingerprints the server reported; the run kept in the journal."""
+        now = self.counts()
+        facts.update({k: now[k] - before[k] for k in now})
+        models, fingerprints = self.journal.served_as()
+        facts.update(served_as=", ".join(models), system_fingerprint=", ".join(fingerprints))
+        self.journal.record_run(desc, self.client.usage)
+        return facts
 
 
 def capabilities(ref):
@@ -66,12 +89,13 @@ _SESSIONS: dict = {}
 
 
 def session(ref, options) -> Session:
-    """The :class:`Session` of ``ref`` under ``options`` (kept for the process: one client's counts per run)."""
+    """The :class:`Session` of ``ref`` in the run of ``options`` (the same object: the same run, its counts and
+    budget shared by every row it reads)."""
     from .client import Client
     from .journal import Journal
 
     store = options.score_store()
-    key = (ref.name, str(store.root), options.concurrency, options.max_requests)
+    key = (ref.name, id(options), str(store.root))
     if key not in _SESSIONS:
         endpoint = _endpoint.parse(ref.name)
         caps = capabilities(ref)
@@ -79,20 +103,23 @@ def session(ref, options) -> Session:
         journal.set_fact("probe", {"exact": caps.exact, "next_token": caps.next_token, "generated": caps.generated,
                                    "top_k": caps.top_k, "evidence": caps.evidence})
         client = Client(endpoint, **({"concurrency": options.concurrency} if options.concurrency else {}))
-        _SESSIONS[key] = Session(endpoint, client, journal, caps, options.max_requests, options.show_progress)
+        _SESSIONS[key] = Session(endpoint, client, journal, caps, options.max_requests, options.show_progress,
+                                 options.samples or 1, options.temperature)
     return _SESSIONS[key]
 
 
 #: The columns of a report's ``served`` table.
-SERVED_COLUMNS = ("model", "rung", "passes", "label_mass", "bounded", "unknown", "unparsed", "served_as",
-                  "system_fingerprint")
+SERVED_COLUMNS = ("model", "rung", "passes", "label_mass", "bounded", "unknown", "unparsed", "requests", "retries",
+                  "from_store", "prompt_tokens", "completion_tokens", "served_as", "system_fingerprint")
 
 
 def served_table(frames: dict):
     """A report's ``served`` table: for every row read from a served model (a frame with ``attrs["served"]``), the
     rung that produced it, how many items it asked, the mass on the labels and the share of labels only bounded
-    (next-token), the shares of abstentions and unparsed answers (generated), and the model id and system
-    fingerprint the server reported (a hosted model can change under one name). None when no row is served."""
+    (next-token), the shares of abstentions and unparsed answers (generated), what it cost (requests sent, retries
+    among them, answers taken from the store, prompt and completion tokens the server reported), and the model id
+    and system fingerprint the server reported (a hosted model can change under one name). None when no row is
+    served."""
     import pandas as pd
 
     rows = [{"model": getattr(key, "label", key), **f.attrs["served"]} for key, f in frames.items()
@@ -102,5 +129,5 @@ def served_table(frames: dict):
     table = pd.DataFrame(rows)
     for column in SERVED_COLUMNS:
         if column not in table:
-            table[column] = float("nan") if column in ("label_mass", "bounded", "unknown", "unparsed") else ""
+            table[column] = "" if column in ("served_as", "system_fingerprint") else float("nan")
     return table[list(SERVED_COLUMNS)]

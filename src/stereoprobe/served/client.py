@@ -229,12 +229,13 @@ def prompt_text(body: dict) -> str:
 
 
 def ask_all(client: Client, journal, requests: Sequence[tuple[str, dict]], *, max_requests: int | None = None,
-            progress: bool = True, desc: str = "", order: bool = True) -> list[dict]:
+            progress: bool = True, desc: str = "", order: bool = True, budget: int | None = None) -> list[dict]:
     """The answers to ``requests`` (``(path, body)`` pairs), in their order: from ``journal`` where it holds them,
     the others sent ``client.concurrency`` at a time and each written to the journal as it arrives. ``order``: send
     them sorted by their text (:func:`prompt_text`), so that prompts sharing a prefix go together and a server's
     prefix cache (vLLM's automatic prefix caching, llama.cpp's prompt cache) computes the shared part once; else in
-    the order given. ``max_requests``: send at most that many (:class:`BudgetExhausted` once they are answered)."""
+    the order given. ``max_requests``: send at most that many (:class:`BudgetExhausted` once they are answered, naming
+    the run's ``budget`` when this call has only the rest of it)."""
     from tqdm.auto import tqdm
 
     keys = [request_key(path, body) for path, body in requests]
@@ -277,7 +278,7 @@ def ask_all(client: Client, journal, requests: Sequence[tuple[str, dict]], *, ma
         run_sync(main)
     if budget_hit:
         missing = sum(k not in held for k in unique)
-        raise BudgetExhausted(f"{client.endpoint.name!r}: stopped at the budget of {max_requests:,} requests "
+        raise BudgetExhausted(f"{client.endpoint.name!r}: stopped at the budget of {budget or max_requests:,} requests "
                               f"(--max-requests) with {missing:,} still to ask; the answers are stored, so the same "
                               "command goes on from here.")
     return [held[k] for k in keys]

@@ -51,15 +51,14 @@ def score_served_choices(ref: ModelRef, units: Sequence[Unit], config: Generatio
 
     run = as_options(options)
     s = session(ref, run)
+    before = s.counts()
     reqs = [r for u in units for r in unit_requests(u, config, template, None, False)]
     lp = exact_logprobs(s.client, s.journal, reqs, **s.ask(f"{ref.label} · mcq:{template.name}"))
     chars = np.array([len(split_whitespace(p, c)[1]) for p, c in reqs], dtype=np.float64)
     frame = pd.DataFrame([(k, u.name, u.context.index, c) for k, u in enumerate(units)
                           for c in unit_choices(u, mcqs_of(u, config))], columns=["unit", "name", "context", "choice"])
     frame["logit"], frame["logit_norm"] = lp, lp / np.maximum(chars, 1)
-    models, fingerprints = s.journal.served_as()
-    s.journal.record_run(f"{ref.label} · mcq:{template.name}", s.client.usage)
-    frame.attrs["served"] = {"rung": "exact", "passes": len(reqs), "served_as": ", ".join(models),
-                             "system_fingerprint": ", ".join(fingerprints)}
+    frame.attrs["served"] = s.finish(f"{ref.label} · mcq:{template.name}", {"rung": "exact", "passes": len(reqs)},
+                                     before)
     return frame
 

@@ -86,7 +86,8 @@ def answers(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFram
     template = _template(ask, row)
     examples, _ = _examples(causal_spec(ask.spec))
     chats, labels = _chat_passes(template, examples, "generated")
-    texts = generated_answers(s.client, s.journal, chats, **s.ask(f"{row.label} · {ask.spec.dataset}"))
+    texts = generated_answers(s.client, s.journal, chats, samples=s.samples, temperature=s.temperature,
+                              **s.ask(f"{row.label} · {ask.spec.dataset}"))
     records = []
     for k, ex in enumerate(examples):
         for polarity in (0, 1):
@@ -124,6 +125,7 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
     examples, meta = _examples(causal_spec(ask.spec))
     desc = f"{row.label} · {ask.spec.dataset}"
     facts: dict = {"rung": row.rung, "passes": 2 * len(examples)}
+    before = s.counts()
     if row.rung == "exact":
         lp = exact_logprobs(s.client, s.journal, pass_requests(template, None, False, examples), **s.ask(desc))
         s1, s2 = normalised(lp[0::2], lp[1::2])
@@ -144,8 +146,5 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
                      unparsed=float((parsed["kind"] == "unparsed").mean()))
     meta["s1_pos"], meta["s1_neg"] = s1[0::2], s1[1::2]
     meta["s2_pos"], meta["s2_neg"] = s2[0::2], s2[1::2]
-    models, fingerprints = s.journal.served_as()
-    facts.update(served_as=", ".join(models), system_fingerprint=", ".join(fingerprints))
-    s.journal.record_run(desc, s.client.usage)
-    meta.attrs["served"] = facts
+    meta.attrs["served"] = s.finish(desc, facts, before)
     return meta
