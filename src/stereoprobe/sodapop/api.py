@@ -164,6 +164,12 @@ def report(mcq_model: str | None = None, mlm: str | None = None, *, names_per_gr
             flagged = int((table["q"] < 0.05).sum()) if len(table) else 0
             headings[key] = (f"{g1} vs {g2}{f' ({reading.row.scorer})' if reading.row.scorer else ''}: "
                              f"{len(table)} words with a relative difference, {flagged} with q < 0.05")
+    served = probe.logits.attrs.get("served")
+    if served:  # a served model: the rung, what it cost, the model id and fingerprint the server reported
+        from ..served import served_table
+
+        tables["served"] = served_table({readings[0].row: probe.logits})
+        headings["served"] = "served model"
     sr = srs["sr"]
     others = "".join(f" ({r.row.scorer} {units['accuracy' + r.suffix].mean():.3f})" for r in readings if r.suffix)
     title = (f"model {ref.label}{reader.describe(ref, ask)} (distractors by {label[mlm]}): {len(units)} units (names "
