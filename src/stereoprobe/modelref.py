@@ -147,6 +147,11 @@ class Readers(dict):
             raise StereoprobeError(f"{self.probe} has no reader for {ref.name!r}, a model of kind {ref.kind!r}; "
                                    f"register one ({self.register_name}).") from None
 
+    def prompted(self, ref: "ModelRef") -> bool:
+        """Whether ``ref`` is read through the report's prompt templates (its reader says ``prompted``: a causal or
+        served model)."""
+        return bool(getattr(self.of(ref), "prompted", False))
+
 
 class RowKey(NamedTuple):
     """One row of a report: a model, and for a model read through prompts its scorer and template (UnQover's

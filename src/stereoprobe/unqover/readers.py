@@ -192,9 +192,8 @@ register_reader = READERS.register
 reader_for = READERS.of
 
 
-def prompted(ref: ModelRef) -> bool:
-    """Whether ``ref`` is read through the report's prompt templates (a causal or served model)."""
-    return bool(getattr(reader_for(ref), "prompted", False))
+#: Whether a ref is read through the report's prompt templates (a causal or served model).
+prompted = READERS.prompted
 
 
 def frames(refs: Sequence[ModelRef], ask: Passes, options: RunOptions) -> dict[RowKey, pd.DataFrame]:
