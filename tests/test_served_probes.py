@@ -108,8 +108,56 @@ def test_nli_and_sodapop_exact_rung_give_the_local_causal_numbers(server, tmp_pa
     np.testing.assert_allclose(served["units"][["accuracy", "accuracy_norm"]].to_numpy(),
                                local["units"][["accuracy", "accuracy_norm"]].to_numpy(), atol=1e-6)
     assert served["served"][["rung", "served_as"]].values.tolist() == [["exact", "ref-model"]]
-    with pytest.raises(StereoprobeError, match="exact rung only"):
-        sodapop.report(NAME, "lab:mlm-biased", rung="generated", **kw)
+    with pytest.raises(StereoprobeError, match="exact rung through a plain prompt"):
+        sodapop.report(NAME, "lab:mlm-biased", chat=True, **kw)
+
+
+def test_sodapop_letter_rungs_answer_each_question_with_a_letter(server, tmp_path):
+    """Next-token: each question's A/B/C probabilities as the model computes them on the rendered chat prompt;
+    generated: the parsed answers, one per question, every question answered, abstaining or unparsed."""
+    import torch
+
+    from stereoprobe.modelref import resolve_model
+    from stereoprobe.prompts import template
+    from stereoprobe.sodapop.probe import GridConfig
+    from stereoprobe.sodapop.distractors import generate
+    from stereoprobe.sodapop.score_served import answers, letter_frame, question_messages
+
+    run = opts(tmp_path)
+    kw = dict(names_per_group=1, depth=1, cap=4, n_perm=10, pairs=["AA_m:EA_m"], options=run)
+    rep = sodapop.report(NAME, "lab:mlm-biased", rung="next-token", **kw)
+    facts = rep["served"].iloc[0]
+    assert facts["model"] == "ref-model · letter [next-token]" and facts["passes"] == rep["units"]["mcqs"].sum()
+    assert 0 < facts["label_mass"] <= 1 and 0 <= facts["bounded"] <= 1
+    assert "answered" in rep["units"] and rep["units"]["answered"].between(0, 1).all()
+    assert "answered" in rep.title
+
+    grid = GridConfig(names_per_group=1, contexts=[3], depth=1, cap=4, dedup=False)
+    units, _ = generate("lab:mlm-biased", ["Adam"], grid.probe_contexts(), grid.generation(), options=run)
+    ref, siqa = resolve_model(NAME, native="mcq"), template("siqa", "mcq")
+    frame = letter_frame(ref, units, grid.generation(), siqa, "next-token", options=run)
+    assert len(frame) == 3 * 2 and frame["slot"].tolist() == [0, 1, 2] * 2
+    model, tok = server.model, server.tokenizer
+    text = "\n\n".join(m["content"] for m in question_messages(units[0], grid.generation(), siqa)[0]) + "\n"
+    assert "\nA. " in text and "\nC. " in text and text.rstrip().endswith("A, B or C.")
+    with torch.no_grad():
+        logp = model(**tok(text, return_tensors="pt")).logits[0, -1].float().log_softmax(-1)
+    shown = {}
+    for value, i in zip(*[t.tolist() for t in logp.topk(20)]):
+        shown.setdefault(tok.decode([i]), value)
+    floor = min(np.exp(v) for v in shown.values())
+    want = [np.log(sum(np.exp(v) for t, v in shown.items() if t.strip() == label) or floor) for label in "ABC"]
+    np.testing.assert_allclose(frame["logit"].to_numpy()[:3], want, atol=1e-4)
+
+    gen = sodapop.report(NAME, "lab:mlm-biased", rung="generated", **kw)
+    facts = gen["served"].iloc[0]
+    raw = answers(ref, units, grid.generation(), siqa, options=run)
+    assert len(raw) == 2 and raw["text"].map(type).eq(str).all() and set(raw["kind"]) <= {"option", "unknown",
+                                                                                          "unparsed"}
+    shares = letter_frame(ref, units, grid.generation(), siqa, "generated", options=run)["logit"].to_numpy()
+    assert set(np.unique(shares)) <= {0.0, 1.0} and shares.sum() == (raw["kind"] == "option").sum()
+    answered = (gen["units"]["answered"] * gen["units"]["mcqs"]).sum() / gen["units"]["mcqs"].sum()
+    assert abs(answered + facts["unknown"] + facts["unparsed"] - 1) < 1e-9
 
 
 # -- the first-use probe catches what the peers sum silently ------------------------------------------------------
@@ -308,6 +356,9 @@ def test_the_key_appears_in_no_output(lab_lm, monkeypatch, tmp_path):
             _cli("nli", "report", "-m", NAME, "-p", "gender", "--sample", "6", "--template", "yes-maybe-no",
                  "--n-boot", "20", "--store", str(store), "-o", str(out / "n"), "--device", "cpu", env=env),
             _cli("served", "probe", "-m", NAME, env=env),
+            _cli("sodapop", "report", "--mcq-model", NAME, "--mlm", "lab:mlm-biased", "--names-per-group", "1",
+                 "--depth", "1", "--cap", "4", "--n-perm", "10", "--pair", "AA_m:EA_m", "--rung", "next-token",
+                 "--store", str(store), "-o", str(out / "s"), "--device", "cpu", env=env),
             # a refused key: the message names the variable, never the value
             _cli("unqover", "report", "-m", NAME, "--sample", "4", "--template", "qa", "--store", str(store),
                  "--device", "cpu", env={**env, "REF_API_KEY": sentinel + "-wrong"}),
@@ -317,9 +368,10 @@ def test_the_key_appears_in_no_output(lab_lm, monkeypatch, tmp_path):
                             "device='cpu'))"], capture_output=True, text=True,
                            env={**os.environ, **env, "REF_API_KEY": sentinel + "-wrong"}),
         ]
-        assert [r.returncode for r in runs[:3]] == [0, 0, 0], [r.stderr[-500:] for r in runs]
-        assert runs[3].returncode == 2 and "REF_API_KEY" in runs[3].stderr
-        assert "Traceback" in runs[4].stderr and "REF_API_KEY" in runs[4].stderr
+        assert [r.returncode for r in runs[:4]] == [0, 0, 0, 0], [r.stderr[-500:] for r in runs]
+        assert (out / "s" / "sodapop_served.csv").is_file()
+        assert runs[4].returncode == 2 and "REF_API_KEY" in runs[4].stderr
+        assert "Traceback" in runs[5].stderr and "REF_API_KEY" in runs[5].stderr
         texts = [r.stdout + r.stderr for r in runs]
         files = [p for p in tmp_path.rglob("*") if p.is_file()]
         assert any(p.suffix == ".sqlite" for p in files) and any(p.suffix == ".csv" for p in files)

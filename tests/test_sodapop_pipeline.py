@@ -207,3 +207,29 @@ def test_outcomes_are_the_specs_sets():
         if int(np.argmax(scores)) != label:
             picked.add(r[f"choice{'ABC'[int(np.argmax(scores))]}"])
     assert set(out.loc[out["wrong"], "distractor"]) == picked and set(out["distractor"]) == {"x", "y", "z", "v"}
+
+
+def test_outcomes_read_letter_scores_per_question_and_keep_the_unanswered_apart():
+    """A served model's letter rungs score each question's slots: the top slot is its answer, a tie or no finite
+    score none — neither right nor wrong, and no distractor's success."""
+    ctx = contexts.probe_contexts()[0]
+    unit = D.Unit("Amy", ctx, "p", ctx.answer, candidates=Counter({"x": 1, "y": 1, "z": 1, "v": 1}))
+    cfg = D.GenerationConfig(cap=None)
+    mcqs = D.mcqs_of(unit, cfg)
+    assert len(mcqs) == 2
+    label = int(mcqs["label"][0])
+    wrong = next(i for i in range(3) if i != label)
+    scores = np.full((2, 3), 0.0)
+    scores[0, wrong] = 1.0  # question 0 answers a distractor; question 1 ties everywhere (say, an unparsed answer)
+    frame = pd.DataFrame({"unit": 0, "mcq": np.repeat([0, 1], 3), "slot": np.tile([0, 1, 2], 2),
+                          "choice": mcqs[["choiceA", "choiceB", "choiceC"]].to_numpy().ravel(),
+                          "logit": scores.ravel()})
+    out, summary = S.outcomes([unit], cfg, frame)
+    assert set(out.loc[out["wrong"], "distractor"]) == {mcqs.iloc[0][f"choice{'ABC'[wrong]}"]}
+    assert summary[["mcqs", "accuracy", "answered"]].values.tolist() == [[2, 0.0, 0.5]]
+    scores[1] = [-np.inf, -np.inf, -np.inf]
+    scores[1, label] = -0.1  # question 1 now answered right
+    out, summary = S.outcomes([unit], cfg, frame.assign(logit=scores.ravel()))
+    assert summary[["accuracy", "answered"]].values.tolist() == [[0.5, 1.0]]
+    with pytest.raises(S.MetricsError, match="have 5 rows for 2 MCQs"):
+        S.outcomes([unit], cfg, frame.iloc[:5])

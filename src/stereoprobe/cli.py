@@ -635,7 +635,9 @@ def sodapop_report_cmd(
 
     A causal or chat LM as the multiple-choice model gives both of lm-evaluation-harness's predictions: acc
     (summed log-likelihood) and acc_norm (per character), with accuracy_norm in the units table and
-    sodapop_rd_<G1>_<G2>_norm.csv beside each comparison.
+    sodapop_rd_<G1>_<G2>_norm.csv beside each comparison. A served model gives them on the exact rung; on the
+    next-token and generated rungs it answers each question with a letter (one row; the units table adds answered,
+    the share of questions given one answer, and sodapop_served.csv says what the rung cost).
 
     Tables (with -o): sodapop_units.csv and sodapop_rd_<G1>_<G2>.csv, each with the MCQ model in a first column.
     """

@@ -84,8 +84,10 @@ def report(mcq_model: str | None = None, mlm: str | None = None, *, names_per_gr
     tables then come twice, for ``acc`` and for ``acc_norm``: ``accuracy_norm`` in ``units``, ``rd_<G1>_<G2>_norm``).
     Causal LMs only: ``template`` (an ``mcq`` template's name or file; default ``siqa``) and ``chat`` (the chat
     template, a plain prompt, or None: whichever the tokenizer has). A served model (``openai-api/<service>/<model>``,
-    :mod:`stereoprobe.served`) reads the same template on the exact rung (``rung``: None or ``exact``; the letter
-    rungs are refused, :mod:`stereoprobe.sodapop.score_served`). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`; ``precision="auto"`` is fp32
+    :mod:`stereoprobe.served`) reads the same template on the rung ``rung`` (None: the best its endpoint gives): on
+    the exact rung ``acc`` and ``acc_norm`` as a local causal LM, on ``next-token`` and ``generated`` the letter it
+    answers each question with, one ``letter`` row whose ``units`` add ``answered``, the share of questions given
+    one answer (:mod:`stereoprobe.sodapop.score_served`). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`; ``precision="auto"`` is fp32
     here, the top-10 fills being tie-sensitive: :func:`~stereoprobe.sodapop.distractors.run_precision`). The tables
     are those of ``stereoprobe sodapop report``; ``extra`` holds the :class:`~stereoprobe.sodapop.probe.ProbeRun`
     (``run``) and the success-rate matrix (``sr``).
@@ -136,7 +138,7 @@ def report(mcq_model: str | None = None, mlm: str | None = None, *, names_per_gr
     reader.check(ref, ask)  # the template and chat setting, or the head, before any distractor
 
     with run.applied():
-        probe = run_probe(ref, writer, grid, options=run, template=ask.template, chat=chat)
+        probe = run_probe(ref, writer, grid, options=run, template=ask.template, chat=chat, rung=rung)
     # every reading of the model is a row: an encoder's logits, or a causal LM's acc (summed log-likelihood) and
     # acc_norm (per character)
     readings = reader.readings(ref, ask)
@@ -145,7 +147,8 @@ def report(mcq_model: str | None = None, mlm: str | None = None, *, names_per_gr
         suffix, column, name = reading.suffix, reading.column, reading.row.label
         outcomes, accuracy = probe.outcomes(column)
         if not suffix:
-            units = probe.units_table().merge(accuracy[["name", "context", "accuracy"]], on=["name", "context"])
+            kept = ["name", "context", "accuracy"] + (["answered"] if "answered" in accuracy else [])
+            units = probe.units_table().merge(accuracy[kept], on=["name", "context"])
             units.insert(0, "group", units["name"].map(names.group_of(groups)))
             units.insert(0, "model", ref.label)
             tables["units"] = units
@@ -172,6 +175,8 @@ def report(mcq_model: str | None = None, mlm: str | None = None, *, names_per_gr
         headings["served"] = "served model"
     sr = srs["sr"]
     others = "".join(f" ({r.row.scorer} {units['accuracy' + r.suffix].mean():.3f})" for r in readings if r.suffix)
+    if "answered" in units:  # a letter rung: the accuracy is over the questions given one answer
+        others += f" over the {(units['answered'] * units['mcqs']).sum() / units['mcqs'].sum():.1%} answered"
     title = (f"model {ref.label}{reader.describe(ref, ask)} (distractors by {label[mlm]}): {len(units)} units (names "
              f"× contexts), {int(units['mcqs'].sum()):,} MCQs, mean accuracy {units['accuracy'].mean():.3f}{others}; "
              f"vocabulary {sr.shape[1]} words (min count {min_count})")

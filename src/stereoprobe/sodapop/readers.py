@@ -11,8 +11,9 @@ in stream order), through the score store, and says which columns are the model'
 * ``causal`` — a causal or chat LM through an ``mcq`` prompt template: each choice's log-likelihood, read two ways,
   ``acc`` (summed) and ``acc_norm`` (per character, lm-evaluation-harness's), two rows
   (:mod:`stereoprobe.sodapop.score_causal`);
-* ``served`` — a model behind a server or an API through the same template on the exact rung of the served ladder:
-  ``acc`` and ``acc_norm`` as for a local causal LM (:mod:`stereoprobe.sodapop.score_served`).
+* ``served`` — a model behind a server or an API through the same template on a rung of the served ladder: on the
+  exact rung ``acc`` and ``acc_norm`` as for a local causal LM, on the next-token and generated rungs the letter it
+  answers each question with (:mod:`stereoprobe.sodapop.score_served`).
 
 :func:`register_reader` adds a reader for a new kind of model (:func:`stereoprobe.modelref.register_kind`).
 """
@@ -36,7 +37,7 @@ __all__ = ["Choices", "Reading", "Reader", "READERS", "register_reader", "reader
 class Choices:
     """What SODAPOP asks of the multiple-choice model: ``variants`` (debiased variants of an encoder), ``join`` (the
     authors' first segment, ``""``, or a space), and for a causal LM its ``mcq`` ``template`` and ``chat`` setting; for a
-    served model the ``rung`` (:mod:`stereoprobe.served.ladder`; SODAPOP reads the exact one)."""
+    served model the ``rung`` (:mod:`stereoprobe.served.ladder`; None: the best the endpoint gives)."""
 
     variants: tuple = ()
     join: str = ""
@@ -119,8 +120,10 @@ class CausalReader:
 
 
 class ServedReader(CausalReader):
-    """A model behind a server or an API through an ``mcq`` template on the exact rung: ``acc`` and ``acc_norm``
-    (:func:`~stereoprobe.sodapop.score_served.score_served_choices`), rows marked with the rung."""
+    """A model behind a server or an API through an ``mcq`` template, on the rung the ladder chooses or the user
+    forces (:mod:`stereoprobe.sodapop.score_served`): on the exact rung ``acc`` and ``acc_norm``
+    (:func:`~stereoprobe.sodapop.score_served.score_served_choices`), on a letter rung one ``letter`` row
+    (:func:`~stereoprobe.sodapop.score_served.letter_frame`); rows marked with the rung."""
 
     def check(self, ref: ModelRef, ask: Choices) -> None:
         from .score_served import check
@@ -128,19 +131,24 @@ class ServedReader(CausalReader):
         if ask.variants or ask.join:
             raise StereoprobeError("Debiased variants and join are for multiple-choice encoders; a served model reads "
                                    "the prompt template's layout.")
-        if ask.chat:
-            raise StereoprobeError(f"{ref.name!r} is read on the exact rung through a plain prompt (a completion "
-                                   "request does not apply the chat template); leave chat out.")
         template(ask.template)
-        check(ref, ask.rung)
+        check(ref, ask.rung, ask.chat)
 
     def readings(self, ref: ModelRef, ask: Choices) -> list[Reading]:
+        from .score_served import rung_of
+
+        rung = rung_of(ref, ask.rung)
+        if rung != "exact":
+            return [Reading(RowKey(ref.label, "letter", "", rung), "", None)]
         return [Reading(RowKey(ref.label, "acc", "", "exact"), "", None),
                 Reading(RowKey(ref.label, "acc_norm", "", "exact"), "_norm", "norm")]
 
     def logits(self, ref, units, config, ask, options):
-        from .score_served import score_served_choices
+        from .score_served import letter_frame, rung_of, score_served_choices
 
+        rung = rung_of(ref, ask.rung)
+        if rung != "exact":
+            return letter_frame(ref, units, config, template(ask.template), rung, options=options)
         return score_served_choices(ref, units, config, template(ask.template), options=options)
 
 

@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 
 from ..engine import ModelJob
-from ..errors import StereoprobeError
+from ..errors import MetricsError, StereoprobeError
 from ..options import RunOptions, as_options
 from .contexts import LETTERS
 from .distractors import GenerationConfig, Unit, mcqs_of, run_precision
@@ -259,34 +259,61 @@ def score_choices(mcq_model: str, units: Sequence[Unit], config: GenerationConfi
     return frame
 
 
+def decided(scores: np.ndarray) -> np.ndarray:
+    """Each row's answer: the slot with the highest score, or -1 where no single slot has it (a tie, or no finite
+    score) — a question a served model left without one answer (:mod:`stereoprobe.sodapop.score_served`).
+
+    >>> decided(np.array([[0.2, 0.7, 0.1], [0.0, 0.0, 0.0], [1.0, 1.0, 0.0], [-np.inf, -np.inf, -np.inf]])).tolist()
+    [1, -1, -1, -1]
+    """
+    top = scores.max(axis=1, keepdims=True) if len(scores) else np.zeros((0, 1))
+    single = (scores == top).sum(axis=1) == 1
+    return np.where(single & np.isfinite(top[:, 0]), scores.argmax(axis=1) if len(scores) else 0, -1)
+
+
 def outcomes(units: Sequence[Unit], config: GenerationConfig, logits: pd.DataFrame,
              column: str = "logit") -> tuple[pd.DataFrame, pd.DataFrame]:
     """The authors' per-(name, context) sets (their ``load_from_dir``) and each unit's accuracy.
 
     Returns ``(outcomes, summary)``: outcomes has one row per distinct distractor of a unit — ``name,
     context, distractor, wrong`` (picked in at least one failed MCQ) — and summary one row per unit
-    with ``mcqs, accuracy``.
+    with ``mcqs, accuracy``. ``logits`` has a score per distinct choice of a unit (the model's answer to a MCQ is
+    the choice of its three with the highest score), or, with an ``mcq`` column, a score per slot of every MCQ
+    (a served model's letter rungs, :func:`stereoprobe.sodapop.score_served.letter_frame`): there a MCQ without one
+    answer (:func:`decided`) is neither right nor wrong, the accuracy is over the MCQs answered and the summary adds
+    ``answered``, their share.
     """
     frames, summary = [], []
+    per_question = "mcq" in logits.columns
     starts = np.flatnonzero(np.r_[True, np.diff(logits["unit"].to_numpy()) != 0])
     bounds = dict(zip(logits["unit"].to_numpy()[starts], zip(starts, np.r_[starts[1:], len(logits)])))
     for k, u in enumerate(units):
-        a, b = bounds[k]
+        a, b = bounds.get(k, (0, 0))
         rows = logits.iloc[a:b]
-        lookup = dict(zip(rows["choice"], rows[column].to_numpy()))
         mcqs = mcqs_of(u, config)
         choices = mcqs[[f"choice{c}" for c in LETTERS]].to_numpy()
-        arr = np.vectorize(lookup.__getitem__, otypes=[np.float32])(choices) if len(mcqs) else np.zeros((0, 3), np.float32)
-        pred = arr.argmax(axis=1)
+        if per_question:
+            if len(rows) != 3 * len(mcqs):
+                raise MetricsError(f"The letter scores of {u.name} in context {u.context.index} have {len(rows)} "
+                                   f"rows for {len(mcqs)} MCQs; score the units again.")
+            pred = decided(rows[column].to_numpy(np.float64).reshape(-1, 3))
+        else:
+            lookup = dict(zip(rows["choice"], rows[column].to_numpy()))
+            arr = np.vectorize(lookup.__getitem__, otypes=[np.float32])(choices) if len(mcqs) else np.zeros((0, 3), np.float32)
+            pred = arr.argmax(axis=1)
         label = int(mcqs["label"].iloc[0]) if len(mcqs) else 0
         wrong_slots = [i for i in range(3) if i != label]
         distractors = np.unique(choices[:, wrong_slots].ravel())
-        failed = pred != label
+        answered = pred >= 0
+        failed = answered & (pred != label)
         picked = set(choices[np.flatnonzero(failed), pred[failed]].tolist())
         frames.append(pd.DataFrame({"name": u.name, "context": u.context.index, "distractor": distractors,
                                     "wrong": [d in picked for d in distractors]}))
-        summary.append({"name": u.name, "context": u.context.index, "mcqs": len(mcqs),
-                        "accuracy": float((~failed).mean()) if len(mcqs) else float("nan")})
+        row = {"name": u.name, "context": u.context.index, "mcqs": len(mcqs),
+               "accuracy": float((pred[answered] == label).mean()) if answered.any() else float("nan")}
+        if per_question:
+            row["answered"] = float(answered.mean()) if len(mcqs) else float("nan")
+        summary.append(row)
     out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["name", "context", "distractor", "wrong"])
     return out, pd.DataFrame(summary)
 

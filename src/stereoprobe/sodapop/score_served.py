@@ -1,13 +1,21 @@
-"""SODAPOP with a model behind a server or an API as the multiple-choice model, on the exact rung.
+"""SODAPOP with a model behind a server or an API as the multiple-choice model, on each rung of the served ladder.
 
-On the exact rung (:mod:`stereoprobe.served.ladder`) a served model gives each distinct (name, context, choice) the
-log-probability of the choice after the ``mcq`` template's plain prompt, as a local causal LM does
-(:mod:`stereoprobe.sodapop.score_causal`): ``acc`` (summed) and ``acc_norm`` (per character, the whitespace moved
-from the prompt counted as lm-evaluation-harness counts it), and the analysis follows unchanged.
-
-The letter rungs (next-token, generated) need one request per multiple-choice question with its three options
-lettered, and give one answer per question rather than one score per choice; SODAPOP's analysis reads per-choice
-scores, so they are refused here with one sentence until that analysis reads per-question answers.
+* **exact** (:mod:`stereoprobe.served.ladder`) — each distinct (name, context, choice) gets the log-probability of
+  the choice after the ``mcq`` template's plain prompt, as a local causal LM gives it
+  (:mod:`stereoprobe.sodapop.score_causal`): ``acc`` (summed) and ``acc_norm`` (per character, the whitespace moved
+  from the prompt counted as lm-evaluation-harness counts it); the analysis follows unchanged.
+* **next-token** and **generated** — the letter rungs: one chat request per multiple-choice question, the
+  template's user text followed by the three options lettered A–C in the item's slot order (HELM's layout,
+  :func:`stereoprobe.served.prompting.lettered`) and the instruction to answer with a letter. A question has one
+  score per slot rather than one per distinct choice (the letters' probabilities depend on the other two options
+  and their order), so the frame has a row per (question, slot) (:func:`letter_frame`) and
+  :func:`stereoprobe.sodapop.score_mcq.outcomes` reads it per question. Next-token: the letters' probabilities as
+  the first generated token (the label mass and the share of bounded letters reported); the model's answer is the
+  letter with the highest probability. Generated: the answer generated (greedy, or ``samples`` at a temperature),
+  parsed (:func:`stereoprobe.served.parse.parse_answer`); the model's answer is the option most of its samples
+  name. A question with no single answer (every letter outside the returned top-k, an abstention, an unparsed
+  answer, samples tied) is neither right nor wrong: it is counted apart (the report's ``answered`` share, the
+  served table's ``unknown`` and ``unparsed``), never folded into a wrong answer or a distractor's success.
 """
 
 from __future__ import annotations
@@ -20,23 +28,34 @@ import pandas as pd
 from ..errors import StereoprobeError
 from ..modelref import ModelRef
 from ..options import RunOptions, as_options
+from .contexts import LETTERS, substitute
 from .distractors import GenerationConfig, Unit, mcqs_of
 from .score_causal import unit_requests
 from .score_mcq import unit_choices
 
-__all__ = ["check", "score_served_choices"]
+__all__ = ["FITS", "rung_of", "check", "score_served_choices", "question_messages", "answers", "letter_frame"]
+
+#: The rungs SODAPOP reads a served model on, best first.
+FITS = ("exact", "next-token", "generated")
 
 
-def check(ref: ModelRef, rung: str | None) -> None:
-    """Refuse, before any distractor is written, an endpoint or a forced rung SODAPOP cannot read."""
+def rung_of(ref: ModelRef, rung: str | None) -> str:
+    """The rung ``ref`` is read on: ``rung`` when forced (refused when the endpoint lacks it), else the best it
+    gives (:func:`stereoprobe.served.ladder.choose`)."""
     from ..served import capabilities
     from ..served.ladder import choose
 
-    chosen = choose(capabilities(ref), ("exact",), rung, ref.name) if rung in (None, "exact") else rung
-    if chosen != "exact":
-        raise StereoprobeError(f"SODAPOP reads {ref.name!r} on the exact rung only (per-choice log-probabilities); "
-                               f"the {chosen} rung gives one answer per question, which its analysis does not read "
-                               "yet; serve the model with prompt log-probabilities (vLLM, llama.cpp) or leave rung out.")
+    return choose(capabilities(ref), FITS, rung, ref.name)
+
+
+def check(ref: ModelRef, rung: str | None, chat: bool | None) -> str:
+    """Refuse, before any distractor is written, an endpoint, a forced rung or a chat setting SODAPOP cannot read;
+    the rung it will be read on."""
+    chosen = rung_of(ref, rung)
+    if chat and chosen == "exact":
+        raise StereoprobeError(f"{ref.name!r} is read on the exact rung through a plain prompt (a completion request "
+                               "does not apply the chat template); leave chat out.")
+    return chosen
 
 
 def score_served_choices(ref: ModelRef, units: Sequence[Unit], config: GenerationConfig, template, *,
@@ -62,3 +81,97 @@ def score_served_choices(ref: ModelRef, units: Sequence[Unit], config: Generatio
                                      before)
     return frame
 
+
+def question_messages(unit: Unit, config: GenerationConfig, template) -> list[list[dict]]:
+    """The chat messages of each multiple-choice question of ``unit`` (in ``mcq`` order): the template's user text,
+    then the options lettered in slot order, then the letters instruction.
+
+    The shipped ``siqa`` template asks ``Q: {context} {question}``, and the options follow it line by line
+    (``A. …``, ``B. …``, ``C. …``).
+    """
+    from ..served.prompting import letters_instruction, lettered, messages
+
+    item = substitute(unit.context, unit.name)
+    body = template.body(context=item["context"], question=item["question"])
+    mcqs = mcqs_of(unit, config)
+    options = mcqs[[f"choice{c}" for c in LETTERS]].to_numpy()
+    return [messages(f"{body}\n{lettered(list(row), LETTERS)}", letters_instruction(LETTERS), template.system)
+            for row in options]
+
+
+def _questions(units: Sequence[Unit], config: GenerationConfig) -> pd.DataFrame:
+    """One row per question of every unit: ``unit, name, context, mcq`` and the three options ``A, B, C``."""
+    frames = []
+    for k, u in enumerate(units):
+        mcqs = mcqs_of(u, config)
+        frames.append(pd.DataFrame({"unit": k, "name": u.name, "context": u.context.index, "mcq": mcqs["mcq"],
+                                    **{c: mcqs[f"choice{c}"].to_numpy() for c in LETTERS}}))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(
+        columns=["unit", "name", "context", "mcq", *LETTERS])
+
+
+def answers(ref: ModelRef, units: Sequence[Unit], config: GenerationConfig, template, *,
+            options: RunOptions | None = None) -> pd.DataFrame:
+    """The generated answers, one per question and sample: ``unit, name, context, mcq, sample``, the raw ``text``
+    as the server returned it and its parse (``kind``: option, unknown or unparsed; ``choice``: the slot 0–2, -1
+    for none; ``rule``)."""
+    from ..served import session
+    from ..served.ladder import generated_answers
+    from ..served.parse import parse_answer
+
+    s = session(ref, as_options(options))
+    questions = _questions(units, config)
+    chats = [m for u in units for m in question_messages(u, config, template)]
+    texts = generated_answers(s.client, s.journal, chats, samples=s.samples, temperature=s.temperature,
+                              **s.ask(f"{ref.label} · mcq:{template.name} [generated]"))
+    records = []
+    for q, shown in zip(questions.itertuples(index=False), texts):
+        for j, text in enumerate(shown):
+            parsed = parse_answer(text, [getattr(q, c) for c in LETTERS], LETTERS)
+            records.append({"unit": q.unit, "name": q.name, "context": q.context, "mcq": q.mcq, "sample": j,
+                            "text": text, "kind": parsed.kind, "choice": -1 if parsed.choice is None else parsed.choice,
+                            "rule": parsed.rule})
+    return pd.DataFrame.from_records(records, columns=["unit", "name", "context", "mcq", "sample", "text", "kind",
+                                                       "choice", "rule"])
+
+
+def letter_frame(ref: ModelRef, units: Sequence[Unit], config: GenerationConfig, template, rung: str, *,
+                 options: RunOptions | None = None) -> pd.DataFrame:
+    """Every question's three slots scored on a letter rung (module doc): one row per (question, slot) with
+    ``unit, name, context, mcq, slot, choice`` and ``logit`` — the letter's log-probability (next-token) or the
+    share of the samples naming the slot (generated); ``attrs["served"]``: the rung, the questions, the label mass
+    and share of bounded letters, or the shares of abstentions and unparsed answers, and what it cost."""
+    from ..served import session
+    from ..served.ladder import label_probabilities
+
+    if rung not in ("next-token", "generated"):
+        raise StereoprobeError(f"{rung!r} is not a letter rung; choose next-token or generated.")
+    s = session(ref, as_options(options))
+    before = s.counts()
+    questions = _questions(units, config)
+    desc = f"{ref.label} · mcq:{template.name} [{rung}]"
+    facts: dict = {"rung": rung, "passes": len(questions)}
+    if rung == "next-token":
+        chats = [m for u in units for m in question_messages(u, config, template)]
+        probs, mass, bounded = label_probabilities(s.client, s.journal, chats, LETTERS, s.caps.top_k, **s.ask(desc))
+        with np.errstate(divide="ignore"):
+            scores = np.log(probs)
+        facts.update(label_mass=float(mass.mean()) if len(mass) else float("nan"),
+                     bounded=float(bounded.mean()) if len(bounded) else float("nan"))
+    else:
+        raw = answers(ref, units, config, template, options=options)
+        picks = np.zeros((len(questions), len(LETTERS)))
+        keys = pd.MultiIndex.from_frame(questions[["unit", "mcq"]])
+        rows = keys.get_indexer(pd.MultiIndex.from_frame(raw[["unit", "mcq"]]))
+        chosen = raw["choice"].to_numpy() >= 0
+        np.add.at(picks, (rows[chosen], raw["choice"].to_numpy()[chosen]), 1.0)
+        scores = picks / max(s.samples, 1)
+        facts.update(unknown=float((raw["kind"] == "unknown").mean()) if len(raw) else float("nan"),
+                     unparsed=float((raw["kind"] == "unparsed").mean()) if len(raw) else float("nan"))
+    slots = len(LETTERS)
+    frame = questions.loc[questions.index.repeat(slots), ["unit", "name", "context", "mcq"]].reset_index(drop=True)
+    frame["slot"] = np.tile(np.arange(slots), len(questions))
+    frame["choice"] = questions[list(LETTERS)].to_numpy().ravel() if len(questions) else []
+    frame["logit"] = scores.ravel()
+    frame.attrs["served"] = s.finish(desc, facts, before)
+    return frame
