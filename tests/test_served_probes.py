@@ -102,6 +102,7 @@ def test_nli_and_sodapop_exact_rung_give_the_local_causal_numbers(server, tmp_pa
     served = nli.report(NAME, "gender", sample=10, templates="yes-maybe-no", n_boot=20, options=run)
     np.testing.assert_allclose(_numbers(served["gender"]), _numbers(local), atol=2e-4)
     assert served["served"]["rung"].tolist() == ["exact"] and served["served"]["probe"].tolist() == ["gender"]
+    assert served["served"]["model"].tolist() == ["ref-model · nli:yes-maybe-no [exact]"]
     kw = dict(names_per_group=1, depth=1, cap=4, n_perm=10, pairs=["AA_m:EA_m"], options=run)
     local = sodapop.report(LAB, "lab:mlm-biased", **kw)
     served = sodapop.report(NAME, "lab:mlm-biased", **kw)

@@ -208,7 +208,7 @@ def report(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, 
                 mass = {key[0]: float(f["label_mass"].mean()) for key, f in probs.items() if "label_mass" in f}
                 table["label_mass"] = table["model"].map(mass)
             result[probe] = table
-        served = served_table({(row.label, p): f for (row, p), f in by_row.items()})
+        served = served_table(by_row)
         if served is not None:
             served.insert(1, "probe", [p for (row, p), f in by_row.items() if f.attrs.get("served")])
             result["served"] = served

@@ -122,8 +122,10 @@ def served_table(frames: dict):
     served."""
     import pandas as pd
 
-    rows = [{"model": getattr(key, "label", key), **f.attrs["served"]} for key, f in frames.items()
-            if f.attrs.get("served")]
+    def label(key):  # a RowKey, a label, or a tuple led by one (Bias-NLI keys its frames by (row, probe))
+        return key.label if hasattr(key, "label") else label(key[0]) if isinstance(key, tuple) else key
+
+    rows = [{"model": label(key), **f.attrs["served"]} for key, f in frames.items() if f.attrs.get("served")]
     if not rows:
         return None
     table = pd.DataFrame(rows)
