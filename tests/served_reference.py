@@ -4,7 +4,8 @@
 way vLLM, llama.cpp's server and the hosted APIs do, with the log-probabilities of the ``model`` it is given
 (torch, any device, one forward pass at a time), so a client's scores can be checked against the model's own.
 Keyword switches make it misbehave the way real servers do (shifted or missing echo log-probabilities, no chat
-log-probabilities, API keys, rate limits, server errors, truncated JSON, slow answers, short contexts).
+log-probabilities, API keys, rate limits, server errors, truncated JSON, slow answers, short contexts) or give
+vLLM's ``prompt_logprobs``.
 
 Only the standard library speaks HTTP (``http.server.ThreadingHTTPServer`` in a daemon thread on 127.0.0.1, a free
 port); usage::
@@ -130,6 +131,16 @@ class ReferenceServer:
       offsets still count the prompt's characters). ``"zeros"``: every prompt token's logprob is 0.0 (the first
       one too; the top lists are exact's). ``"refuse"``: a request with ``echo`` true gets 400 "echo is not
       supported".
+    * ``prompt_logprobs`` (False): True answers ``/completions``' ``prompt_logprobs`` (an int from 0 to
+      ``max_top_logprobs``, else 400) as vLLM does (vllm/entrypoints/openai/completion/protocol.py,
+      ``CompletionResponseChoice.prompt_logprobs``; the lists built as in vllm/logprobs.py): every choice carries
+      ``"prompt_logprobs"``, null where the request did not ask, else a list with null for the first prompt token,
+      then per prompt token i a JSON object keyed by token id (a string): first, token i itself with {"logprob":
+      log P(token_i | tokens < i), "rank": how many tokens are at least as likely, "decoded_token":
+      ``tokenizer.decode([id])``}, then the ``prompt_logprobs`` most likely tokens with ranks 1, 2, … (token i among
+      them keeps its place first and takes that rank). False ignores the parameter (no such key), as servers
+      without it do (SGLang, llama.cpp). Independent of ``echo``: ``echo="refuse"`` or ``"shifted"`` with it is a
+      vLLM-like server whose echo is unusable but whose ``prompt_logprobs`` are right.
     * ``chat_logprobs`` (True): False answers chat completions with ``"logprobs": null`` whatever was asked.
     * ``logprobs_error`` (False): True refuses every request asking for log-probabilities (completions
       ``logprobs`` not null, chat ``logprobs`` true) with 400 "logprobs are not supported" (``transformers serve``).
@@ -156,7 +167,8 @@ class ReferenceServer:
     """
 
     def __init__(self, model: Any, tokenizer: Any, *, model_name: str = "ref-model", echo: str = "exact",
-                 chat_logprobs: bool = True, logprobs_error: bool = False, max_top_logprobs: int = 20,
+                 prompt_logprobs: bool = False, chat_logprobs: bool = True, logprobs_error: bool = False,
+                 max_top_logprobs: int = 20,
                  api_key: str | None = None, fail_first: int = 0, fail_status: int = 429,
                  retry_after: int | float | str | None = None, delay: float = 0.0, malformed: bool = False,
                  context: int | None = None, system_fingerprint: str = "fp_reference",
@@ -166,6 +178,7 @@ class ReferenceServer:
             raise ValueError(f"echo must be one of {ECHO_MODES}, not {echo!r}")
         self.model, self.tokenizer, self.model_name = model, tokenizer, model_name
         self.echo, self.chat_logprobs, self.logprobs_error = echo, chat_logprobs, logprobs_error
+        self.prompt_logprobs = prompt_logprobs
         self.max_top_logprobs, self.api_key = max_top_logprobs, api_key
         self.fail_first, self.fail_status, self.retry_after = fail_first, fail_status, retry_after
         self.delay, self.malformed, self.context = delay, malformed, context
@@ -368,6 +381,9 @@ class ReferenceServer:
             logprobs = self._top_count(logprobs, "logprobs")
         if echo and self.echo == "refuse":
             raise _invalid("echo is not supported", param="echo")
+        prompt_k = body.get("prompt_logprobs") if self.prompt_logprobs else None
+        if prompt_k is not None:
+            prompt_k = self._top_count(prompt_k, "prompt_logprobs")
 
         encoding = self.tokenizer(prompt, return_offsets_mapping=True)
         ids = list(encoding["input_ids"])
@@ -378,6 +394,7 @@ class ReferenceServer:
         with self._model_lock:
             prompt_logp, samples = self._run(ids, n, max_tokens, temperature, seed, ignore_eos)
 
+        positions = None if prompt_k is None else self._prompt_positions(ids, prompt_logp, prompt_k)
         choices = []
         for index, sample in enumerate(samples):
             text = prompt + sample.text if echo else sample.text
@@ -392,7 +409,24 @@ class ReferenceServer:
                       "top_logprobs": [None if t.dist is None else self._top_dict(t.dist, logprobs) for t in shown],
                       "text_offset": [t.offset for t in shown]}
             choices.append({"index": index, "text": text, "finish_reason": sample.finish_reason, "logprobs": lp})
+            if self.prompt_logprobs:
+                choices[-1]["prompt_logprobs"] = positions
         return self._answer("cmpl", "text_completion", choices, len(ids), samples)
+
+    def _prompt_positions(self, ids: list[int], logp: torch.Tensor, k: int) -> list[dict | None]:
+        """vLLM's ``prompt_logprobs`` of the prompt ``ids`` (``logp``: its log-softmax rows) with ``k`` alternatives
+        (the ``prompt_logprobs`` switch)."""
+        positions: list[dict | None] = [None]
+        for i in range(1, len(ids)):
+            dist = logp[i - 1]
+            own = float(dist[ids[i]])
+            entries = {str(ids[i]): {"logprob": own, "rank": int((dist >= own).sum()),
+                                     "decoded_token": self.tokenizer.decode([ids[i]])}}
+            values, indices = torch.topk(dist, k)
+            for rank, (value, index) in enumerate(zip(values.tolist(), indices.tolist()), start=1):
+                entries[str(index)] = {"logprob": value, "rank": rank, "decoded_token": self.tokenizer.decode([index])}
+            positions.append(entries)
+        return positions
 
     def _echoed(self, ids: list[int], offsets: list[tuple[int, int]], logp: torch.Tensor) -> list[_Token]:
         """The prompt's tokens as ``echo`` reports them (``logp``: the prompt's log-softmax rows, one a position)."""

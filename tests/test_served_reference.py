@@ -134,6 +134,40 @@ def test_echo_generated_only_zeros_and_refuse(lm):
     assert out["error"]["type"] == "invalid_request_error"
 
 
+def test_prompt_logprobs_as_vllm_gives_them(lm):
+    """vLLM's prompt_logprobs: null first, then the prompt's own token first with the model's log-probability, its
+    rank and decoded text, then the top alternatives; echo refused all the same; off, the parameter is ignored."""
+    model, tokenizer = lm
+    with S.ReferenceServer(model, tokenizer, echo="refuse", prompt_logprobs=True) as server:
+        status, out = complete(server, max_tokens=1, prompt_logprobs=2)
+        alone = complete(server, max_tokens=1, prompt_logprobs=0)[1]["choices"][0]["prompt_logprobs"]
+        plain = complete(server, max_tokens=1)[1]["choices"][0]
+        assert complete(server, max_tokens=0, echo=True, logprobs=1)[0] == 400
+        assert complete(server, max_tokens=1, prompt_logprobs=21)[0] == 400
+    ids, logp = direct_logprobs(model, tokenizer, PROMPT)
+    positions = out["choices"][0]["prompt_logprobs"]
+    assert status == 200 and len(positions) == len(ids) and positions[0] is None and alone[0] is None
+    for i in range(1, len(ids)):
+        dist = logp[i - 1]
+        own_id, own = next(iter(positions[i].items()))
+        assert int(own_id) == ids[i] and own["decoded_token"] == tokenizer.decode([ids[i]])
+        assert own["logprob"] == pytest.approx(float(dist[ids[i]]), abs=1e-4)
+        top = torch.topk(dist, 2).indices.tolist()
+        assert own["rank"] == (top.index(ids[i]) + 1 if ids[i] in top else int((dist >= dist[ids[i]]).sum()))
+        ranked = {int(k): v["rank"] for k, v in positions[i].items() if v["rank"] <= 2}
+        assert sorted(ranked, key=ranked.get) == top and len(positions[i]) in (2, 3)
+        assert list(alone[i]) == [own_id] and alone[i][own_id] == pytest.approx(own)
+    assert "".join(next(iter(p.values()))["decoded_token"] for p in positions[1:]) == PROMPT  # BOS first
+    start = len(tokenizer(CONTEXT)["input_ids"])
+    served = sum(next(iter(p.values()))["logprob"] for p in positions[start:])
+    assert served == pytest.approx(S.continuation_logprob(model, tokenizer, CONTEXT, CONTINUATION), abs=1e-4)
+    assert plain["prompt_logprobs"] is None and plain["logprobs"] is None
+
+    with S.ReferenceServer(model, tokenizer) as server:
+        choice = complete(server, max_tokens=1, prompt_logprobs=1)[1]["choices"][0]
+    assert "prompt_logprobs" not in choice
+
+
 def test_chat_logprobs(lm):
     """Chat completions: top alternatives sorted and of the size asked; greedy tokens are the top ones."""
     body = {"model": "ref-model", "messages": [{"role": "system", "content": "Answer."},

@@ -14,7 +14,17 @@ force one (``RunOptions(rung=…)``, ``--rung``); a forced rung the endpoint lac
   position (llama-cpp-python 0.3.36), for generated tokens only (llama.cpp's ``llama-server``,
   ggml-org/llama.cpp#27174), zeros, or none, fails the check and the rung is refused with one warning line —
   never a silent wrong score (lm-evaluation-harness's ``local-completions`` and ``gguf`` backends sum whatever
-  comes back).
+  comes back). Where the echo fails the check, the rung tries vLLM's ``prompt_logprobs`` extra parameter of
+  completions (vllm/entrypoints/openai/completion/protocol.py, ``CompletionRequest.prompt_logprobs`` and
+  ``CompletionResponseChoice.prompt_logprobs``; vllm/logprobs.py): asked with ``"prompt_logprobs": 0``, each
+  choice carries a list with None for the first prompt token, then per prompt token one ``{token id: {"logprob",
+  "rank", "decoded_token"}}`` holding that token alone. It gives no text offsets, so the tokens are placed on the
+  prompt's characters by their ``decoded_token`` strings, which must spell the prompt after the first token (the
+  first token is the rest, or nothing where the tokenizer added one leading space, as byte-level BPE's
+  ``add_prefix_space`` and SentencePiece's dummy prefix do); a request whose pieces do not (byte pieces of a
+  character) is refused, never guessed. The same probe compares it with generation, and
+  :attr:`Capabilities.exact_via` says which source the rung reads. SGLang's OpenAI endpoints have no such field
+  (python/sglang/srt/entrypoints/openai/protocol.py): they give prompt log-probabilities through echo only.
 * **next-token** — a choice template's labels read from the first generated token's ``top_logprobs`` (chat
   completions, greedy, one token): P(label) is the summed probability of the returned tokens that are the label
   up to surrounding space (``"A"``, ``" A"``); the mass on the labels is reported; a label outside the returned
@@ -39,11 +49,14 @@ from .endpoint import Endpoint, EndpointError
 #: The rungs, best first.
 RUNGS = ("exact", "next-token", "generated")
 #: The probe's version: a changed probe is rerun even where an old result is stored.
-PROBE_VERSION = 1
-#: How far the echoed and the generated log-probability of the same token may differ (nats). Measured: 0 on the
-#: reference server of the tests (same computation); llama.cpp's kernels differ between a prompt batch and a
-#: one-token decode by far less; a shifted echo is off by nats (−11.6 against −0.046 for " Berlin").
+PROBE_VERSION = 2
+#: How far the echoed (or ``prompt_logprobs``) and the generated log-probability of the same token may differ
+#: (nats). Measured: 0 on the reference server of the tests (same computation); llama.cpp's kernels differ between a
+#: prompt batch and a one-token decode by far less; a shifted echo is off by nats (−11.6 against −0.046 for
+#: " Berlin").
 ECHO_TOLERANCE = 0.05
+#: Where the exact rung reads prompt log-probabilities, in the order the probe tries them (module doc).
+EXACT_SOURCES = ("echo", "prompt_logprobs")
 #: Top alternatives asked of the next-token rung (the OpenAI API's maximum; servers with a lower cap get theirs).
 TOP_LOGPROBS = 20
 #: Seed sent with every request (servers that take one sample reproducibly).
@@ -57,7 +70,8 @@ PROBE_CHAT = "Which letter comes first in the alphabet?\nA. the letter A\nB. the
 @dataclass(frozen=True)
 class Capabilities:
     """What an endpoint gives (:func:`probe`): per rung None (it does) or why not; ``top_k`` of the next-token
-    rung; ``models`` the server lists."""
+    rung; ``models`` the server lists; ``evidence`` what the exact rung's check compared; ``exact_via`` the source
+    of the exact rung (one of :data:`EXACT_SOURCES`)."""
 
     exact: str | None
     next_token: str | None
@@ -65,6 +79,7 @@ class Capabilities:
     top_k: int = 0
     models: tuple = ()
     evidence: str = ""
+    exact_via: str = "echo"
 
     def why_not(self, rung: str) -> str | None:
         return {"exact": self.exact, "next-token": self.next_token, "generated": self.generated}[rung]
@@ -74,13 +89,22 @@ class Capabilities:
 
 
 def completion_body(endpoint: Endpoint, prompt: str, *, max_tokens: int = 1, echo: bool = False,
-                    logprobs: int | None = 1) -> dict:
+                    logprobs: int | None = 1, prompt_logprobs: int | None = None) -> dict:
     body = {"model": endpoint.model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "seed": SEED}
     if echo:
         body["echo"] = True
     if logprobs is not None:
         body["logprobs"] = logprobs
+    if prompt_logprobs is not None:
+        body["prompt_logprobs"] = prompt_logprobs
     return body
+
+
+def exact_body(endpoint: Endpoint, text: str, via: str) -> dict:
+    """The completion request that gives the log-probabilities of ``text``'s tokens from source ``via``."""
+    if via == "echo":
+        return completion_body(endpoint, text, echo=True, logprobs=1)
+    return completion_body(endpoint, text, logprobs=None, prompt_logprobs=0)
 
 
 def chat_body(endpoint: Endpoint, messages: list[dict], *, max_tokens: int, top_logprobs: int | None = None,
@@ -114,14 +138,56 @@ def _token_table(answer: dict) -> tuple[list[str], list, list[int]] | None:
     return tokens, values, offsets
 
 
-def continuation_logprob(answer: dict, prompt: str, full: str) -> float:
-    """log P of the characters ``full[len(prompt):]`` from an echoed completion: the sum over the tokens that start
-    at or after ``len(prompt)`` and before ``len(full)`` (generated tokens come after). A token across the boundary
-    is refused as the local scorer refuses it."""
-    table = _token_table(answer)
-    if table is None:
-        raise EndpointError("An echoed completion came back without token log-probabilities; the exact rung needs "
-                            "them (pass rung next-token or generated).")
+def _prompt_table(answer: dict, text: str) -> tuple[tuple[list[str], list, list[int]] | None, str]:
+    """(tokens, token_logprobs, text_offset) of ``text``'s tokens from vLLM's ``prompt_logprobs`` (module doc), or
+    None and why not. The offsets come from the ``decoded_token`` strings, which must spell ``text`` after the first
+    token (whose text and value are not given: it is the rest of ``text``), or ``" " + text`` where the tokenizer
+    added a leading space (the first piece then starts at 0, the others one character earlier). A token decoded to
+    nothing is refused: vLLM decodes a piece of a character to "" (``LogprobsProcessor._verify_tokens`` in
+    vllm/v1/engine/logprobs.py), and its value would fall nowhere."""
+    positions = _choice(answer).get("prompt_logprobs")
+    if not isinstance(positions, list) or not positions or positions[0] is not None:
+        return None, "none came back"
+    pieces, values = [], []
+    for position in positions[1:]:
+        entry = next(iter(position.values())) if isinstance(position, dict) and len(position) == 1 else None
+        if not isinstance(entry, dict) or not isinstance(entry.get("decoded_token"), str):
+            return None, "a position holds other than the prompt's own token with its decoded text"
+        if not entry["decoded_token"]:
+            return None, "a token decoded to nothing: a piece of a character"
+        pieces.append(entry["decoded_token"])
+        values.append(entry.get("logprob"))
+    spelled = "".join(pieces)
+    if text.endswith(spelled):
+        at = len(text) - len(spelled)
+    elif spelled == " " + text:
+        at = -1
+    else:
+        return None, (f"their decoded tokens spell {spelled[-60:]!r}, not {text[-60:]!r}: pieces of characters, or a "
+                      "changed text")
+    offsets = []
+    for piece in pieces:
+        offsets.append(max(at, 0))
+        at += len(piece)
+    first = text[:offsets[0]] if offsets else text
+    return ([first, *pieces], [None, *values], [0, *offsets]), ""
+
+
+def continuation_logprob(answer: dict, prompt: str, full: str, via: str = "echo") -> float:
+    """log P of the characters ``full[len(prompt):]`` from the answer to :func:`exact_body` for ``full`` (``via``
+    one of :data:`EXACT_SOURCES`): the sum over the tokens that start at or after ``len(prompt)`` and before
+    ``len(full)`` (generated tokens come after). A token across the boundary is refused as the local scorer refuses
+    it."""
+    if via == "echo":
+        table = _token_table(answer)
+        if table is None:
+            raise EndpointError("An echoed completion came back without token log-probabilities; the exact rung needs "
+                                "them (pass rung next-token or generated).")
+    else:
+        table, why = _prompt_table(answer, full)
+        if table is None:
+            raise EndpointError(f"The server's prompt_logprobs for {full[-40:]!r} are unusable ({why}); the exact "
+                                "rung does not guess where its tokens fall (pass rung next-token or generated).")
     tokens, values, offsets = table
     n, end = len(prompt), len(full)
     total, seen = 0.0, False
@@ -135,18 +201,37 @@ def continuation_logprob(answer: dict, prompt: str, full: str) -> float:
             raise EndpointError(f"The server's tokenizer merges the end of the prompt {prompt[-30:]!r} with the "
                                 f"continuation {full[n:]!r} into one token; end the prompt where a word ends.")
         if value is None:
-            raise EndpointError("An echoed completion has no log-probability for a continuation token; the exact "
-                                "rung cannot use this server (pass rung next-token or generated).")
+            raise EndpointError("A completion has no log-probability for a continuation token; the exact rung "
+                                "cannot use this server (pass rung next-token or generated).")
         total += float(value)
         seen = True
     if not seen:
-        raise EndpointError(f"The echoed completion holds no token of the continuation {full[n:]!r}; the server "
-                            "returns log-probabilities for generated tokens only (pass rung next-token or generated).")
+        raise EndpointError(f"The completion holds no token of the continuation {full[n:]!r}; the server returns "
+                            "log-probabilities for generated tokens only (pass rung next-token or generated).")
     return total
 
 
-def _check_exact(client: Client, journal) -> tuple[str | None, str]:
-    """Why the exact rung is not to be trusted (None: it is), and the evidence, from :data:`PROBE_PROMPTS`."""
+def _flaw(answer: dict, prompt: str, full: str, via: str) -> str:
+    """What makes the answer to :func:`exact_body` for ``full`` (``prompt`` + a generated token) unusable to the
+    probe, or ""."""
+    if via == "prompt_logprobs":
+        why = _prompt_table(answer, full)[1]
+        return why and f"it gives no usable prompt_logprobs ({why})"
+    table = _token_table(answer)
+    if table is None:
+        return "its echoed completions carry no log-probabilities"
+    prompt_values = [v for v, o in zip(table[1], table[2]) if o < len(prompt)]
+    if not prompt_values:
+        return "it returns log-probabilities for generated tokens only, not for the prompt's"
+    if all(v in (None, 0, 0.0) for v in prompt_values):
+        return "it returns 0 for every prompt token"
+    return ""
+
+
+def _check_source(client: Client, journal, via: str) -> tuple[str | None, str]:
+    """Why source ``via`` of the exact rung is not to be trusted (None: it is), and the evidence: on the first of
+    :data:`PROBE_PROMPTS` with a clean token boundary, the log-probability it gives the token the server generates
+    greedily after the prompt, against the one the server reports generating it."""
     ep = client.endpoint
     for prompt in PROBE_PROMPTS:
         try:
@@ -160,36 +245,43 @@ def _check_exact(client: Client, journal) -> tuple[str | None, str]:
         text = _choice(gen).get("text")
         if table is None or not isinstance(text, str) or not text:
             return "it gives no log-probabilities of completions", ""
-        tokens, values, _ = table
-        generated, reported = text, values[-1]
+        generated, reported = text, table[1][-1]
         if not generated.strip() or reported is None:
             continue
+        full = prompt + generated
         try:
-            (echo,) = ask_all(client, journal, [("completions", completion_body(ep, prompt + generated, echo=True,
-                                                                                logprobs=1))], progress=False)
+            (answer,) = ask_all(client, journal, [("completions", exact_body(ep, full, via))], progress=False)
         except Unusable:
             raise
         except EndpointError as e:
-            return f"it refuses echo with logprobs ({e})", ""
-        table = _token_table(echo)
-        if table is None:
-            return "its echoed completions carry no log-probabilities", ""
-        e_tokens, e_values, e_offsets = table
-        prompt_values = [v for v, o in zip(e_values, e_offsets) if o < len(prompt)]
-        if not prompt_values:
-            return "it returns log-probabilities for generated tokens only, not for the prompt's", ""
-        if all(v in (None, 0, 0.0) for v in prompt_values):
-            return "it returns 0 for every prompt token", ""
+            return f"it refuses {'echo with logprobs' if via == 'echo' else 'prompt_logprobs'} ({e})", ""
+        flaw = _flaw(answer, prompt, full, via)
+        if flaw:
+            return flaw, ""
         try:
-            echoed = continuation_logprob(echo, prompt, prompt + generated)
+            value = continuation_logprob(answer, prompt, full, via)
         except EndpointError:
             continue  # the generated piece merged with the prompt: try the next prompt
-        evidence = (f"{generated!r} after {prompt!r}: {reported:.4f} generated, {echoed:.4f} echoed")
-        if abs(echoed - float(reported)) > ECHO_TOLERANCE:
-            return (f"its echoed prompt log-probabilities disagree with its own generation ({evidence}): shifted or "
-                    "wrong"), evidence
+        read = "echoed" if via == "echo" else "as prompt_logprobs"
+        evidence = f"{generated!r} after {prompt!r}: {reported:.4f} generated, {value:.4f} {read}"
+        if abs(value - float(reported)) > ECHO_TOLERANCE:
+            what = "echoed prompt log-probabilities" if via == "echo" else "prompt_logprobs"
+            return f"its {what} disagree with its own generation ({evidence}): shifted or wrong", evidence
         return None, evidence
     return "the probe found no clean token boundary to compare on", ""
+
+
+def _check_exact(client: Client, journal) -> tuple[str | None, str, str]:
+    """Why the exact rung is not to be trusted (None: it is), the evidence, and the source it reads: the first of
+    :data:`EXACT_SOURCES` that passes :func:`_check_source`; where none does, every source's reason."""
+    whys, evidence = [], []
+    for via in EXACT_SOURCES:
+        why, seen = _check_source(client, journal, via)
+        evidence += [seen] if seen else []
+        if why is None:
+            return None, "; ".join(evidence), via
+        whys.append(why)
+    return ", and ".join(dict.fromkeys(whys)), "; ".join(evidence), EXACT_SOURCES[0]
 
 
 def _check_chat(client: Client, journal) -> tuple[str | None, str | None, int]:
@@ -248,9 +340,9 @@ def probe(client: Client, journal, *, refresh: bool = False) -> Capabilities:
     except EndpointError:
         served = ()
     client.served_models = served
-    why_exact, evidence = _check_exact(client, journal)
+    why_exact, evidence, via = _check_exact(client, journal)
     why_next, why_gen, top_k = _check_chat(client, journal)
-    caps = Capabilities(why_exact, why_next, why_gen, top_k, served, evidence)
+    caps = Capabilities(why_exact, why_next, why_gen, top_k, served, evidence, via)
     journal.set_fact("probe", {"version": PROBE_VERSION, **asdict(caps)})
     _PROBED[ep.fingerprint] = caps
     if why_exact is not None and why_next is None or why_exact is not None and why_gen is None:
@@ -283,13 +375,15 @@ def choose(caps: Capabilities, fits: Sequence[str], forced: str | None, name: st
 # -- the rungs ---------------------------------------------------------------------------------------------------
 def exact_logprobs(client: Client, journal, pairs: Sequence[tuple[str, str]], **ask) -> np.ndarray:
     """log P of each continuation after its prompt (the exact rung), the prompt's trailing whitespace moved to the
-    continuation as the local scorer moves it."""
+    continuation as the local scorer moves it; read from the source the probe chose (:attr:`Capabilities.exact_via`:
+    echo, or vLLM's prompt_logprobs)."""
     from ..causal import split_whitespace
 
+    via = probe(client, journal).exact_via
     split = [split_whitespace(p, c) for p, c in pairs]
-    requests = [("completions", completion_body(client.endpoint, p + c, echo=True, logprobs=1)) for p, c in split]
+    requests = [("completions", exact_body(client.endpoint, p + c, via)) for p, c in split]
     answers = ask_all(client, journal, requests, **ask)
-    return np.array([continuation_logprob(a, p, p + c) for a, (p, c) in zip(answers, split)], dtype=np.float64)
+    return np.array([continuation_logprob(a, p, p + c, via) for a, (p, c) in zip(answers, split)], dtype=np.float64)
 
 
 def label_probabilities(client: Client, journal, messages: Sequence[list[dict]], labels: Sequence[str], top_k: int,
