@@ -271,6 +271,13 @@ def gpt2_config(tok):
     return _config("GPT2", tok, n_embd=32, n_layer=2, n_head=4, n_inner=64, n_positions=256)
 
 
+def gpt_neo_config(tok):
+    # local layers window by ROW position through a buffer, not the mask: a packed row longer than 8 nodes would
+    # cut a token off its ancestors (the scorer keeps its rows within the window)
+    return _config("GPTNeo", tok, hidden_size=32, num_layers=2, num_heads=4, intermediate_size=64,
+                   attention_types=[[["global", "local"], 1]], window_size=8, max_position_embeddings=256)
+
+
 def pythia_config(tok):
     return _config("GPTNeoX", tok, **SMALL, rotary_pct=0.25, use_parallel_residual=True, tie_word_embeddings=False)
 
@@ -338,6 +345,7 @@ class Family:
 
 FAMILIES: dict[str, Family] = {f.name: f for f in [
     Family("gpt2", "GPT2LMHeadModel", gpt2_tokenizer, gpt2_config, "byte-bpe", bos=False),
+    Family("gpt_neo", "GPTNeoForCausalLM", gpt2_tokenizer, gpt_neo_config, "byte-bpe", bos=False),
     Family("pythia", "GPTNeoXForCausalLM", pythia_tokenizer, pythia_config, "byte-bpe", bos=False),
     Family("opt", "OPTForCausalLM", opt_tokenizer, opt_config, "byte-bpe", bos=True),
     Family("llama", "LlamaForCausalLM", llama_tokenizer, llama_config, "sentencepiece", bos=True),

@@ -124,6 +124,16 @@ def tiny_nli():
     return build_tiny_nli
 
 
+@pytest.fixture(autouse=True)
+def _fresh_sharing_verdicts():
+    """Every test probes prefix sharing afresh (a test may make a model's packed rows disagree on purpose)."""
+    causal = sys.modules.get("stereoprobe.causal")
+    if causal is not None:
+        causal._VERDICTS.clear()
+        causal._BARE_VERDICTS.clear()
+    yield
+
+
 @pytest.fixture
 def one_torch_thread():
     """Tiny models: OpenMP threads only add synchronisation (seconds per call on a busy machine)."""

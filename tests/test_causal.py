@@ -303,6 +303,37 @@ def test_sharing_falls_back_when_packed_rows_disagree(built, monkeypatch):
     assert np.abs(scorer.logprobs(REQUESTS[:2]).logprob - ref).max() < TOL
 
 
+def test_packed_rows_stay_within_a_window_applied_by_row_position(built):
+    """GPT-Neo's local layers mask keys ``window_size`` ROW positions back through a buffer, not the mask: rows are
+    kept within the window, and the sharing probe, a row as long as a row can be, catches a model that windows so
+    without the scorer knowing (sharing off, every score exact) — with a tokenizer that could spell none of the old
+    probe's words (it is built from token ids)."""
+    import stereoprobe.causal as causal
+    from stereoprobe.causal import _plan, row_window
+    from stereoprobe.errors import StereoprobeWarning
+
+    lm = built.loaded("gpt_neo")
+    assert row_window(lm.model.config) == 8 and CausalScorer(lm).row_tokens == 8
+    scorer = CausalScorer(lm, row_tokens=200)
+    assert scorer.row_tokens == 8
+    long = CausalScorer(built.loaded("llama"))
+    (row,) = _plan(long._probe(), True, long.row_tokens)
+    assert len(row.tokens) == long.row_tokens == 256  # the llama's positions
+    request, node = row.scored[-1][0], row.scored[-1][1]
+    assert request == 1 and node - row.parent.index(-1) >= 256 - 4 and row.depth[node] < 8
+
+    encoded = encode_requests(lm.tokenizer, REQUESTS)
+    ref = [t.sum() for t, _ in reference(lm.model, encoded)]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(causal, "row_window", lambda config: None)
+        mp.setattr(causal, "encode_requests", lambda *a, **k: (_ for _ in ()).throw(StereoprobeError("unspellable")))
+        blind = CausalScorer(lm)
+        assert blind.row_tokens == 256
+        with pytest.warns(StereoprobeWarning, match="prefix sharing is off .* away from separate passes"):
+            got = blind.score_encoded(encoded).logprob
+    assert not blind.share and np.abs(got - ref).max() < TOL
+
+
 # -- chat templates, the context window, unknown tokens, bad requests ---------------------------------------------
 @pytest.mark.parametrize("family", CHAT)
 def test_chat_prompt(built, family):
@@ -598,3 +629,109 @@ def test_smollm2_answers_paris(smollm2):
                                              (prompt + "The capital of France is", " Paris"),
                                              (prompt + "The capital of France is", " London")])
     assert scores.logprob[0] > scores.logprob[1] and scores.logprob[2] > scores.logprob[3]
+
+
+# -- issue 40: a sentence where a traceback was, refusals that say what is wrong ------------------------------------
+def _tiny(folder: Path, config) -> Path:
+    """A tiny random causal LM of ``config`` with the gpt2 family's tokenizer, saved to ``folder``."""
+    import torch
+    import transformers
+
+    tok = C.tokenizer_of("gpt2")
+    torch.manual_seed(0)
+    model = transformers.AutoModelForCausalLM.from_config(config).eval()
+    C.save(model, folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+def _short_models(tmp_path: Path) -> dict[str, Path]:
+    import transformers
+
+    tok = C.tokenizer_of("gpt2")
+    return {
+        "max_seq_len": _tiny(tmp_path / "mpt", transformers.MptConfig(
+            d_model=32, n_heads=4, n_layers=2, expansion_ratio=2, max_seq_len=16, vocab_size=len(tok), **C._ids(tok))),
+        "max_inference_chunksize": _tiny(tmp_path / "xlstm", transformers.xLSTMConfig(
+            vocab_size=len(tok), hidden_size=32, embedding_dim=32, num_heads=4, num_blocks=2,
+            max_inference_chunksize=8, **C._ids(tok))),
+    }
+
+
+def test_a_context_named_by_other_config_keys_is_read(tmp_path):
+    """MPT's ``max_seq_len`` and xLSTM's ``max_inference_chunksize`` (longer sequences fail in its inference mode)
+    bound the requests, in one sentence naming the key, and bound the packed rows."""
+    from stereoprobe.causal import context_limit
+    from stereoprobe.models import load
+
+    for key, folder in _short_models(tmp_path).items():
+        lm = load(str(folder), "causal", device="cpu")
+        assert context_limit(lm.model) == ({"max_seq_len": 16, "max_inference_chunksize": 8}[key], key)
+        scorer = CausalScorer(lm)
+        assert scorer.row_tokens == context_limit(lm.model)[0]
+        with pytest.raises(StereoprobeError) as err:
+            scorer.logprobs([(QUESTION, " Gerald")])
+        one_sentence(err.value, "context window of", f"({key} in its config)", "shorten the prompt")
+        assert len(scorer.logprobs([("The nurse", " met")]).logprob) == 1  # a short one is scored
+
+
+def test_the_command_line_says_one_sentence_and_leaves_no_empty_out_folder(built, tmp_path, cli):
+    """Each of the issue's tracebacks is one ``error:`` line, exit status 2, and ``-o`` is not left behind."""
+    gguf = pytest.importorskip("gguf", reason="the gguf package is not installed")
+    cut = tmp_path / "cut" / "m.gguf"
+    cut.parent.mkdir()
+    whole = C.tiny_gguf(tmp_path / "whole.gguf", "llama", gguf.LlamaFileType.MOSTLY_F16)
+    cut.write_bytes(whole.read_bytes()[:60])  # inside the metadata
+    models = {**_short_models(tmp_path), "gguf": cut, "remote": built.folder("qwen3", "remote")}
+    needles = {"max_seq_len": "max_seq_len in its config", "max_inference_chunksize": "max_inference_chunksize",
+               "gguf": "not a complete GGUF file", "remote": "needs code from its own repository"}
+    for what, folder in models.items():
+        out = tmp_path / "out" / what
+        code, _, err = cli("unqover", "report", "-m", str(folder), "--sample", "2", "--template", "qa",
+                           "--n-boot", "10", "--device", "cpu", "--store", str(tmp_path / "store"), "-o", str(out))
+        lines = [line for line in err.splitlines() if line.startswith("error:")]
+        assert code == 2 and len(lines) == 1 and needles[what] in lines[0], (what, err[-800:])
+        assert "Traceback" not in err and not out.exists() and not out.parent.exists(), what
+
+
+def test_gguf_architectures_as_transformers_reads_them(tmp_path):
+    """llama.cpp's ``qwen2moe`` is transformers' ``qwen2_moe`` (accepted); ``general``, a section of the file that
+    transformers' list of architectures also holds, and a long made-up name are refused in one short sentence."""
+    gguf = pytest.importorskip("gguf", reason="the gguf package is not installed")
+    from stereoprobe.gguf_files import check_gguf
+
+    check_gguf(C.tiny_gguf(tmp_path / "moe.gguf", "qwen2moe"), "moe.gguf", "causal")
+    for arch in ("general", "x" * 3000):
+        path = C.tiny_gguf(tmp_path / f"{arch[:8]}.gguf", arch, gguf.LlamaFileType.MOSTLY_F16)
+        with pytest.raises(ModelLoadError) as err:
+            check_gguf(path, path.name, "causal")
+        assert len(one_sentence(err.value, "cannot load", "supported architecture")) < 300
+
+
+def test_a_cut_gguf_tokenizer_is_one_sentence(tmp_path):
+    """A GGUF file cut inside its metadata (the tokenizer's vocabulary) is refused when the tokenizer loads, not
+    with a struct.error."""
+    gguf = pytest.importorskip("gguf", reason="the gguf package is not installed")
+    from stereoprobe.models import load_tokenizer
+
+    whole = C.tiny_gguf(tmp_path / "whole.gguf", "llama", gguf.LlamaFileType.MOSTLY_F16, chat_template="{{ x }}")
+    cut = tmp_path / "cut.gguf"
+    cut.write_bytes(whole.read_bytes()[:100])
+    with pytest.raises(ModelLoadError) as err:
+        load_tokenizer(str(cut))
+    one_sentence(err.value, "not a complete GGUF file", "fetch it again")
+
+
+def test_a_fallback_warning_is_printed_once_per_command(tmp_path, cli):
+    """An ALiBi model (Bloom: its attention bias follows the sequence, not the positions) cannot read a packed row:
+    one warning for the whole command, however many templates score it."""
+    import transformers
+
+    tok = C.tokenizer_of("gpt2")
+    bloom = _tiny(tmp_path / "bloom", transformers.BloomConfig(vocab_size=len(tok), hidden_size=32, n_layer=2,
+                                                                n_head=4, **C._ids(tok)))
+    code, _, err = cli("unqover", "report", "-m", str(bloom), "--sample", "2", "--template", "qa", "--template",
+                       "letters", "--template", "context-question", "--n-boot", "10", "--device", "cpu", "--store",
+                       str(tmp_path / "store"))
+    assert code == 0, err[-800:]
+    assert err.count("prefix sharing is off") == 1, err

@@ -52,6 +52,7 @@ Helpers a prompt-building layer needs: :func:`has_chat_template`, :func:`chat_pr
 from __future__ import annotations
 
 import warnings
+import weakref
 from dataclasses import dataclass
 from typing import Any, Iterable, NamedTuple, Sequence
 
@@ -313,30 +314,53 @@ def chat_prompt(tokenizer, user_text: str, assistant_prefix: str = "", *, system
     return text + assistant_prefix
 
 
-def context_window(model) -> int | None:
-    """The longest sequence ``model`` (or its config) was built for, in tokens; None when its config says nothing."""
+#: Config keys of the longest sequence a model was built for, looked for in this order (MPT's is ``max_seq_len``).
+WINDOW_KEYS = ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx", "max_seq_len")
+#: Config keys that cap a sequence below that: xLSTM's ``max_inference_chunksize`` (a longer sequence fails in its
+#: inference mode).
+CAP_KEYS = ("max_inference_chunksize",)
+
+
+def context_limit(model) -> tuple[int, str] | None:
+    """(the longest sequence ``model`` (or its config) reads, in tokens; the config key that says so), None when its
+    config says nothing.
+
+    >>> import transformers
+    >>> context_limit(transformers.MptConfig(max_seq_len=64)), context_limit(transformers.GPT2Config())
+    ((64, 'max_seq_len'), (1024, 'max_position_embeddings'))
+    """
     config = getattr(model, "config", model)
     if hasattr(config, "get_text_config"):
         config = config.get_text_config()
-    for attr in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length", "n_ctx"):
-        value = getattr(config, attr, None)
-        if isinstance(value, int) and value > 0:
-            return value
-    return None
+    def given(keys):
+        return [(v, k) for k in keys if isinstance(v := getattr(config, k, None), int) and not isinstance(v, bool)
+                and v > 0]
+
+    found = given(WINDOW_KEYS)[:1] + given(CAP_KEYS)
+    return min(found) if found else None
+
+
+def context_window(model) -> int | None:
+    """The longest sequence ``model`` (or its config) reads, in tokens (:func:`context_limit`); None when its config
+    says nothing."""
+    limit = context_limit(model)
+    return limit[0] if limit else None
 
 
 def check_fits(model, tokenizer, prompt: str, continuation: str = "") -> int:
     """The number of tokens of ``prompt + continuation``; :class:`StereoprobeError` naming that length, the
     model's context window and the prompt when it does not fit."""
     n = len(tokenizer(prompt + continuation, add_special_tokens=True)["input_ids"])
-    _check_length(n, context_window(model), prompt)
+    _check_length(n, context_limit(model), prompt)
     return n
 
 
-def _check_length(n: int, limit: int | None, prompt: str) -> None:
-    if limit is not None and n > limit:
+def _check_length(n: int, limit: tuple[int, str] | None, prompt: str) -> None:
+    if limit is not None and n > limit[0]:
+        fix = ("shorten the prompt" if limit[1] not in CAP_KEYS
+               else f"shorten the prompt or raise {limit[1]} in the model's config")
         raise StereoprobeError(f"The prompt {prompt[:40]!r}… is {n:,} tokens with its continuation, more than the "
-                               f"model's context window of {limit:,} tokens; shorten the prompt.")
+                               f"model's context window of {limit[0]:,} tokens ({limit[1]} in its config); {fix}.")
 
 
 def resolve_chat(tokenizer, chat: bool | None, model: str) -> bool:
@@ -425,6 +449,13 @@ class PromptJob(ModelJob):
 
 
 # -- the scorer ---------------------------------------------------------------------------------------------------
+#: The sharing probe's verdict per (model fingerprint, dtype, row length, device type): None (packed rows agree) or
+#: why sharing is off.
+_VERDICTS: dict[tuple, str | None] = {}
+#: The same for a bare transformers model (no fingerprint), kept with the model object.
+_BARE_VERDICTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
 @dataclass
 class _Row:
     """One packed sequence: tree nodes in depth-first order and the tokens they predict."""
@@ -505,6 +536,24 @@ def sharing_tolerance(dtype) -> float:
     return max(1e-3, 64 * torch.finfo(dtype).eps)
 
 
+def row_window(config) -> int | None:
+    """The longest packed row a model reads correctly, in nodes, where some layer applies a window by the position
+    of a token in its row rather than through the mask (None: none does). GPT-Neo's local layers (``window_size``,
+    ``attention_layers``) mask keys 256 or more ROW positions back through a buffer, not the 4-D mask, so a packed
+    row longer than that would cut tokens off their ancestors; a row no longer than the window is exact (its tokens
+    are fewer than the window apart, by row and so by depth).
+
+    >>> import transformers
+    >>> row_window(transformers.GPTNeoConfig()), row_window(transformers.LlamaConfig())
+    (256, None)
+    """
+    if hasattr(config, "get_text_config"):
+        config = config.get_text_config()
+    if getattr(config, "model_type", None) == "gpt_neo" and "local" in (getattr(config, "attention_layers", None) or ()):
+        return int(config.window_size)
+    return None
+
+
 def _layer_kinds(config) -> tuple[set, int | None]:
     """(the kinds of attention layers, the sliding window) of a decoder config."""
     if hasattr(config, "get_text_config"):
@@ -565,7 +614,9 @@ class CausalScorer:
         self.row_tokens = positive_int("row_tokens", row_tokens if row_tokens is not None
                                         else min(self.batch_tokens, 1024))
         self.progress = bool(progress)
-        self.limit = context_window(model)
+        self.limit = context_limit(model)
+        # a packed row is no longer than the model's positions, nor than a window it applies by row position
+        self.row_tokens = min([self.row_tokens] + [n for n in (context_window(model), row_window(model.config)) if n])
         self.pad_id = next((i for i in (tokenizer.pad_token_id, tokenizer.eos_token_id) if i is not None), 0)
         self.kinds, self.window = _layer_kinds(model.config)
         impl = getattr(model.config, "_attn_implementation", None) or "eager"
@@ -707,17 +758,42 @@ class CausalScorer:
         zero = torch.zeros((), dtype=dtype, device=allowed.device)
         return torch.where(allowed, zero, torch.finfo(dtype).min)
 
+    def _probe(self) -> list[Encoded]:
+        """Two requests that fill one packed row of :attr:`row_tokens` nodes, built from token ids (seeded, no
+        special tokens), so that any tokenizer can run it: a long one, and a short one that shares its first 4 tokens
+        and comes after it in depth-first order, so the short one's last tokens sit a whole row from their ancestors
+        — as far as any packed row can put them. Each scores its last 2 tokens."""
+        n = max(self.row_tokens, 8)
+        special = set(getattr(self.tokenizer, "all_special_ids", None) or ())
+        pool = np.array([i for i in range(min(self.vocabulary, len(self.tokenizer))) if i not in special])
+        ids = np.random.default_rng(0).choice(pool, size=n).tolist()
+        short = min(4, max(n // 4, 1))  # the shared prefix, and the short request's own tokens
+        ids[short] = int(pool[0])
+        long = tuple(ids[:max(n - short, short + 2)])
+        branch = tuple(ids[:short]) + (int(pool[-1]),) + tuple(ids[n - short + 1:n])
+        return [Encoded(seq, len(seq) - min(2, len(seq) - 1), "", "") for seq in (long, branch)]
+
     def _check_sharing(self) -> None:
-        """Once per scorer: packed rows must give what separate passes give on a small probe, else sharing is
-        turned off (an architecture that ignores the custom mask or positions)."""
+        """Once per model: packed rows must give what separate passes give on a probe that reaches every offset a
+        row can use (:meth:`_probe`), else sharing is turned off (an architecture that ignores the custom mask or
+        the positions, or windows by row position beyond what :func:`row_window` knows). The verdict is kept for the
+        process (:data:`_VERDICTS`), so a command that scores one model through several templates probes it, and
+        warns, once."""
         self._checked = True
-        probe = [("The nurse met the hunter at the station. Who was", " Mary"),
-                 ("The nurse met the hunter at the station. Who was", " James and"),
-                 ("Gerald said yes.", " no")]
+        setting = (str(self.dtype), self.row_tokens, self.device.type)
+        verdicts = _VERDICTS if self.fingerprint else _BARE_VERDICTS.setdefault(self.model, {})
+        key = (self.fingerprint, *setting) if self.fingerprint else setting
+        if key in verdicts:
+            if verdicts[key] is not None:
+                self.share, self.why_not_shared = False, verdicts[key]
+            return
         try:
-            encoded = encode_requests(self.tokenizer, probe)
-        except StereoprobeError:
-            return  # a tokenizer that cannot spell the probe: nothing to compare (the requests will say so)
+            self._compare_packed()
+        finally:
+            verdicts[key] = None if self.share else self.why_not_shared
+
+    def _compare_packed(self) -> None:
+        encoded = self._probe()
         try:
             packed = self._run(encoded, True, show=False)
         except (TypeError, ValueError, RuntimeError, KeyError, IndexError, AttributeError) as err:

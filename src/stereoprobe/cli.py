@@ -145,13 +145,16 @@ def _check_writable_file(target: Path, option: str = "--out") -> None:
                                "or pass another path.")
 
 
-def _check_out_dir(out: Optional[Path], tables: Sequence[str] = (), what: str = "the tables") -> None:
+def _check_out_dir(out: Optional[Path], tables: Sequence[str] = (), what: str = "the tables", *,
+                   keep: bool = False) -> None:
     """Before any work: ``--out`` must be a folder this process can write to (created if missing), in which
-    none of the files ``<table>.csv`` to be written is read-only."""
+    none of the files ``<table>.csv`` to be written is read-only. The folders the check creates are removed again
+    unless ``keep`` (the tables' writer creates them), so a run that fails leaves no empty ``--out`` behind."""
     if out is None:
         return
     if out.exists() and not out.is_dir():
         raise StereoprobeError(f"--out {out} is a file, not a folder; pass a folder path (it is created if missing).")
+    missing = [p for p in (out, *out.parents) if not p.exists()]
     try:
         writable_folder(out)
     except OSError as err:
@@ -159,6 +162,9 @@ def _check_out_dir(out: Optional[Path], tables: Sequence[str] = (), what: str = 
                                "folder you can write to (it is created if missing).") from None
     for name in tables:
         _check_writable_file(out / f"{name}.csv")
+    if not keep:
+        for folder in missing:  # innermost first, each empty
+            folder.rmdir()
 
 
 def _show(title: str, table) -> None:
@@ -682,7 +688,8 @@ def served_probe_cmd(
         typer.echo(f"{name}: {endpoint.base_url} ({endpoint.url_variable}), serving {', '.join(caps.models) or '?'}")
         for rung in RUNGS:
             why = caps.why_not(rung)
-            extra = f" (top {caps.top_k})" if rung == "next-token" and why is None else ""
+            extra = (f" (top {caps.top_k})" if rung == "next-token" and why is None else
+                     f" (through {caps.exact_via})" if rung == "exact" and why is None else "")
             typer.echo(f"  {rung:<11} {'yes' + extra if why is None else 'no: ' + why}")
         if caps.evidence:
             typer.echo(f"  probe: {caps.evidence}")
@@ -784,7 +791,7 @@ def zoo_build_cmd(
                                    f"{', '.join('lab:' + n for n in sorted(LAB_RECIPES))}.")
     for name in zoo_names:
         recipe(name)  # unknown names fail before anything trains
-    _check_out_dir(out, what="the parts and cards")
+    _check_out_dir(out, what="the parts and cards", keep=True)
     for name in lab_names:
         folder = build_lab_model(name, None if out is None else out / f"{name}{'-smoke' if smoke else ''}",
                                  smoke=smoke, progress=progress_enabled())

@@ -114,9 +114,25 @@ def check_gguf(file: Path, name: str, head: str) -> None:
     arch, _ = gguf_header(file)
     from transformers.modeling_gguf_pytorch_utils import GGUF_SUPPORTED_ARCHITECTURES
 
-    if arch not in GGUF_SUPPORTED_ARCHITECTURES:
+    if arch in NOT_ARCHITECTURES or transformers_architecture(arch) not in GGUF_SUPPORTED_ARCHITECTURES:
         import transformers
 
-        raise ModelLoadError(f"{name!r} is a GGUF file of architecture {arch!r}, which transformers "
+        shown = arch if len(arch) <= 40 else arch[:40] + "…"
+        raise ModelLoadError(f"{name!r} is a GGUF file of architecture {shown!r}, which transformers "
                              f"{transformers.__version__} cannot load; use a model of a supported architecture "
                              "(llama, mistral, qwen2, gemma2, phi3, …) or its safetensors release.")
+
+
+#: llama.cpp's architecture names that transformers spells otherwise (its ``load_gguf_checkpoint`` renames them).
+GGUF_SPELLINGS = {"qwen2moe": "qwen2_moe", "qwen3moe": "qwen3_moe", "gpt-oss": "gpt_oss", "minimax-m2": "minimax_m2"}
+#: Names in transformers' list of GGUF architectures that are sections of the file, not architectures.
+NOT_ARCHITECTURES = frozenset({"general", "tokenizer"})
+
+
+def transformers_architecture(arch: str) -> str:
+    """The name transformers gives a GGUF file's ``general.architecture``.
+
+    >>> transformers_architecture("qwen2moe"), transformers_architecture("llama")
+    ('qwen2_moe', 'llama')
+    """
+    return GGUF_SPELLINGS.get(arch, arch)

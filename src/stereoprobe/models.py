@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .errors import ModelLoadError, StereoprobeError, StereoprobeWarning
-from .gguf_files import check_gguf, gguf_fingerprint, gguf_location
+from .gguf_files import check_gguf, gguf_fingerprint, gguf_header, gguf_location
 from .providers import PROJECT_PREFIXES, model_provider, require_model_provider
 
 HEADS = ("qa", "mlm", "nli", "mcq", "base", "causal")
@@ -168,6 +168,18 @@ def pickle_allowed() -> bool:
     return os.environ.get(ALLOW_PICKLE_ENV, "") not in ("", "0")
 
 
+def check_remote_code(config: dict, name: str) -> None:
+    """Refuse, in one sentence, a model whose config (a ``config.json`` read as a dict) needs code from its own
+    repository: an ``auto_map`` and a ``model_type`` transformers does not know."""
+    if config.get("auto_map"):
+        from transformers import CONFIG_MAPPING
+
+        if config.get("model_type") not in CONFIG_MAPPING:
+            raise ModelLoadError(
+                f"{name!r} needs code from its own repository (trust_remote_code, auto_map of its config.json), which "
+                "stereoprobe never runs; use a model whose architecture ships with transformers.")
+
+
 def check_folder(folder: Path, name: str) -> None:
     """Refuse, in one sentence with the fix, a model folder that cannot give trustworthy scores: no weights,
     pickle-only weights without the opt-in, unreadable safetensors, or no tokenizer files."""
@@ -194,13 +206,7 @@ def check_folder(folder: Path, name: str) -> None:
         config = json.loads((folder / "config.json").read_text()) if (folder / "config.json").is_file() else {}
     except (ValueError, OSError) as err:
         raise ModelLoadError(f"{folder / 'config.json'} cannot be read ({err}); fetch the model again.") from None
-    if config.get("auto_map"):
-        from transformers import CONFIG_MAPPING
-
-        if config.get("model_type") not in CONFIG_MAPPING:
-            raise ModelLoadError(
-                f"{name!r} needs code from its own repository (trust_remote_code, auto_map of its config.json), which "
-                "stereoprobe never runs; use a model whose architecture ships with transformers.")
+    check_remote_code(config, name)
     if not any((folder / t).is_file() for t in TOKENIZER_FILES):
         raise ModelLoadError(
             f"{name!r} has no tokenizer files ({', '.join(TOKENIZER_FILES[:3])} …); save the tokenizer of the "
@@ -399,10 +405,18 @@ def gguf_tokenizer(folder: Path, file: str):
 
 @lru_cache(maxsize=4)
 def _gguf_tokenizer(target: str, _mtime: int, _size: int):
+    import struct
+
     from transformers import AutoTokenizer
 
     path = Path(target)
-    return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, trust_remote_code=False)
+    gguf_header(path)  # a file cut short is refused in one sentence here, before transformers parses it
+    try:
+        return AutoTokenizer.from_pretrained(str(path.parent), gguf_file=path.name, trust_remote_code=False)
+    except (struct.error, ValueError, EOFError) as err:
+        first = (str(err).splitlines() or [type(err).__name__])[0][:160]
+        raise ModelLoadError(f"The tokenizer in the GGUF file {target} does not read ({first}); the file is cut "
+                             "short or damaged: fetch it again.") from None
 
 
 def load_tokenizer(name: str, *, smoke: bool = False):
@@ -608,8 +622,14 @@ def is_causal(name: str, *, smoke: bool = False) -> bool | None:
 
     from .batching import quiet_transformers
 
-    if local_folder(path) is None and not hub_reachable():
+    folder = local_folder(path)
+    if folder is None and not hub_reachable():
         return None
+    if folder is not None and (Path(folder) / "config.json").is_file():
+        try:  # code from the model's own repository is refused here, not taken for "no config"
+            check_remote_code(json.loads((Path(folder) / "config.json").read_text()), name)
+        except ValueError:
+            return None
     try:
         with quiet_transformers():
             config = AutoConfig.from_pretrained(path, trust_remote_code=False)
