@@ -202,6 +202,36 @@ def test_llama_cpp_next_token_and_greedy_answers_match_the_local_model(llama_ser
     assert same_parse >= 0.75 and same_text >= 0.5, (same_parse, same_text, list(zip(raw["text"], local)))
 
 
+def test_llama_cpp_reads_sodapop_on_the_letter_rung(llama_server, smol, monkeypatch, tmp_path):
+    """SODAPOP through a real server without exact log-probabilities: the next-token rung, each question's A/B/C
+    probabilities within the same measured tolerance of the local model's on the same chat prompt."""
+    from stereoprobe import sodapop
+    from stereoprobe.modelref import resolve_model
+    from stereoprobe.prompts import template
+    from stereoprobe.sodapop.distractors import generate
+    from stereoprobe.sodapop.probe import GridConfig
+    from stereoprobe.sodapop.score_served import letter_frame, question_messages
+
+    monkeypatch.setenv("LCPP_BASE_URL", llama_server)
+    name, run = "openai-api/lcpp/smollm2", RunOptions(device="cpu", progress=False, store=tmp_path / "store")
+    rep = sodapop.report(name, "lab:mlm-biased", names_per_group=1, depth=1, cap=4, n_perm=10,
+                         pairs=["AA_m:EA_m"], options=run)
+    facts = rep["served"].iloc[0]
+    assert facts["rung"] == "next-token" and facts["label_mass"] > 0.5, facts
+    assert rep["units"]["answered"].mean() > 0.9, rep["units"]
+    grid = GridConfig(names_per_group=1, contexts=[3], depth=1, cap=4, dedup=False)
+    units, _ = generate("lab:mlm-biased", ["Adam"], grid.probe_contexts(), grid.generation(), options=run)
+    siqa = template("siqa", "mcq")
+    got = letter_frame(resolve_model(name, native="mcq"), units, grid.generation(), siqa, "next-token", options=run)
+    tok = smol.tokenizer
+    ids = {label: [i for i in range(len(tok)) if tok.decode([i]).strip() == label] for label in "ABC"}
+    for q, chat in enumerate(question_messages(units[0], grid.generation(), siqa)):
+        logp = _local_chat_logprobs(smol, chat)
+        local = np.array([np.exp(logp[ids[label]]).sum() for label in "ABC"])
+        served = np.exp(got["logit"].to_numpy()[3 * q:3 * q + 3])
+        assert np.abs(served / served.sum() - local / local.sum()).max() < 0.1, (served, local)
+
+
 def _parses(texts, spec) -> "np.ndarray":
     """Each pass's answer parsed (option index, -1 unknown, -2 unparsed)."""
     from stereoprobe.served.parse import parse_answer
