@@ -134,6 +134,29 @@ def _fresh_sharing_verdicts():
     yield
 
 
+@pytest.fixture(scope="session")
+def lab_lm():
+    """(model, tokenizer) of the planted-bias lab's causal LM (smoke build): what the served tests' reference server
+    serves (tests/served_reference.py)."""
+    from stereoprobe import models
+
+    loaded = models.load("lab:causal-biased", "causal", device="cpu", smoke=True)
+    return loaded.model, loaded.tokenizer
+
+
+@pytest.fixture
+def fresh_probes():
+    """Each test's servers are probed afresh (a port can be reused by a server that answers otherwise)."""
+    from stereoprobe import served
+    from stereoprobe.served import ladder
+
+    ladder._PROBED.clear()
+    served._SESSIONS.clear()
+    yield
+    ladder._PROBED.clear()
+    served._SESSIONS.clear()
+
+
 @pytest.fixture
 def one_torch_thread():
     """Tiny models: OpenMP threads only add synchronisation (seconds per call on a busy machine)."""

@@ -30,7 +30,6 @@ ReferenceServer = sys.modules["stereoprobe_test_served_reference"].ReferenceServ
 
 ROOT = checkout_root()
 NAME = "openai-api/ref/ref-model"
-LAB = "lab:causal-biased"
 SENTINEL = "sk-SENTINEL-book-5d81e2"
 
 #: The chapter, py:percent. Its parameters come from the profile (the served model, the store, how it runs); it
@@ -123,16 +122,8 @@ def _book(root: Path, store: Path) -> None:
         {"chat_models": [NAME], "store": str(store), "device": "cpu", "smoke_models": True}))
 
 
-@pytest.fixture(scope="module")
-def lab_lm():
-    from stereoprobe import models
-
-    loaded = models.load(LAB, "causal", device="cpu", smoke=True)
-    return loaded.model, loaded.tokenizer
-
-
 @pytest.mark.slow
-def test_the_key_appears_in_no_executed_notebook_and_no_page(lab_lm, monkeypatch, tmp_path):
+def test_the_key_appears_in_no_executed_notebook_and_no_page(lab_lm, fresh_probes, monkeypatch, tmp_path):
     from stereoprobe.book import build_book, run_notebooks
 
     root, store, build = tmp_path / "repo", tmp_path / "store", tmp_path / "build"

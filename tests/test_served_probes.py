@@ -28,28 +28,11 @@ NAME = "openai-api/ref/ref-model"
 LAB = "lab:causal-biased"
 
 
-@pytest.fixture(scope="module")
-def lab_lm():
-    from stereoprobe import models
-
-    loaded = models.load(LAB, "causal", device="cpu", smoke=True)
-    return loaded.model, loaded.tokenizer
-
-
-@pytest.fixture(autouse=True)
-def fresh_probes():
-    """Each test's servers are probed afresh (a port can be reused by a server that answers otherwise)."""
-    from stereoprobe import served
-    from stereoprobe.served import ladder
-
-    ladder._PROBED.clear()
-    served._SESSIONS.clear()
-    yield
-    ladder._PROBED.clear()
-    served._SESSIONS.clear()
+pytestmark = pytest.mark.usefixtures("fresh_probes")  # tests/conftest.py, as lab_lm
 
 
 def serve(lab_lm, monkeypatch, **behaviour) -> ReferenceServer:
+    """The reference server serving ``lab_lm`` as ``ref-model``, started, with ``REF_BASE_URL`` pointing at it."""
     server = ReferenceServer(*lab_lm, model_name="ref-model", **behaviour)
     server.__enter__()
     monkeypatch.setenv("REF_BASE_URL", server.base_url)

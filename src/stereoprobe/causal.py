@@ -31,8 +31,12 @@ i`` whose subtree ``[j, end_j)`` holds ``i``, so the mask is two comparisons. Sl
 Gemma 2/3's local layers) get the window applied to depths, with one mask per layer kind where the model mixes them.
 A packed row cannot be read by layers other than (sliding) attention (recurrent or linear-attention layers) nor by
 attention kernels without arbitrary masks (flash attention): the scorer then runs one sequence per request (right
-padding, the model's own masks), as it does with ``share=False``; on first use it also checks that the packed and
-the separate passes agree on a small probe and falls back, with a warning, when they do not.
+padding, the model's own masks), as it does with ``share=False``. A row is no longer than the model's positions,
+nor than a window some layer applies by a token's place in its row rather than through the mask (GPT-Neo's local
+layers, :func:`row_window`): within such a window no token is cut off its ancestors. On first use per model the
+scorer also checks that packed and separate passes agree on a probe built from token ids (so any tokenizer can run
+it) that fills one row as long as a row can be, with a request whose last tokens sit a whole row from their
+ancestors, and falls back, with one warning per process, when they do not.
 
 **Logits only at scored positions, in fp32, a chunk at a time** (:mod:`stereoprobe.readout`): the decoder body runs on
 every token; a forward hook on the body keeps only the hidden states at the positions that predict a continuation
