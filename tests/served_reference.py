@@ -686,6 +686,15 @@ def _messages(messages: Any) -> list[dict]:
 
 # ------------------------------------------------------------------------------------------------ direct values
 
+def serve(model_and_tokenizer: tuple, monkeypatch: Any, **behaviour: Any) -> ReferenceServer:
+    """A started :class:`ReferenceServer` serving the model as ``ref-model`` (``behaviour``: its switches), with
+    ``REF_BASE_URL`` set to it through pytest's ``monkeypatch``; the caller stops it (``server.__exit__``)."""
+    server = ReferenceServer(*model_and_tokenizer, model_name="ref-model", **behaviour)
+    server.__enter__()
+    monkeypatch.setenv("REF_BASE_URL", server.base_url)
+    return server
+
+
 def continuation_logprob(model: Any, tokenizer: Any, context: str, continuation: str) -> float:
     """log P(continuation | context) straight from ``model``: one forward pass over ``tokenizer(context +
     continuation)``, summing the log-probabilities of the tokens that start at or after ``len(context)``."""

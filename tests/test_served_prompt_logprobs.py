@@ -22,21 +22,12 @@ from stereoprobe.errors import StereoprobeWarning
 from stereoprobe.served.endpoint import EndpointError
 from stereoprobe.served.ladder import continuation_logprob
 
-ReferenceServer = sys.modules["stereoprobe_test_served_reference"].ReferenceServer  # tests/conftest.py loads it
+REFERENCE = sys.modules["stereoprobe_test_served_reference"]  # tests/conftest.py loads it, and has lab_lm
+ReferenceServer, serve = REFERENCE.ReferenceServer, REFERENCE.serve
 
 NAME = "openai-api/ref/ref-model"
 LAB = "lab:causal-biased"
-
-
-pytestmark = pytest.mark.usefixtures("fresh_probes")  # tests/conftest.py, as lab_lm
-
-
-def serve(lab_lm, monkeypatch, **behaviour) -> ReferenceServer:
-    """The reference server serving ``lab_lm`` as ``ref-model``, started, with ``REF_BASE_URL`` pointing at it."""
-    server = ReferenceServer(*lab_lm, model_name="ref-model", **behaviour)
-    server.__enter__()
-    monkeypatch.setenv("REF_BASE_URL", server.base_url)
-    return server
+pytestmark = pytest.mark.usefixtures("fresh_probes")
 
 
 def opts(tmp_path, **more) -> RunOptions:
