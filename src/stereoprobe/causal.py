@@ -766,7 +766,8 @@ class CausalScorer:
         """Two requests that fill one packed row of :attr:`row_tokens` nodes, built from token ids (seeded, no
         special tokens), so that any tokenizer can run it: a long one, and a short one that shares its first 4 tokens
         and comes after it in depth-first order, so the short one's last tokens sit a whole row from their ancestors
-        — as far as any packed row can put them. Each scores its last 2 tokens."""
+        — as far as any packed row can put them. The short one scores its last 2 tokens; the long one is not
+        scored (alone it would be the same sequence at the same places as in the row)."""
         n = max(self.row_tokens, 8)
         special = set(getattr(self.tokenizer, "all_special_ids", None) or ())
         pool = np.array([i for i in range(min(self.vocabulary, len(self.tokenizer))) if i not in special])
@@ -775,7 +776,8 @@ class CausalScorer:
         ids[short] = int(pool[0])
         long = tuple(ids[:max(n - short, short + 2)])
         branch = tuple(ids[:short]) + (int(pool[-1]),) + tuple(ids[n - short + 1:n])
-        return [Encoded(seq, len(seq) - min(2, len(seq) - 1), "", "") for seq in (long, branch)]
+        # the long one is there for its place in the row, not scored: run alone it is the row's own first sequence
+        return [Encoded(long, len(long), "", ""), Encoded(branch, len(branch) - 2, "", "")]
 
     def _check_sharing(self) -> None:
         """Once per model: packed rows must give what separate passes give on a probe that reaches every offset a
@@ -799,12 +801,11 @@ class CausalScorer:
     def _compare_packed(self) -> None:
         encoded = self._probe()
         try:
-            packed = self._run(encoded, True, show=False)
+            packed = _collect(encoded, *self._run(encoded, True, show=False)).logprob[1:]
         except (TypeError, ValueError, RuntimeError, KeyError, IndexError, AttributeError) as err:
             self._unshare(f"a packed row fails in {type(self.model).__name__}: {str(err).splitlines()[0]}")
             return
-        alone = self._run(encoded, False, show=False)
-        a, b = (_collect(encoded, *v).logprob for v in (packed, alone))
+        a, b = packed, _collect(encoded[1:], *self._run(encoded[1:], False, show=False)).logprob
         tol = sharing_tolerance(self.dtype)
         diff = float(np.max(np.abs(a - b)))
         if not diff <= tol:
