@@ -683,8 +683,10 @@ def test_the_command_line_says_one_sentence_and_leaves_no_empty_out_folder(built
     whole = C.tiny_gguf(tmp_path / "whole.gguf", "llama", gguf.LlamaFileType.MOSTLY_F16)
     cut.write_bytes(whole.read_bytes()[:60])  # inside the metadata
     models = {**_short_models(tmp_path), "gguf": cut, "remote": built.folder("qwen3", "remote")}
+    models["missing"] = tmp_path / "nowhere" / "m.gguf"
     needles = {"max_seq_len": "max_seq_len in its config", "max_inference_chunksize": "max_inference_chunksize",
-               "gguf": "not a complete GGUF file", "remote": "needs code from its own repository"}
+               "gguf": "not a complete GGUF file", "remote": "needs code from its own repository",
+               "missing": "does not exist"}
     for what, folder in models.items():
         out = tmp_path / "out" / what
         code, _, err = cli("unqover", "report", "-m", str(folder), "--sample", "2", "--template", "qa",

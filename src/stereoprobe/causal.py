@@ -770,7 +770,7 @@ class CausalScorer:
         scored (alone it would be the same sequence at the same places as in the row)."""
         n = max(self.row_tokens, 8)
         special = set(getattr(self.tokenizer, "all_special_ids", None) or ())
-        pool = np.array([i for i in range(min(self.vocabulary, len(self.tokenizer))) if i not in special])
+        pool = np.setdiff1d(np.arange(min(self.vocabulary, len(self.tokenizer))), sorted(special))
         ids = np.random.default_rng(0).choice(pool, size=n).tolist()
         short = min(4, max(n // 4, 1))  # the shared prefix, and the short request's own tokens
         ids[short] = int(pool[0])

@@ -616,6 +616,8 @@ def is_causal(name: str, *, smoke: bool = False) -> bool | None:
             return True
     except ModelLoadError:  # several GGUF files in one folder: a causal LM whichever is meant
         return True
+    if str(path).lower().endswith(".gguf"):
+        gguf_location(path)  # a GGUF path that is not there: said here, not taken for "no config"
     from transformers import AutoConfig
     from transformers.models.auto.modeling_auto import (MODEL_FOR_CAUSAL_LM_MAPPING_NAMES,
                                                         MODEL_FOR_MASKED_LM_MAPPING_NAMES)
