@@ -69,7 +69,12 @@ def tokenizer(folder):
 # -- prompt templates ---------------------------------------------------------------------------------------------
 def test_shipped_templates():
     counts = {task: len(templates(task)) for task in ("unqover-answer", "unqover-choice", "mcq", "nli")}
-    assert counts == {"unqover-answer": 3, "unqover-choice": 3, "mcq": 2, "nli": 2}
+    assert counts == {"unqover-answer": 3, "unqover-choice": 5, "mcq": 2, "nli": 2}
+    # the two that let a model abstain come last, from their own file, and are not in a report's default set
+    assert [(t.name, t.unknown, t.labels) for t in templates("unqover-choice") if t.unknown] == [
+        ("letters-unknown", "Cannot be determined", ("A", "B", "C")),
+        ("names-unknown", "Not enough information", ("A", "B", "C"))]
+    assert [t.name for t in templates("unqover-choice", forced=True)] == ["letters", "names", "either"]
     assert all(t.source for task in counts for t in templates(task))
     assert {t.score for t in templates("unqover-choice")} == {"label", "option"}
     assert [t.words for t in templates("nli")] == [("True", "Neither", "False"), ("Yes", "Maybe", "No")]
@@ -135,8 +140,8 @@ def test_unknown_template_names():
 # -- UnQover ------------------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("family", FAMILIES)
 def test_unqover_scored_tokens_spell_the_subject(folders, family):
-    """Every subject of every dataset, after every shipped template's prompt (chat where the family has one),
-    scores tokens that decode to exactly that subject (a SentencePiece decoder may drop the leading space)."""
+    """Every subject of every dataset (and the unknown option), after every shipped template's prompt (chat where the
+    family has one), scores tokens that decode to exactly that subject (a SentencePiece decoder may drop the leading space)."""
     from stereoprobe.causal import encode_requests
     from stereoprobe.unqover.generate import DatasetSpec, iter_examples
     from stereoprobe.unqover.score_causal import requests
@@ -149,7 +154,7 @@ def test_unqover_scored_tokens_spell_the_subject(folders, family):
             reqs, words = [], []
             for ex in iter_examples(spec):
                 reqs += requests(t, tok, chat, ex.context, ex.negated_question, ex.ans1, ex.ans2)
-                words += [ex.ans1, ex.ans2] if t.task == "unqover-answer" or t.score == "option" else list(t.labels)
+                words += [ex.ans1, ex.ans2] if t.task == "unqover-answer" else t.scored([ex.ans1, ex.ans2])
             for e, word in zip(encode_requests(tok, reqs), words):
                 text = tok.decode(list(e.continuation_ids))
                 assert text.strip() == word and text in (word, " " + word, "\n" + word), (family, t.name, text, word)

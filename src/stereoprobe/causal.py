@@ -291,13 +291,27 @@ def has_chat_template(tokenizer) -> bool:
     return bool(getattr(tokenizer, "chat_template", None))
 
 
-def chat_prompt(tokenizer, user_text: str, assistant_prefix: str = "", *, system: str | None = None) -> str:
+#: The chat-template argument that switches a reasoning model's thinking on or off (Qwen3's, SmolLM3's, DeepSeek's
+#: templates; vLLM passes it through ``chat_template_kwargs``).
+THINKING_ARG = "enable_thinking"
+
+
+def has_thinking_switch(tokenizer) -> bool:
+    """Whether the tokenizer's chat template reads :data:`THINKING_ARG`."""
+    template = getattr(tokenizer, "chat_template", None)
+    texts = template.values() if isinstance(template, dict) else [template or ""]
+    return any(THINKING_ARG in str(t) for t in texts)
+
+
+def chat_prompt(tokenizer, user_text: str, assistant_prefix: str = "", *, system: str | None = None,
+                thinking: bool | None = None) -> str:
     """The text a chat model reads before its answer: the user's turn (after ``system``'s, if given) through the
     chat template with ``add_generation_prompt=True``, then ``assistant_prefix`` (e.g. ``"Answer:"``) as the start of
     the assistant's turn. Score answers as continuations of it; the template's own special tokens are in the text,
     and a BOS it writes is read once (:func:`continuation_tokens`). Where the template ends the prompt with a newline
     and there is no prefix, that newline moves into the continuation (:func:`split_whitespace`) and is scored with
-    it, the same token before every option, as in lm-evaluation-harness.
+    it, the same token before every option, as in lm-evaluation-harness. ``thinking``: the template's
+    :data:`THINKING_ARG` (None: its default; True or False only for a template that has the switch).
     """
     if not has_chat_template(tokenizer):
         raise StereoprobeError(f"The tokenizer {_name(tokenizer)!r} has no chat template; score plain prompts with it "
@@ -305,10 +319,16 @@ def chat_prompt(tokenizer, user_text: str, assistant_prefix: str = "", *, system
     if not isinstance(user_text, str) or not isinstance(assistant_prefix, str):
         raise StereoprobeError(f"chat_prompt takes the user's text and the assistant prefix as strings, not "
                                f"{type(user_text).__name__} and {type(assistant_prefix).__name__}.")
+    extra = {}
+    if thinking is not None:
+        if not has_thinking_switch(tokenizer):
+            raise StereoprobeError(f"The chat template of {_name(tokenizer)!r} has no {THINKING_ARG} switch, so "
+                                   f"thinking={thinking} cannot be asked of it; leave thinking out for this model.")
+        extra[THINKING_ARG] = bool(thinking)
     messages = ([{"role": "system", "content": system}] if system is not None else [])
     messages.append({"role": "user", "content": user_text})
     try:
-        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+        text = tokenizer.apply_chat_template(messages, add_generation_prompt=True, tokenize=False, **extra)
     except Exception as err:  # only the template's own refusals (jinja2's TemplateError) are reworded
         if not type(err).__module__.startswith("jinja2"):
             raise

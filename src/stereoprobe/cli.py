@@ -145,6 +145,25 @@ def _check_writable_file(target: Path, option: str = "--out") -> None:
                                "or pass another path.")
 
 
+def _check_file_target(target: Optional[Path], option: str, what: str) -> None:
+    """Before any work: ``target`` must be a ``.csv`` path, not a folder nor a read-only file, in a folder this
+    process can write to (the folders the check creates are removed again; the writer creates them)."""
+    if target is None:
+        return
+    if target.suffix.lower() != ".csv" or target.is_dir():
+        raise StereoprobeError(f"{option} {target} is {'a folder' if target.is_dir() else 'not a .csv file'}; pass a "
+                               "file path ending in .csv.")
+    _check_writable_file(target, option)
+    missing = [p for p in (target.parent, *target.parent.parents) if not p.exists()]
+    try:
+        writable_folder(target.parent)
+    except OSError as err:
+        raise StereoprobeError(f"{option} {target}: its folder cannot hold {what} ({err.strerror or type(err).__name__}); "
+                               "pass a path in a folder you can write to (it is created if missing).") from None
+    for folder in missing:
+        folder.rmdir()
+
+
 def _check_out_dir(out: Optional[Path], tables: Sequence[str] = (), what: str = "the tables", *,
                    keep: bool = False) -> None:
     """Before any work: ``--out`` must be a folder this process can write to (created if missing), in which
@@ -409,27 +428,48 @@ def report_cmd(
     max_requests: Optional[int] = MaxRequestsOpt,
     samples: int = SamplesOpt,
     temperature: Optional[float] = TemperatureOpt,
+    thinking: Optional[bool] = typer.Option(None, "--thinking/--no-thinking", help="Reasoning models: thinking on "
+                                            "or off through the chat template's enable_thinking (served: "
+                                            "chat_template_kwargs; thinking on reads the generated rung). Default: "
+                                            "the template's own."),
+    think_budget: Optional[int] = typer.Option(None, "--think-budget", min=1, help="With --thinking: the tokens the "
+                                               "reasoning may take (a reply cut inside it is unparsed)."),
+    long_csv: Optional[Path] = typer.Option(None, "--long-csv", help="Also write every row in one long CSV (model, "
+                                            "scorer, rung, template, thinking, reading, abstention and unparsed "
+                                            "rates, δ, ε, μ with its interval, BBQ's scores): a paper's table is one "
+                                            "pivot of it. Written atomically; not printed."),
 ):
     """Reasoning errors (δ, ε, avg S), bias intensity μ and the top γ(x, a) per subject group.
 
     A causal or chat LM gets one row per scorer and prompt template (<model> · <scorer>:<template>) and a fourth
     table, the spread over templates beside μ's bootstrap interval.
 
+    A row that may abstain (the templates letters-unknown and names-unknown, or a served model's generated answers)
+    is read over its answered passes, and an abstention table gives its abstention and unparsed rates, μ counting an
+    abstention as no preference, and BBQ's scores.
+
     Tables (with -o): <dataset>_reasoning_errors.csv, <dataset>_intensity.csv, <dataset>_top_gamma.csv (and
-    <dataset>_template_spread.csv).
+    <dataset>_template_spread.csv, <dataset>_served.csv, <dataset>_abstention.csv).
     """
     from .unqover import api
 
     _models(model)
     _spec(dataset, sample, seed, mode, newsqa, "qa" if variant in (None, "lm", "causal") else variant)
-    _check_out_dir(out, [f"{dataset}_{name}" for name in (*api.TABLES, "template_spread", "served")])
+    _check_out_dir(out, [f"{dataset}_{name}" for name in (*api.TABLES, "template_spread", "served", "abstention")])
+    _check_file_target(long_csv, "--long-csv", "the long table")
     rep = api.report(model, dataset, sample=_sample(sample), seed=seed, mode=mode, newsqa=newsqa, variant=variant,
                      n_boot=n_boot, top=top, shard_passes=shard_passes, scorers=[str(x) for x in scorer] if scorer else None,
-                     templates=template or None, chat=chat, rung=rung,
+                     templates=template or None, chat=chat, rung=rung, thinking=thinking, think_budget=think_budget,
+                     long=long_csv is not None,
                      options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
                                           max_requests, samples, temperature))
+    long = rep.tables.pop("long", None)
     _show_report(rep)
     _write_tables(out, rep)
+    if long is not None:
+        with atomic_file(long_csv, newline="") as f:
+            long.to_csv(f, index=False)
+        typer.echo(f"wrote the long table ({len(long)} rows) to {long_csv}")
 
 
 # -- Bias-NLI ------------------------------------------------------------------------------------------------------

@@ -156,26 +156,31 @@ class Readers(dict):
 class RowKey(NamedTuple):
     """One row of a report: a model, and for a model read through prompts its scorer and template (UnQover's
     ``answer``/``choice``, Bias-NLI's ``nli``, SODAPOP's ``acc``/``acc_norm``), and for a served model the rung of
-    the ladder that produced it (:mod:`stereoprobe.served.ladder`). The tables show :attr:`label`; code that needs
+    the ladder that produced it (:mod:`stereoprobe.served.ladder`), and ``thinking`` (``on``/``off``) where the row
+    was asked with a reasoning model's thinking switched (:class:`stereoprobe.unqover.readers.Passes`). The tables show :attr:`label`; code that needs
     the parts reads the fields, never the label.
 
     >>> RowKey("lab:causal-biased", "answer", "qa").label, RowKey("zoo:minilm-qa").label
     ('lab:causal-biased · answer:qa', 'zoo:minilm-qa')
     >>> RowKey("openai-api/vllm/llama", "choice", "letters", "next-token").label
     'openai-api/vllm/llama · choice:letters [next-token]'
+    >>> RowKey("openai-api/vllm/qwen3", "answer", "qa", "generated", "on").label
+    'openai-api/vllm/qwen3 · answer:qa [generated, thinking on]'
     """
 
     model: str
     scorer: str = ""
     template: str = ""
     rung: str = ""
+    thinking: str = ""
 
     @property
     def label(self) -> str:
         if not self.scorer:
             return self.model
         label = f"{self.model} · {self.scorer}:{self.template}" if self.template else f"{self.model} · {self.scorer}"
-        return f"{label} [{self.rung}]" if self.rung else label
+        tags = [t for t in (self.rung, f"thinking {self.thinking}" if self.thinking else "") if t]
+        return f"{label} [{', '.join(tags)}]" if tags else label
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,8 @@
 """Prompt templates: how a probe item becomes the text a causal or chat LM reads before the answer it scores.
 
 None of the three papers prompted a causal LM; the templates are this project's choice, made deliberately and
-shipped as data (``stereoprobe/data/prompts.yaml``, each with its ``source``), so that a reader sees them, a user
+shipped as data (``stereoprobe/data/prompts.yaml``, each with its ``source``, and the templates that let a model
+abstain, ``prompts_unknown.yaml``), so that a reader sees them, a user
 can pass their own file, and a report gives each template's numbers side by side (a template moves an LLM's
 answers as much as a bias does: the book's appendix *Where the code and the paper differ*).
 
@@ -59,7 +60,8 @@ OPTION_FIELDS = ("label", "option")
 CHOICE_SCORES = ("label", "option")
 #: NLI label words, in the order of :data:`stereoprobe.nli.scoring.PROB_COLUMNS`.
 NLI_LABELS = ("entailment", "neutral", "contradiction")
-_FIELDS = ("name", "task", "user", "answer", "option", "separator", "labels", "score", "words", "system", "source")
+_FIELDS = ("name", "task", "user", "answer", "option", "separator", "labels", "score", "words", "system", "unknown",
+           "source")
 
 
 def _placeholders(text: str, where: str) -> set[str]:
@@ -74,7 +76,9 @@ def _placeholders(text: str, where: str) -> set[str]:
 class PromptTemplate:
     """One prompt template (module doc). ``option``/``separator``/``labels``/``score``: a choice template's options;
     ``words``: an NLI template's label words (entailment, neutral, contradiction); ``system``: a system turn for chat
-    models (None: the chat template's default); ``source``: where it comes from (a file path for a user's own)."""
+    models (None: the chat template's default); ``unknown``: a choice template's third option, an abstention
+    ("Cannot be determined"), listed after the two subjects with the third label; ``source``: where it comes from
+    (a file path for a user's own)."""
 
     name: str
     task: str
@@ -86,6 +90,7 @@ class PromptTemplate:
     score: str = "label"
     words: tuple[str, ...] = ()
     system: str | None = None
+    unknown: str | None = None
     source: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -112,10 +117,20 @@ class PromptTemplate:
                                        "{label}, nothing else.")
             if self.score not in CHOICE_SCORES:
                 raise StereoprobeError(f"{where} scores {self.score!r}; choose label or option.")
-            if len(self.labels) != 2 or len(set(self.labels)) != 2 or not all(isinstance(x, str) and x.strip()
+            n = self.n_options
+            if len(self.labels) != n or len(set(self.labels)) != n or not all(isinstance(x, str) and x.strip()
                                                                              for x in self.labels):
-                raise StereoprobeError(f"{where} has labels {list(self.labels)!r}; give two different labels, e.g. "
-                                       "[\"A\", \"B\"].")
+                example = '["A", "B", "C"]' if self.unknown is not None else '["A", "B"]'
+                raise StereoprobeError(f"{where} has labels {list(self.labels)!r}; give {n} different labels"
+                                       f"{' (the two subjects and the unknown option)' if n == 3 else ''}, e.g. "
+                                       f"{example}.")
+        if self.unknown is not None:
+            if self.task != "unqover-choice":
+                raise StereoprobeError(f"{where} has an unknown option, which only an unqover-choice template lists; "
+                                       "remove it or make the template a choice template.")
+            if not isinstance(self.unknown, str) or not self.unknown.strip() or self.unknown != self.unknown.strip():
+                raise StereoprobeError(f"{where}'s unknown option {self.unknown!r} must be text without leading or "
+                                       "trailing spaces, e.g. \"Cannot be determined\".")
         if self.task == "nli":
             if len(self.words) != 3 or len(set(self.words)) != 3 or not all(isinstance(w, str) and w.strip()
                                                                             for w in self.words):
@@ -132,21 +147,23 @@ class PromptTemplate:
         """The user text with the item's fields filled (a choice template's ``options`` is the list of options)."""
         if self.task == "unqover-choice":
             options = fields.get("options")
-            if not isinstance(options, (list, tuple)) or len(options) != len(self.labels):
-                raise StereoprobeError(f"Prompt template {self.name!r} lists {len(self.labels)} options; got "
+            if not isinstance(options, (list, tuple)) or len(options) != 2:
+                raise StereoprobeError(f"Prompt template {self.name!r} lists the two subjects as options; got "
                                        f"{options!r}.")
+            options = self.options(options)
             fields = dict(fields, options=self.separator.join(
                 self.option.format(label=label, option=o) for label, o in zip(self.labels, options)))
         return self.user.format(**fields)
 
-    def prompt(self, tokenizer, *, chat: bool, **fields) -> str:
+    def prompt(self, tokenizer, *, chat: bool, thinking: bool | None = None, **fields) -> str:
         """The text before the scored continuation: the chat template's user turn and ``answer`` as the start of the
-        assistant's (``chat``), or ``body + "\\n" + answer``."""
+        assistant's (``chat``; ``thinking``: the template's thinking switch, :func:`stereoprobe.causal.chat_prompt`),
+        or ``body + "\\n" + answer``."""
         body = self.body(**fields)
         if chat:
             from .causal import chat_prompt
 
-            return chat_prompt(tokenizer, body, self.answer, system=self.system)
+            return chat_prompt(tokenizer, body, self.answer, system=self.system, thinking=thinking)
         return f"{body}\n{self.answer}" if self.answer else body + "\n"
 
     @staticmethod
@@ -154,14 +171,27 @@ class PromptTemplate:
         """``word`` as scored after ``prompt``: one space in front unless the prompt ends in whitespace."""
         return word if not prompt or prompt[-1].isspace() else " " + word
 
+    @property
+    def n_options(self) -> int:
+        """The options a choice template lists: the two subjects, and the unknown option where it has one."""
+        return 2 + (self.unknown is not None)
+
+    def options(self, subjects: Sequence[str]) -> list[str]:
+        """The options listed for two subjects: the subjects in the paragraph's order, then the unknown option."""
+        return list(subjects) + ([self.unknown] if self.unknown is not None else [])
+
     def scored(self, options: Sequence[str]) -> list[str]:
-        """What a choice template scores for each option: its label or its text."""
-        return list(self.labels) if self.score == "label" else list(options)
+        """What a choice template scores for each option (the two subjects' and, where it has one, the unknown
+        option's): its label or its text."""
+        options = self.options(options) if len(options) == 2 else list(options)
+        return list(self.labels) if self.score == "label" else options
 
     # -- identity ---------------------------------------------------------------------------------------------------
     def as_dict(self) -> dict:
         d = asdict(self)
         d.pop("source")
+        if d["unknown"] is None:  # a template without an unknown option keeps the digest it had before there was one
+            d.pop("unknown")
         d["labels"], d["words"] = list(d["labels"]), list(d["words"])
         return d
 
@@ -220,16 +250,21 @@ def read_templates(path: str | Path) -> list[PromptTemplate]:
     return out
 
 
+#: The shipped template files, in order: the forced-choice templates, then those with an unknown option.
+SHIPPED_FILES = ("prompts.yaml", "prompts_unknown.yaml")
+
+
 @lru_cache(maxsize=1)
 def _shipped() -> tuple[PromptTemplate, ...]:
-    return tuple(read_templates(data_dir() / "prompts.yaml"))
+    return tuple(t for name in SHIPPED_FILES for t in read_templates(data_dir() / name))
 
 
-def templates(task: str) -> list[PromptTemplate]:
-    """The shipped templates of ``task``, in file order."""
+def templates(task: str, *, forced: bool = False) -> list[PromptTemplate]:
+    """The shipped templates of ``task``, in file order; ``forced``: only those that ask a forced choice (no unknown
+    option)."""
     if task not in TASKS:
         raise StereoprobeError(f"Unknown prompt task {task!r}; choose one of {', '.join(TASKS)}.")
-    return [t for t in _shipped() if t.task == task]
+    return [t for t in _shipped() if t.task == task and not (forced and t.unknown is not None)]
 
 
 def template(name_or_file: str | Path | PromptTemplate, task: str) -> PromptTemplate:

@@ -181,6 +181,11 @@ class Client:
         if "context" in lowered and ("length" in lowered or "window" in lowered or "exceed" in lowered):
             return self._fail(f"{ep.name!r}: a prompt is longer than the server's context ({message}); serve the "
                               "model with a longer context (vLLM --max-model-len, llama.cpp --n_ctx).")
+        if body is not None and "chat_template_kwargs" in body and ("chat_template_kwargs" in message
+                                                                     or "enable_thinking" in message):
+            return self._fail(f"{ep.name!r} refused thinking (HTTP {status}: {message}): it takes no "
+                              "chat_template_kwargs, so thinking cannot be switched there; leave thinking out "
+                              "(--thinking/--no-thinking) for this model.", Unusable)
         return self._fail(f"{ep.name!r} refused {path} (HTTP {status}: {message}); check the server's "
                           "documentation for that request.")
 

@@ -107,10 +107,21 @@ def exact_body(endpoint: Endpoint, text: str, via: str) -> dict:
     return completion_body(endpoint, text, logprobs=None, prompt_logprobs=0)
 
 
+#: Tokens a reply may take after its reasoning (a thinking budget adds the budget to it).
+ANSWER_TOKENS = 64
+
+
 def chat_body(endpoint: Endpoint, messages: list[dict], *, max_tokens: int, top_logprobs: int | None = None,
-              temperature: float = 0.0, n: int = 1) -> dict:
+              temperature: float = 0.0, n: int = 1, thinking: bool | None = None) -> dict:
+    """A chat-completions request; ``thinking`` (not None) switches a reasoning model's thinking through the chat
+    template's ``enable_thinking``, sent as ``chat_template_kwargs`` (vLLM's, SGLang's and llama.cpp's server's
+    field)."""
     body = {"model": endpoint.model, "messages": messages, "max_tokens": max_tokens, "temperature": temperature,
             "seed": SEED}
+    if thinking is not None:
+        from ..causal import THINKING_ARG
+
+        body["chat_template_kwargs"] = {THINKING_ARG: bool(thinking)}
     if n > 1:
         body["n"] = n
     if top_logprobs is not None:
@@ -387,11 +398,15 @@ def exact_logprobs(client: Client, journal, pairs: Sequence[tuple[str, str]], **
 
 
 def label_probabilities(client: Client, journal, messages: Sequence[list[dict]], labels: Sequence[str], top_k: int,
-                        **ask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                        *, thinking: bool | None = None, **ask) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The labels' probabilities as the first generated token (the next-token rung): (P [n, labels], the mass on
-    the labels [n], whether some label was outside the returned top-k and got its bound [n])."""
-    requests = [("chat/completions", chat_body(client.endpoint, list(m), max_tokens=1, top_logprobs=top_k))
-                for m in messages]
+    the labels [n], whether some label was outside the returned top-k and got its bound [n]). ``thinking``: only
+    False (or None), since a first token read after thinking would be the reasoning's."""
+    if thinking:
+        raise EndpointError("The next-token rung reads the first token of the answer, which with thinking on is the "
+                            "reasoning's; ask thinking of the generated rung (rung generated).")
+    requests = [("chat/completions", chat_body(client.endpoint, list(m), max_tokens=1, top_logprobs=top_k,
+                                               thinking=thinking)) for m in messages]
     answers = ask_all(client, journal, requests, **ask)
     probs = np.zeros((len(answers), len(labels)))
     bounded = np.zeros(len(answers), dtype=bool)
@@ -411,19 +426,42 @@ def label_probabilities(client: Client, journal, messages: Sequence[list[dict]],
     return probs, probs.sum(axis=1), bounded
 
 
-def generated_answers(client: Client, journal, messages: Sequence[list[dict]], *, max_tokens: int = 64,
-                      samples: int = 1, temperature: float | None = None, **ask) -> list[list[str]]:
-    """The generated answers (the generated rung): greedy when ``samples`` is 1, else ``samples`` at ``temperature``
-    (default 1.0) in one request each (``n``)."""
+#: The fields of a chat answer's message where servers put the reasoning they parsed out of the content (vLLM before
+#: 0.10 and llama.cpp's server: ``reasoning_content``; vLLM since: ``reasoning``).
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+
+def generated_replies(client: Client, journal, messages: Sequence[list[dict]], *, max_tokens: int = ANSWER_TOKENS,
+                      samples: int = 1, temperature: float | None = None, thinking: bool | None = None,
+                      think_budget: int | None = None, **ask) -> list[list[tuple[str, str]]]:
+    """The generated answers (the generated rung) as (content, reasoning) per sample: greedy when ``samples`` is 1,
+    else ``samples`` at ``temperature`` (default 1.0) in one request each (``n``). ``thinking``: the reasoning
+    model's switch (:func:`chat_body`); ``think_budget``: tokens the reasoning may take, the reply capped at
+    ``think_budget + max_tokens`` (a reply cut inside its reasoning has no answer: the parse calls it unparsed). ``reasoning`` is
+    the server's reasoning field (:data:`REASONING_FIELDS`), empty where it has none (a think block left in the
+    content is removed by the parse)."""
     temp = (0.0 if samples == 1 else 1.0) if temperature is None else float(temperature)
-    requests = [("chat/completions", chat_body(client.endpoint, list(m), max_tokens=max_tokens, temperature=temp,
-                                               n=samples)) for m in messages]
+    cap = max_tokens + (int(think_budget) if think_budget else 0)
+    requests = [("chat/completions", chat_body(client.endpoint, list(m), max_tokens=cap, temperature=temp,
+                                               n=samples, thinking=thinking)) for m in messages]
     answers = ask_all(client, journal, requests, **ask)
     out = []
     for answer in answers:
-        texts = [str((c.get("message") or {}).get("content") or "") for c in answer.get("choices") or []]
-        if len(texts) < samples:
-            raise EndpointError(f"{client.endpoint.name!r} returned {len(texts)} answers where {samples} were asked "
+        replies = []
+        for c in answer.get("choices") or []:
+            message = c.get("message") or {}
+            reasoning = next((str(message[f]) for f in REASONING_FIELDS if message.get(f)), "")
+            replies.append((str(message.get("content") or ""), reasoning))
+        if len(replies) < samples:
+            raise EndpointError(f"{client.endpoint.name!r} returned {len(replies)} answers where {samples} were asked "
                                 "(n); pass samples=1.")
-        out.append(texts[:samples])
+        out.append(replies[:samples])
     return out
+
+
+def generated_answers(client: Client, journal, messages: Sequence[list[dict]], *, max_tokens: int = ANSWER_TOKENS,
+                      samples: int = 1, temperature: float | None = None, **ask) -> list[list[str]]:
+    """The generated answers' content (the generated rung; :func:`generated_replies` without the reasoning)."""
+    return [[content for content, _ in replies] for replies in
+            generated_replies(client, journal, messages, max_tokens=max_tokens, samples=samples,
+                              temperature=temperature, **ask)]

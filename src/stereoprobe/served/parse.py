@@ -46,7 +46,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["KINDS", "PARSE_RULES", "Parsed", "counts", "parse_answer"]
+__all__ = ["KINDS", "PARSE_RULES", "Parsed", "counts", "parse_answer", "reasoning_text"]
 
 #: The kinds of a parse: an option, an abstention, or an answer that none of the rules read.
 KINDS = ("option", "unknown", "unparsed")
@@ -117,6 +117,18 @@ def _words(text: str) -> list[str]:
 def _clean(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
     return re.sub(r"(?m)^[ \t]*#+[ \t]*", "", text)
+
+
+_INSIDE = re.compile(rf"<({_TAGS})\s*>(.*?)(?:</\1\s*>|$)", re.I | re.S)
+
+
+def reasoning_text(text: str) -> str:
+    """The reasoning a generated text carries in its think blocks (closed or not), joined; empty without one.
+
+    >>> reasoning_text("<think>Nurses are often women.</think> Jennifer"), reasoning_text("Jennifer")
+    ('Nurses are often women.', '')
+    """
+    return "\n".join(m.group(2).strip() for m in _INSIDE.finditer(text or ""))
 
 
 def _strip_reasoning(text: str) -> str | None:

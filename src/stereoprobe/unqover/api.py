@@ -9,7 +9,13 @@ twice, a killed run resumes) and returns the command line's three tables as Data
 * ``top_gamma`` — the ``top`` occupations per gender by γ(x, a) (gender), or the subjects with the highest and
   lowest γ(x) (nationality, ethnicity, religion);
 * ``template_spread`` — with causal LMs only: the spread of δ, ε and μ over the prompt templates, beside μ's
-  bootstrap interval.
+  bootstrap interval;
+* ``served`` — with served models only: each row's rung and what it cost;
+* ``abstention`` — with a row that may abstain (a template with an unknown option, ``letters-unknown`` or
+  ``names-unknown``, or a served model's generated answers): its abstention and unparsed rates with intervals, μ
+  over the answered passes and counting an abstention as no preference, and BBQ's scores
+  (:mod:`stereoprobe.unqover.abstention`); the other tables read such a row over its answered passes;
+* ``long`` — with ``long=True``: every row in one long table (for a paper's table, one ``pivot``).
 
 A causal or chat LM (a ``*ForCausalLM`` config, or a ``.gguf`` file) is read through prompt templates
 (:mod:`stereoprobe.unqover.score_causal`): one row per scorer (``answer``, ``choice``) and template, named
@@ -87,7 +93,7 @@ def resolve(models: Sequence[str] | str, variant: str | None, *, smoke: bool = F
 
 
 def _ask(refs, spec: DatasetSpec, *, mode: str, variant: str | None, shard_passes: int | None, scorers, templates,
-         chat, rung: str | None = None):
+         chat, rung: str | None = None, thinking: bool | None = None, think_budget: int | None = None):
     """What the report asks every model (:class:`~stereoprobe.unqover.readers.Passes`); the prompt settings checked
     before any work and refused without a causal or served model, where they would be silently ignored."""
     from ..served.ladder import RUNGS
@@ -97,18 +103,30 @@ def _ask(refs, spec: DatasetSpec, *, mode: str, variant: str | None, shard_passe
 
     chosen: list = []
     if not any(prompted(ref) for ref in refs):
-        if scorers is not None or templates is not None or chat is not None or rung is not None:
-            raise StereoprobeError("scorer, template, chat and rung settings are for causal and served LMs, and none "
-                                   "of the models is one; leave them out (or pass such a model).")
+        if scorers is not None or templates is not None or chat is not None or rung is not None \
+                or thinking is not None or think_budget is not None:
+            raise StereoprobeError("scorer, template, chat, rung and thinking settings are for causal and served LMs, "
+                                   "and none of the models is one; leave them out (or pass such a model).")
     else:
         if chat is not None and not isinstance(chat, bool):
             raise StereoprobeError(f"chat={chat!r} must be True, False or None (whichever the tokenizer has).")
         chosen = scorer_templates(scorers, templates)
+    if thinking is not None and not isinstance(thinking, bool):
+        raise StereoprobeError(f"thinking={thinking!r} must be True, False or None (the chat template's default).")
+    if think_budget is not None:
+        if isinstance(think_budget, bool) or not isinstance(think_budget, int) or think_budget < 1:
+            raise StereoprobeError(f"think_budget={think_budget!r} must be a positive number of tokens, e.g. 512.")
+        if not thinking:
+            raise StereoprobeError(f"think_budget={think_budget} is the reasoning's budget, and thinking is not on; "
+                                   "pass thinking=True (--thinking) or leave the budget out.")
+    if thinking is not None and chat is False:
+        raise StereoprobeError("thinking is switched in the chat template, and chat=False reads plain prompts; leave "
+                               "chat out (or True) to ask thinking.")
     if rung is not None and rung not in RUNGS:
         raise StereoprobeError(f"rung={rung!r} is not a rung of the served ladder; choose one of {', '.join(RUNGS)}, "
                                "or leave it out (the best each model gives).")
     return Passes(spec, mode=mode, shard_passes=shard_passes or SHARD_PASSES, lm=variant == "lm",
-                  templates=tuple(chosen), chat=chat, rung=rung)
+                  templates=tuple(chosen), chat=chat, rung=rung, thinking=thinking, think_budget=think_budget)
 
 
 def score(models: Sequence[str] | str, dataset: str = "gender", *, sample: float | int | None = None, seed: int = 0,
@@ -140,6 +158,7 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
            mode: str = "compat", newsqa: bool = False, variant: str | None = None, n_boot: int = 1000, top: int = 3,
            shard_passes: int | None = None, scorers: Sequence[str] | str | None = None,
            templates: Sequence | str | None = None, chat: bool | None = None, rung: str | None = None,
+           thinking: bool | None = None, think_budget: int | None = None, long: bool = False,
            options: RunOptions | None = None) -> Report:
     """Reasoning errors, bias intensity μ and the top γ of each model on one UnQover dataset.
 
@@ -154,8 +173,16 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
     (``openai-api/<service>/<model>``, :mod:`stereoprobe.served`) read the same templates; ``rung`` forces the rung
     of the ladder they are read on (``exact``, ``next-token``, ``generated``; None: the best each gives). ``n_boot``: bootstrap resamples of the
     intervals; ``top``: rows per group in ``top_gamma``; ``shard_passes``: passes per score-store shard (default
-    20,000; the unit of resumption). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`). The
-    tables are those of ``stereoprobe unqover report``.
+    20,000; the unit of resumption). ``thinking``: a reasoning model's thinking on (True) or off (False) through its
+    chat template's ``enable_thinking`` (served: ``chat_template_kwargs``; with thinking on only the generated rung
+    reads the answer, after the reasoning); ``think_budget``: the tokens the reasoning may take (a reply cut inside
+    it is unparsed, never a subject). ``long``: add the ``long`` table, every row in both readings of
+    :mod:`~stereoprobe.unqover.abstention` with its model, scorer, rung, template, thinking setting, abstention and
+    unparsed rates, δ, ε, μ and BBQ's scores, one line each (:func:`stereoprobe.unqover.reporting.long_table`; a
+    paper's table is one ``pivot`` of it). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`). The
+    tables are those of ``stereoprobe unqover report``; a row that may abstain (a template with an unknown option,
+    or a served model's generated answers) is read over its answered passes, and the ``abstention`` table adds its
+    rates, μ counting an abstention as no preference and BBQ's scores.
 
     Each model is resolved once (:class:`~stereoprobe.modelref.ModelRef`) and read by the reader of its kind
     (:mod:`stereoprobe.unqover.readers`).
@@ -170,9 +197,9 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
     run = as_options(options)
     refs = resolve(models, variant, smoke=run.smoke)
     ask = _ask(refs, spec, mode=mode, variant=variant, shard_passes=shard_passes, scorers=scorers,
-               templates=templates, chat=chat, rung=rung)
+               templates=templates, chat=chat, rung=rung, thinking=thinking, think_budget=think_budget)
     with run.applied():
-        result = model_report(refs, ask, n_boot=n_boot, top=top, seed=seed, options=run)
+        result = model_report(refs, ask, n_boot=n_boot, top=top, seed=seed, options=run, long=bool(long))
     return Report(f"UnQover {dataset}: {len(refs)} model(s), {'all' if sample is None else sample} paper examples, "
                   f"{mode} mode", result, stems={k: f"{dataset}_{k}" for k in result},
                   headings={k: k for k in result})

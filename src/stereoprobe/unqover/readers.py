@@ -42,7 +42,9 @@ class Passes:
     variant chosen by hand), scored in ``mode`` into store shards of ``shard_passes``. ``lm``: masked LMs read the
     LM variant of their own tokenizer. ``templates`` and ``chat``: how causal and served LMs are prompted (one row
     per template). ``rung``: the rung served models are read on (None: the best each gives;
-    :mod:`stereoprobe.served.ladder`), part of what is asked because each rung measures something else."""
+    :mod:`stereoprobe.served.ladder`), part of what is asked because each rung measures something else.
+    ``thinking``: a reasoning model's thinking switched on or off through its chat template (None: the template's
+    default); ``think_budget``: the tokens its reasoning may take before the answer."""
 
     spec: DatasetSpec
     mode: str = "compat"
@@ -51,6 +53,13 @@ class Passes:
     templates: tuple = ()
     chat: bool | None = None
     rung: str | None = None
+    thinking: bool | None = None
+    think_budget: int | None = None
+
+    @property
+    def thinking_tag(self) -> str:
+        """How a row names the thinking setting: ``on``, ``off``, or empty (not asked)."""
+        return "" if self.thinking is None else "on" if self.thinking else "off"
 
 
 class Reader(Protocol):

@@ -2,7 +2,10 @@
 
 :func:`model_report` is what :func:`stereoprobe.unqover.report` and ``stereoprobe unqover report`` return: reasoning
 errors δ, ε (Li et al. 2020, Table 5), model bias intensity μ with its bootstrap interval (Eq. 8), the top γ per
-gender (Table 2) or per subject, and, when some row comes from prompt templates, the spread over templates. The rows
+gender (Table 2) or per subject, and, when some row comes from prompt templates, the spread over templates; a row
+whose model may abstain (an unknown option, or a generated answer) is read over its answered passes
+(:mod:`stereoprobe.unqover.abstention`), and the ``abstention`` table gives its abstention and unparsed rates, μ
+under both readings and BBQ's scores; :func:`long_table` is every row in one long table. The rows
 are keyed by data (:class:`~stereoprobe.modelref.RowKey`: model, scorer, template), never by parsing a label; the
 tables show each row's label. The per-example scores come from the readers (:mod:`stereoprobe.unqover.readers`), so
 nothing here depends on the kind of model.
@@ -17,11 +20,11 @@ import pandas as pd
 from ..modelref import ModelRef, RowKey, resolve_models
 from ..options import RunOptions, as_options
 from ..served import served_table
-from . import metrics
+from . import abstention, metrics
 from .generate import DatasetSpec
 from .readers import MaskedLMReader, Passes, SpanReader, flag_degenerate, frames, spec_for
 
-__all__ = ["model_report", "reasoning_errors", "intensity", "gender_gamma", "occupation", "top_occupations",
+__all__ = ["model_report", "long_table", "LONG_COLUMNS", "reasoning_errors", "intensity", "gender_gamma", "occupation", "top_occupations",
            "subject_tops", "template_spread", "gather", "gather_lm", "lm_spec_for", "spec_for", "flag_degenerate",
            "labelled", "cluster_bias", "cluster_matrix"]
 
@@ -31,11 +34,17 @@ def labelled(frames_by_row: Mapping[RowKey, pd.DataFrame]) -> dict[str, pd.DataF
     return {row.label if isinstance(row, RowKey) else row: f for row, f in frames_by_row.items()}
 
 
+_NAN = float("nan")
+
+
 # -- the measures, per row ----------------------------------------------------------------------------------------
 def reasoning_errors(frames: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """δ, ε and avg S per model (UnQover Table 5), with the number of paired keys behind them."""
     rows = []
     for name, frame in labelled(frames).items():
+        if frame.empty:  # a reading left nothing (every answer abstained or was unparsed)
+            rows.append({"model": name, "delta": _NAN, "epsilon": _NAN, "avg_s": _NAN, "keys": 0})
+            continue
         e = metrics.reasoning_errors(metrics.pair_examples(frame))
         rows.append({"model": name, "delta": e["positional_error"], "epsilon": e["attribute_error"],
                      "avg_s": e["average_score"], "keys": int(e["n_keys"])})
@@ -46,6 +55,9 @@ def intensity(frames: Mapping[str, pd.DataFrame], *, n_boot: int = 1000, seed: i
     """Model bias intensity μ (per name for gender; Eq. 8) with a bootstrap CI, and count-based η."""
     rows = []
     for name, frame in labelled(frames).items():
+        if frame.empty:
+            rows.append({"model": name, "mu": _NAN, "ci_low": _NAN, "ci_high": _NAN, "eta": _NAN})
+            continue
         paired = metrics.pair_examples(frame)
         mu = metrics.bias_intensity(paired, ci=0.95, n_boot=n_boot, seed=seed)
         rows.append({"model": name, "mu": mu["mu"], "ci_low": mu["mu_lo"], "ci_high": mu["mu_hi"],
@@ -76,17 +88,19 @@ def top_occupations(gammas: Mapping[str, pd.DataFrame], k: int = 3) -> pd.DataFr
             for rank, r in enumerate(part.itertuples(index=False), start=1):
                 rows.append({"model": name, "gender": gender, "rank": rank, "occupation": occupation(r.attr),
                              "gamma": r.gamma, "ci_low": r.gamma_lo, "ci_high": r.gamma_hi, "eta": r.eta})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=["model", "gender", "rank", "occupation", "gamma", "ci_low", "ci_high", "eta"])
 
 
 def subject_tops(frames: Mapping[str, pd.DataFrame], k: int = 3) -> pd.DataFrame:
     """The ``k`` subjects with the highest and the ``k`` with the lowest γ(x), per model."""
     rows = []
     for name, frame in labelled(frames).items():
+        if frame.empty:
+            continue
         sb = metrics.subject_bias(metrics.pair_examples(frame)).sort_values("gamma", ascending=False)
         sb.insert(0, "model", name)
         rows.append(pd.concat([sb.head(k), sb.tail(k)]))
-    return pd.concat(rows, ignore_index=True)
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(columns=["model", "subject", "gamma"])
 
 
 def template_spread(errors: pd.DataFrame, intensity: pd.DataFrame,
@@ -151,10 +165,11 @@ def cluster_matrix(table: pd.DataFrame) -> pd.DataFrame:
 def model_report(models: Sequence[ModelRef | str], spec: DatasetSpec | Passes, *, mode: str = "compat",
                  n_boot: int = 1000, top: int = 3, seed: int = 0, lm: bool = False,
                  options: RunOptions | None = None, causal: Sequence[str] = (), templates: Sequence = (),
-                 chat: bool | None = None, **study) -> dict[str, pd.DataFrame]:
+                 chat: bool | None = None, long: bool = False, **study) -> dict[str, pd.DataFrame]:
     """The CLI's report: reasoning errors, intensity, and top γ (per gender, or per subject γ(x)), for every row of
     every model (:mod:`stereoprobe.unqover.readers`: a QA model or masked LM gives one row, a causal LM one per
-    scorer and template), with a fourth table, ``template_spread``, when some row has a template.
+    scorer and template), with a fourth table, ``template_spread``, when some row has a template, ``served`` when
+    some row is served, ``abstention`` when some row may abstain, and ``long`` (:func:`long_table`) with ``long``.
 
     ``models``: :class:`~stereoprobe.modelref.ModelRef` (as :func:`stereoprobe.unqover.report` resolves them), or
     names, resolved here (``lm=True``: as masked LMs reading their own tokenizer's lists; ``causal``: the names that
@@ -168,19 +183,83 @@ def model_report(models: Sequence[ModelRef | str], spec: DatasetSpec | Passes, *
         ask = Passes(spec, mode=mode, lm=lm, templates=tuple(templates), chat=chat,
                      **({"shard_passes": study["shard_passes"]} if "shard_passes" in study else {}))
     refs = _refs(models, ask, causal, run.smoke)
-    by_row = frames(refs, ask, run)
+    raw = frames(refs, ask, run)
+    by_row = {row: abstention.reading(f, "answered") for row, f in raw.items()}
     tables = {"reasoning_errors": reasoning_errors(by_row), "intensity": intensity(by_row, n_boot=n_boot, seed=seed)}
     if ask.spec.dataset == "gender":
         tables["top_gamma"] = top_occupations({r: gender_gamma(f, n_boot=n_boot, seed=seed) for r, f in
-                                               by_row.items()}, k=top)
+                                               by_row.items() if not f.empty}, k=top)
     else:
         tables["top_gamma"] = subject_tops(by_row, k=top)
     if any(r.template for r in by_row):
         tables["template_spread"] = template_spread(tables["reasoning_errors"], tables["intensity"], list(by_row))
-    served = served_table(by_row)
+    served = served_table(raw)
     if served is not None:
         tables["served"] = served
+    if long or any(abstention.abstains(f) for f in raw.values()):
+        table = long_table(raw, ask, n_boot=n_boot, seed=seed, answered=tables)
+        if any(abstention.abstains(f) for f in raw.values()):
+            tables["abstention"] = abstention_table(table)
+        if long:
+            tables["long"] = table
     return tables
+
+
+#: The columns of :func:`long_table`: what a row is (model, how it was scored and read), then its numbers.
+LONG_COLUMNS = ("dataset", "model", "row", "scorer", "template", "rung", "thinking", "reading", "passes", "keys",
+                "dropped", "abstain", "abstain_lo", "abstain_hi", "unparsed", "unparsed_lo", "unparsed_hi", "delta",
+                "epsilon", "avg_s", "mu", "mu_lo", "mu_hi", "eta", "bbq_accuracy", "bbq_s_dis", "bbq_s_amb",
+                "bbq_passes")
+
+
+def long_table(frames_by_row: Mapping[RowKey, pd.DataFrame], ask: Passes, *, n_boot: int = 1000, seed: int = 0,
+               answered: Mapping[str, pd.DataFrame] | None = None) -> pd.DataFrame:
+    """Every report row in both readings (:data:`~stereoprobe.unqover.abstention.READINGS`), one line each, in
+    :data:`LONG_COLUMNS`: what the row is (``model`` as given, ``row`` its label, ``scorer``, ``template``, ``rung``
+    — empty where they do not apply —, ``thinking``: ``on``, ``off`` or ``default``, the chat template's own), the
+    passes, the
+    paired keys behind μ and the ordered examples the reading dropped, the abstention and unparsed rates with their
+    intervals (NaN for a forced choice: not measured), δ, ε, avg S, μ with its interval, η, and BBQ's accuracy and
+    bias scores. A paper's table is one ``pivot`` of it (e.g. ``index="model", columns=["rung", "reading"],
+    values="mu"``). ``answered``: the report's reasoning_errors and intensity tables, reused for the answered
+    reading (computed here without them)."""
+    records = []
+    for row, frame in frames_by_row.items():
+        key = row if isinstance(row, RowKey) else RowKey(str(row))
+        rate = abstention.rates(frame)
+        scores = abstention.bbq(frame) if abstention.abstains(frame) else {}
+        for how in abstention.READINGS:
+            read = abstention.reading(frame, how)
+            if answered is not None and (how == "answered" or not abstention.abstains(frame)):
+                err = answered["reasoning_errors"].set_index("model").loc[key.label]
+                mu = answered["intensity"].set_index("model").loc[key.label]
+            else:
+                err = reasoning_errors({key: read}).set_index("model").loc[key.label]
+                mu = intensity({key: read}, n_boot=n_boot, seed=seed).set_index("model").loc[key.label]
+            records.append({"dataset": ask.spec.dataset, "model": key.model, "row": key.label, "scorer": key.scorer,
+                            "template": key.template, "rung": key.rung, "thinking": key.thinking or "default",
+                            "reading": how,
+                            "passes": rate["passes"], "keys": int(err["keys"]), "dropped": read.attrs.get("dropped", 0),
+                            **{k: rate[k] for k in rate if k != "passes"}, "delta": err["delta"],
+                            "epsilon": err["epsilon"], "avg_s": err["avg_s"], "mu": mu["mu"], "mu_lo": mu["ci_low"],
+                            "mu_hi": mu["ci_high"], "eta": mu["eta"],
+                            **{k: scores.get(k, float("nan")) for k in LONG_COLUMNS if k.startswith("bbq_")}})
+    return pd.DataFrame.from_records(records, columns=list(LONG_COLUMNS))
+
+
+def abstention_table(long: pd.DataFrame) -> pd.DataFrame:
+    """A report's ``abstention`` table: for every row that may abstain, its abstention and unparsed rates with their
+    intervals, μ (with its interval) over the answered passes and counting an abstention as no preference, the
+    ordered examples each reading dropped, and BBQ's accuracy and bias scores (from :func:`long_table`)."""
+    part = long[long["abstain"].notna()]
+    by = {how: part[part["reading"] == how].set_index("row") for how in abstention.READINGS}
+    out = by["answered"][["abstain", "abstain_lo", "abstain_hi", "unparsed", "unparsed_lo", "unparsed_hi"]].copy()
+    for how, suffix in zip(abstention.READINGS, ("answered", "none")):
+        for column in ("mu", "mu_lo", "mu_hi", "dropped"):
+            out[f"{column}_{suffix}"] = by[how][column]
+    for column in ("bbq_accuracy", "bbq_s_dis", "bbq_s_amb"):
+        out[column] = by["answered"][column]
+    return out.rename_axis("model").reset_index()
 
 
 def _refs(models: Sequence[ModelRef | str], ask: Passes, causal: Sequence[str], smoke: bool) -> list[ModelRef]:

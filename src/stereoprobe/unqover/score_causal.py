@@ -43,8 +43,10 @@ from .generate import DatasetSpec, Example, count, example_keys, fingerprint, it
 
 #: The two causal scorers (module doc).
 SCORERS = ("answer", "choice")
-#: Columns of a causal run: log P of the slot-1 and slot-2 subject (natural log, summed over their tokens).
+#: Columns of a causal run: log P of the slot-1 and slot-2 subject (natural log, summed over their tokens), and of
+#: the unknown option (``logpu``) for a template that lists one.
 CAUSAL_COLUMNS = ("logp1", "logp2")
+UNKNOWN_COLUMN = "logpu"
 #: Passes per store shard.
 SHARD_PASSES = 20_000
 
@@ -56,9 +58,16 @@ def task_of(scorer: str) -> str:
     return f"unqover-{scorer}"
 
 
+def columns(template: PromptTemplate) -> tuple[str, ...]:
+    """The store columns of a template's run: :data:`CAUSAL_COLUMNS`, and ``logpu`` where it lists an unknown
+    option."""
+    return CAUSAL_COLUMNS + ((UNKNOWN_COLUMN,) if template.unknown is not None else ())
+
+
 def requests(template: PromptTemplate, tokenizer, chat: bool, context: str, question: str, ans1: str,
              ans2: str) -> list[tuple[str, str]]:
-    """The two (prompt, continuation) requests of one pass: slot 1's subject, then slot 2's."""
+    """The (prompt, continuation) requests of one pass: slot 1's subject, then slot 2's (then the unknown option,
+    for a template that lists one)."""
     if template.task == "unqover-choice":
         prompt = template.prompt(tokenizer, chat=chat, paragraph=context, question=question, options=[ans1, ans2])
         words = template.scored([ans1, ans2])
@@ -69,7 +78,8 @@ def requests(template: PromptTemplate, tokenizer, chat: bool, context: str, ques
 
 
 def pass_requests(template: PromptTemplate, tokenizer, chat: bool, examples) -> list[tuple[str, str]]:
-    """Requests of the examples' passes in pass order (plain question, then negated), two per pass."""
+    """Requests of the examples' passes in pass order (plain question, then negated), ``len(columns(template))``
+    per pass."""
     out: list[tuple[str, str]] = []
     for ex in examples:
         for question in (ex.question, ex.negated_question):
@@ -96,11 +106,26 @@ def check_causal(model: str, spec: DatasetSpec, template: PromptTemplate, chat: 
     words = subject_texts(spec) if template.task == "unqover-answer" or template.score == "option" \
         else list(template.labels)
     for word in words:
-        (prompt, cont), _ = requests(template, tok, use_chat, ex.context, ex.question, word, ex.ans2)
+        prompt, cont = requests(template, tok, use_chat, ex.context, ex.question, word, ex.ans2)[0]
         continuation_tokens(tok, prompt, cont)
+    if template.unknown is not None:
+        check_unknown_option(template, tok, model)
+        continuation_tokens(tok, *requests(template, tok, use_chat, ex.context, ex.question, ex.ans1, ex.ans2)[2])
     _check_window(model, tok, requests(template, tok, use_chat, ex.context, ex.negated_question, ex.ans1, ex.ans2),
                   smoke)
     return use_chat
+
+
+def check_unknown_option(template: PromptTemplate, tokenizer, model: str) -> None:
+    """Refuse a template whose unknown option the tokenizer spells with its unknown token: the model would read
+    "<unk>" where the template offers to abstain, and its share of the answers would be that of any unknown text."""
+    unk = getattr(tokenizer, "unk_token_id", None)
+    if unk is None or template.unknown is None:
+        return
+    if unk in tokenizer(template.unknown, add_special_tokens=False)["input_ids"]:
+        raise StereoprobeError(f"The tokenizer of {str(model)!r} spells the unknown option {template.unknown!r} of "
+                               f"template {template.name!r} with its unknown token {tokenizer.unk_token!r}; write "
+                               "the option in words its vocabulary has (e.g. \"Cannot be determined\").")
 
 
 def _check_window(model: str, tokenizer, reqs, smoke: bool) -> None:
@@ -131,7 +156,9 @@ class CausalJob(PromptJob):
         ids = np.empty(2 * len(examples), dtype=np.int64)
         ids[0::2] = [2 * ex.index for ex in examples]
         ids[1::2] = ids[0::2] + 1
-        return {"pass_id": ids, "logp1": lp[0::2].astype(np.float32), "logp2": lp[1::2].astype(np.float32)}
+        names = columns(self.template)
+        lp = np.asarray(lp, dtype=np.float32).reshape(len(ids), len(names))
+        return {"pass_id": ids, **{name: lp[:, j] for j, name in enumerate(names)}}
 
 
 def _run_kind(template: PromptTemplate, chat: bool, dtype: str) -> str:
@@ -169,7 +196,7 @@ def score_causal_passes(model: str, spec: DatasetSpec, template: PromptTemplate,
                                "model it was fine-tuned from into its folder.")
     store = run_options.score_store()
     run = store.run(model_fp, fingerprint(spec), _run_kind(template, use_chat, dtype),
-                    {c: np.float32 for c in CAUSAL_COLUMNS})
+                    {c: np.float32 for c in columns(template)})
     if run.is_complete():
         return run
     n = count(spec).passes
@@ -198,10 +225,24 @@ def normalised(logp1: np.ndarray, logp2: np.ndarray) -> tuple[np.ndarray, np.nda
     return s1, 1.0 - s1
 
 
+def shares(logps: np.ndarray) -> np.ndarray:
+    """The options' probabilities normalised over the options (rows: passes; columns: the subjects, then the
+    unknown option), computed stably from log-probabilities (a softmax; :func:`normalised` for two).
+
+    >>> np.round(shares(np.log(np.array([[0.2, 0.2, 0.6]]))), 4).tolist()
+    [[0.2, 0.2, 0.6]]
+    """
+    from scipy.special import softmax
+
+    return softmax(np.asarray(logps, np.float64), axis=1)
+
+
 def load_causal_scores(model: str, spec: DatasetSpec, template: PromptTemplate, **kwargs) -> pd.DataFrame:
     """Per-ordered-example subject scores of a causal LM (scoring what the store lacks), in the columns of
     :func:`stereoprobe.unqover.score_qa.load_scores` (``s1_pos`` … ``s2_neg``), S normalised over the two subjects
-    (:func:`normalised`). ``kwargs`` go to :func:`score_causal`."""
+    (:func:`normalised`). A template with an unknown option normalises over its three options (:func:`shares`) and
+    adds the unknown option's share, ``u_pos`` and ``u_neg`` (:mod:`stereoprobe.unqover.abstention`).
+    ``kwargs`` go to :func:`score_causal`."""
     from ..errors import StoreError
 
     run = score_causal(model, spec, template, **kwargs)
@@ -213,17 +254,33 @@ def load_causal_scores(model: str, spec: DatasetSpec, template: PromptTemplate, 
     if not np.array_equal(raw["pass_id"].to_numpy(dtype=np.int64), expected):
         raise StoreError(f"The stored scores in {run.path} do not match the passes of {spec.dataset}; delete that "
                          "folder to recompute them.")
-    s1, s2 = normalised(raw["logp1"].to_numpy(), raw["logp2"].to_numpy())
+    if template.unknown is None:
+        s1, s2 = normalised(raw["logp1"].to_numpy(), raw["logp2"].to_numpy())
+        return per_example(meta, s1, s2)
+    p = shares(raw[list(columns(template))].to_numpy())
+    return per_example(meta, p[:, 0], p[:, 1], p[:, 2])
+
+
+def per_example(meta: pd.DataFrame, s1: np.ndarray, s2: np.ndarray, u: np.ndarray | None = None,
+                x: np.ndarray | None = None) -> pd.DataFrame:
+    """``meta`` (one row per ordered example) with the per-pass shares (plain question, then negated) as the score
+    frame's columns: ``s1_pos`` … ``s2_neg``, and where given the abstention ``u_pos``/``u_neg`` and the unparsed
+    ``x_pos``/``x_neg`` shares (:mod:`stereoprobe.unqover.abstention`)."""
     meta["s1_pos"], meta["s1_neg"] = s1[0::2], s1[1::2]
     meta["s2_pos"], meta["s2_neg"] = s2[0::2], s2[1::2]
+    if u is not None:
+        meta["u_pos"], meta["u_neg"] = u[0::2], u[1::2]
+    if x is not None:
+        meta["x_pos"], meta["x_neg"] = x[0::2], x[1::2]
     return meta
 
 
 # -- a report's rows: one per (scorer, template), and their spread ----------------------------------------------
 def scorer_templates(scorers: Sequence[str] | str | None = None,
                      templates: Sequence[str | PromptTemplate] | str | None = None) -> list[PromptTemplate]:
-    """The templates a causal report scores: for each scorer (default both) every shipped template of its task
-    (``templates=None``) or the named ones that belong to it (shipped names, files: a file's templates of each
+    """The templates a causal report scores: for each scorer (default both) every shipped template of its task that
+    asks the paper's forced choice (``templates=None``; the templates with an unknown option, ``letters-unknown`` and
+    ``names-unknown``, change the question and are asked by name) or the named ones that belong to it (shipped names, files: a file's templates of each
     scorer's task). A name that fits none of the scorers is an error."""
     from ..prompts import read_templates, select
     from ..prompts import templates as shipped
@@ -232,8 +289,8 @@ def scorer_templates(scorers: Sequence[str] | str | None = None,
     if not scorers:
         raise StereoprobeError("scorers is empty; pass answer, choice or both.")
     tasks = [task_of(s) for s in dict.fromkeys(scorers)]
-    if templates is None:
-        return [t for task in tasks for t in select(None, task)]
+    if templates is None:  # the forced choice the paper asks; the templates with an unknown option are asked by name
+        return [t for task in tasks for t in shipped(task, forced=True)]
     names = [templates] if isinstance(templates, (str, Path, PromptTemplate)) else list(templates)
     out: list[PromptTemplate] = []
     for name in names:
@@ -278,7 +335,7 @@ def causal_frames(model: str, label: str, spec: DatasetSpec, templates: Sequence
                                                     shard_passes=shard_passes) for t in templates}
 
 
-__all__ = ["SCORERS", "CAUSAL_COLUMNS", "task_of", "requests", "check_causal", "score_causal", "score_causal_passes",
+__all__ = ["SCORERS", "CAUSAL_COLUMNS", "UNKNOWN_COLUMN", "columns", "shares", "per_example", "task_of", "requests", "check_causal", "score_causal", "score_causal_passes",
            "normalised",
            "load_causal_scores", "scorer_templates", "causal_spec", "row_label", "causal_frames"]
 

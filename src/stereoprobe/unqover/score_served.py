@@ -4,13 +4,16 @@ S(x | τ) of the two subjects of every pass, read three ways, each report row sa
 
 * **exact** — the subjects' log-probabilities after the template's plain prompt, exactly as a local causal LM
   gives them (:mod:`stereoprobe.unqover.score_causal`: the same requests, ``answer`` and ``choice`` templates),
-  normalised over the two subjects;
+  normalised over the two subjects (and the unknown option, for a template that lists one);
 * **next-token** — a ``choice`` template whose options carry letters: the letters' probabilities as the first token
-  the model generates, normalised over the two (the mass the two letters take is reported);
-* **generated** — the answer generated (greedy) and parsed (:func:`stereoprobe.served.parse.parse_answer`): S of a
-  subject is the share of the pass's answers that name it (0 or 1 with one greedy answer); an abstention and an
-  unparsed answer give neither subject anything and are counted apart, never folded into a subject or into each
-  other.
+  the model generates, normalised over the letters (the mass they take is reported);
+* **generated** — the answer generated (greedy) and parsed (:func:`stereoprobe.served.parse.parse_answer`): the
+  share of the pass's answers that name each subject (0 or 1 with one greedy answer), that abstain (the unknown
+  option, or an abstention in words, which a model may give with or without the option) and that are unparsed, each
+  counted apart, never folded into a subject or into each other.
+
+The shares of the unknown option and of unparsed answers are the frame's ``u`` and ``x`` columns, read two ways by
+:mod:`stereoprobe.unqover.abstention` (over the answered passes, or an abstention as no preference).
 
 δ, ε, avg S, γ, η and μ then follow as for every model (:mod:`stereoprobe.unqover.metrics`), the paragraph's order
 and the negation still cancelled by the metric (Li et al. 2020, Eq. 5–8).
@@ -25,14 +28,17 @@ from ..errors import StereoprobeError
 from ..modelref import ModelRef, RowKey
 from ..options import RunOptions
 from .generate import count, example_keys, iter_examples
-from .score_causal import causal_spec, normalised, pass_requests
+from .score_causal import causal_spec, columns, normalised, pass_requests, per_example, shares
 
 __all__ = ["fits", "rows", "frame", "answers"]
 
 
-def fits(template) -> tuple[str, ...]:
+def fits(template, thinking: bool | None = None) -> tuple[str, ...]:
     """The rungs a template can be read on: a choice template whose options show their letters all three, any
-    other the exact and generated rungs."""
+    other the exact and generated rungs; with thinking on only the generated rung (the answer comes after the
+    reasoning, which neither a plain prompt nor the first generated token has)."""
+    if thinking:
+        return ("generated",)
     if template.task == "unqover-choice" and "{label}" in template.option:
         return ("exact", "next-token", "generated")
     return ("exact", "generated")
@@ -74,11 +80,12 @@ def _chat_passes(template, examples, rung: str):
 
 def answers(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
     """The generated answers of a ``generated`` row, one per pass and sample: ``pass_id``, ``sample``, the raw
-    ``text`` as the server returned it, and its parse (``kind``: option, unknown or unparsed; ``choice``: 0 for the
-    slot-1 subject, 1 for slot 2; ``rule``)."""
+    ``text`` as the server returned it, the ``reasoning`` (the server's reasoning field, or the think block of the
+    text; empty without), and its parse (``kind``: option, unknown — the unknown option or an
+    abstention in words — or unparsed; ``choice``: 0 for the slot-1 subject, 1 for slot 2, else -1; ``rule``)."""
     from ..served import session
-    from ..served.ladder import generated_answers
-    from ..served.parse import parse_answer
+    from ..served.ladder import generated_replies
+    from ..served.parse import parse_answer, reasoning_text
 
     if row.rung != "generated":
         raise StereoprobeError(f"{row.label} is read on the {row.rung} rung; only generated rows have answers.")
@@ -86,16 +93,30 @@ def answers(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFram
     template = _template(ask, row)
     examples, _ = _examples(causal_spec(ask.spec))
     chats, labels = _chat_passes(template, examples, "generated")
-    texts = generated_answers(s.client, s.journal, chats, samples=s.samples, temperature=s.temperature,
-                              **s.ask(f"{row.label} · {ask.spec.dataset}"))
+    replies = generated_replies(s.client, s.journal, chats, samples=s.samples, temperature=s.temperature,
+                                thinking=ask.thinking, think_budget=ask.think_budget,
+                                **s.ask(f"{row.label} · {ask.spec.dataset}"))
     records = []
     for k, ex in enumerate(examples):
         for polarity in (0, 1):
-            for j, text in enumerate(texts[2 * k + polarity]):
-                parsed = parse_answer(text, [ex.ans1, ex.ans2], labels)
-                records.append({"pass_id": 2 * ex.index + polarity, "sample": j, "text": text, "kind": parsed.kind,
-                                "choice": -1 if parsed.choice is None else parsed.choice, "rule": parsed.rule})
-    return pd.DataFrame.from_records(records)
+            for j, (text, reasoning) in enumerate(replies[2 * k + polarity]):
+                parsed = parse_answer(text, template.options([ex.ans1, ex.ans2]), labels)
+                kind, choice = parsed.kind, -1 if parsed.choice is None else parsed.choice
+                if choice == 2:  # the unknown option
+                    kind, choice = "unknown", -1
+                records.append({"pass_id": 2 * ex.index + polarity, "sample": j, "text": text,
+                                "reasoning": reasoning or reasoning_text(text), "kind": kind, "choice": choice,
+                                "rule": parsed.rule})
+    out = pd.DataFrame.from_records(records)
+    if ask.thinking and not out["reasoning"].str.strip().any():
+        import warnings
+
+        from ..errors import StereoprobeWarning
+
+        warnings.warn(f"{row.label}: thinking was asked but no answer carries reasoning (no reasoning field, no "
+                      "think block): the server may ignore chat_template_kwargs, or the model not think; the row "
+                      "measures the model as it answered.", StereoprobeWarning, stacklevel=2)
+    return out
 
 
 def rows(ref: ModelRef, ask) -> list[RowKey]:
@@ -105,8 +126,8 @@ def rows(ref: ModelRef, ask) -> list[RowKey]:
     from ..served.ladder import choose
 
     caps = capabilities(ref)
-    return [RowKey(ref.label, t.task.removeprefix("unqover-"), t.name, choose(caps, fits(t), ask.rung, ref.name))
-            for t in ask.templates]
+    return [RowKey(ref.label, t.task.removeprefix("unqover-"), t.name,
+                   choose(caps, fits(t, ask.thinking), ask.rung, ref.name), ask.thinking_tag) for t in ask.templates]
 
 
 def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
@@ -120,31 +141,39 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
     if ask.chat and row.rung == "exact":
         raise StereoprobeError(f"{ref.name!r} is read on the exact rung through plain prompts (a completion "
                                "request does not apply the chat template); leave chat out.")
-    s = session(ref, options)
     template = _template(ask, row)
+    if row.rung not in fits(template, ask.thinking):
+        why = ("thinking on is read on the generated rung only (the answer comes after the reasoning)" if ask.thinking
+               else f"its template is read on the {', '.join(fits(template))} rungs")
+        raise StereoprobeError(f"{row.label}: {why}; pass one of those rungs, or leave rung out.")
+    s = session(ref, options)
     examples, meta = _examples(causal_spec(ask.spec))
     desc = f"{row.label} · {ask.spec.dataset}"
     facts: dict = {"rung": row.rung, "passes": 2 * len(examples)}
     before = s.counts()
+    u = x = None
     if row.rung == "exact":
         lp = exact_logprobs(s.client, s.journal, pass_requests(template, None, False, examples), **s.ask(desc))
-        s1, s2 = normalised(lp[0::2], lp[1::2])
+        lp = lp.reshape(-1, len(columns(template)))
+        if template.unknown is None:
+            s1, s2 = normalised(lp[:, 0], lp[:, 1])
+        else:
+            s1, s2, u = shares(lp).T
     elif row.rung == "next-token":
         chats, labels = _chat_passes(template, examples, row.rung)
         probs, mass, bounded = label_probabilities(s.client, s.journal, chats, labels, s.caps.top_k,
-                                                   **s.ask(desc))
-        with np.errstate(divide="ignore"):
-            s1, s2 = normalised(np.log(probs[:, 0]), np.log(probs[:, 1]))
+                                                   thinking=ask.thinking, **s.ask(desc))
+        p = probs / probs.sum(axis=1, keepdims=True)
+        s1, s2 = p[:, 0], p[:, 1]
+        u = p[:, 2] if template.unknown is not None else None
         facts.update(label_mass=float(mass.mean()), bounded=float(bounded.mean()))
     else:
         parsed = answers(ref, ask, row, options)
         n = parsed.groupby("pass_id")["sample"].count().to_numpy()
-        picks = parsed.assign(c0=parsed["choice"] == 0, c1=parsed["choice"] == 1).groupby("pass_id")[["c0", "c1"]]
-        shares = picks.sum().to_numpy() / n[:, None]
-        s1, s2 = shares[:, 0], shares[:, 1]
-        facts.update(unknown=float((parsed["kind"] == "unknown").mean()),
-                     unparsed=float((parsed["kind"] == "unparsed").mean()))
-    meta["s1_pos"], meta["s1_neg"] = s1[0::2], s1[1::2]
-    meta["s2_pos"], meta["s2_neg"] = s2[0::2], s2[1::2]
+        picks = parsed.assign(c0=parsed["choice"] == 0, c1=parsed["choice"] == 1, u=parsed["kind"] == "unknown",
+                              x=parsed["kind"] == "unparsed").groupby("pass_id")[["c0", "c1", "u", "x"]]
+        s1, s2, u, x = (picks.sum().to_numpy() / n[:, None]).T
+        facts.update(unknown=float(u.mean()), unparsed=float(x.mean()))
+    meta = per_example(meta, s1, s2, u, x)
     meta.attrs["served"] = s.finish(desc, facts, before)
     return meta

@@ -305,7 +305,8 @@ def unqover_items(recipe: CausalLabRecipe, n: int, seed: int) -> tuple[list[Item
         n, planted=recipe.planted_dict, rate=recipe.rate, seed=seed, informative_fraction=recipe.informative_fraction,
         planted_fraction=recipe.planted_fraction, scrambled_fraction=recipe.scrambled_fraction, soft_labels=True,
         negated_fraction=recipe.negated_fraction)
-    temps = pr.templates("unqover-answer") + pr.templates("unqover-choice")
+    # the six forced-choice templates (those with an unknown option came later and are not the lab pair's)
+    temps = pr.templates("unqover-answer") + pr.templates("unqover-choice", forced=True)
     rng = random.Random(seed + 101)
     items = [unqover_item(rng.choice(temps), e.context, e.question, e.names, e.target)._replace(flipped=e.negated)
              for e in examples]
@@ -715,7 +716,7 @@ def unqover_heldout(scorer, recipe: CausalLabRecipe) -> dict[str, Any]:
     out = {}
     for scorer_name in ("answer", "choice"):
         margins, other, correct = [], [], []
-        for t in pr.templates(f"unqover-{scorer_name}"):
+        for t in pr.templates(f"unqover-{scorer_name}", forced=True):
             items = [unqover_item(t, e.context, e.question, e.names, (0.5, 0.5)) for e in examples]
             lp = item_logprobs(scorer, items)
             s1, _ = normalised(lp[:, 0], lp[:, 1])
@@ -759,7 +760,7 @@ def unqover_probe(scorer, recipe: CausalLabRecipe, n_examples: int | None = None
                            "scoring": "stereoprobe.unqover.score_causal requests (plain), S normalised over the two "
                                       "subjects; gamma with gender grouping"}
     for scorer_name in ("answer", "choice"):
-        for t in pr.templates(f"unqover-{scorer_name}"):
+        for t in pr.templates(f"unqover-{scorer_name}", forced=True):
             lp = scorer.logprobs(pass_requests(t, scorer.tokenizer, False, examples)).logprob
             s1, s2 = normalised(lp[0::2], lp[1::2])
             f = frame.copy()
