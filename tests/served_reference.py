@@ -58,6 +58,18 @@ class _Refusal(Exception):
         self.status, self.body, self.headers = status, body, headers or {}
 
 
+def _split_reasoning(text: str) -> tuple[str, str | None]:
+    """(content, reasoning) of a generated text as a reasoning parser splits it: the first ``<think>…</think>``
+    block's inside is the reasoning and the text after it the content; an unclosed block is all reasoning."""
+    start = text.find("<think>")
+    if start < 0:
+        return text, None
+    end = text.find("</think>", start)
+    if end < 0:
+        return "", text[start + len("<think>"):].strip()
+    return text[end + len("</think>"):].lstrip(), text[start + len("<think>"):end].strip()
+
+
 def _invalid(message: str, status: int = 400, code: str | None = None, param: str | None = None) -> _Refusal:
     """An OpenAI-style ``invalid_request_error`` answer."""
     return _Refusal(status, {"error": {"message": message, "type": "invalid_request_error", "param": param,
@@ -113,7 +125,8 @@ class ReferenceServer:
       The messages are rendered with ``tokenizer.apply_chat_template(messages, tokenize=False,
       add_generation_prompt=True)`` and tokenized without special tokens (the template writes them) when the
       tokenizer has a ``chat_template``; else as plain text, each message's content joined by "\\n\\n" and a
-      final "\\n", tokenized with the tokenizer's special tokens (its BOS).
+      final "\\n", tokenized with the tokenizer's special tokens (its BOS). ``chat_template_kwargs`` (a JSON
+      object, vLLM's field) is passed to ``apply_chat_template`` as keyword arguments (``enable_thinking``).
 
     Generation stops after ``max_tokens`` tokens (finish_reason "length") or at an end-of-sequence token (the
     tokenizer's eos token, and those of the model's generation config; finish_reason "stop"), which is not part of
@@ -156,6 +169,11 @@ class ReferenceServer:
     * ``context`` (None): a prompt (after chat rendering) of more tokens than this is a 400
       ``context_length_exceeded``.
     * ``system_fingerprint`` ("fp_reference"), ``default_max_tokens`` (16).
+    * ``reasoning_field`` (None): a field name (vLLM's ``reasoning_content`` or ``reasoning``) moves a chat answer's
+      ``<think>…</think>`` block out of ``content`` into that field of the message, as a server started with a
+      reasoning parser does (an unclosed block: all of the text is reasoning, the content empty).
+    * ``template_kwargs`` (True): False refuses ``chat_template_kwargs`` with 400 "Unrecognized request argument
+      supplied: chat_template_kwargs", as OpenAI's API does.
 
     A request naming another model than ``model_name`` gets 404 ``model_not_found``; a missing model 400.
 
@@ -172,7 +190,8 @@ class ReferenceServer:
                  api_key: str | None = None, fail_first: int = 0, fail_status: int = 429,
                  retry_after: int | float | str | None = None, delay: float = 0.0, malformed: bool = False,
                  context: int | None = None, system_fingerprint: str = "fp_reference",
-                 default_max_tokens: int = 16) -> None:
+                 default_max_tokens: int = 16, reasoning_field: str | None = None,
+                 template_kwargs: bool = True) -> None:
         """Keep the model and the switches (documented on the class); nothing is served before :meth:`start`."""
         if echo not in ECHO_MODES:
             raise ValueError(f"echo must be one of {ECHO_MODES}, not {echo!r}")
@@ -183,6 +202,7 @@ class ReferenceServer:
         self.fail_first, self.fail_status, self.retry_after = fail_first, fail_status, retry_after
         self.delay, self.malformed, self.context = delay, malformed, context
         self.system_fingerprint, self.default_max_tokens = system_fingerprint, default_max_tokens
+        self.reasoning_field, self.template_kwargs = reasoning_field, template_kwargs
 
         self.requests: list[tuple[str, Any, dict[str, str]]] = []
         self.errors: list[str] = []
@@ -465,11 +485,12 @@ class ReferenceServer:
 
     # -------------------------------------------------------------------------------------------------- chat
 
-    def render_chat(self, messages: list[dict]) -> tuple[str, list[int]]:
+    def render_chat(self, messages: list[dict], kwargs: dict | None = None) -> tuple[str, list[int]]:
         """The prompt text of ``messages`` and its token ids (the rules are in the class docstring)."""
         template = getattr(self.tokenizer, "chat_template", None)
         if template:
-            text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+            text = self.tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True,
+                                                      **(kwargs or {}))
             return text, list(self.tokenizer(text, add_special_tokens=False)["input_ids"])
         text = "\n\n".join(message["content"] for message in messages) + "\n"
         return text, list(self.tokenizer(text)["input_ids"])
@@ -485,7 +506,14 @@ class ReferenceServer:
         top = 0 if top is None else self._top_count(top, "top_logprobs")
         if top and not want:
             raise _invalid("logprobs must be true when top_logprobs is set", param="top_logprobs")
-        _, ids = self.render_chat(messages)
+        kwargs = body.get("chat_template_kwargs")
+        if kwargs is not None:
+            if not self.template_kwargs:
+                raise _invalid("Unrecognized request argument supplied: chat_template_kwargs",
+                               param="chat_template_kwargs")
+            if not isinstance(kwargs, dict):
+                raise _invalid("chat_template_kwargs must be an object", param="chat_template_kwargs")
+        _, ids = self.render_chat(messages, kwargs)
         if not ids:
             raise _invalid("the rendered messages are empty (no tokens)", param="messages")
         self._check_context(len(ids), "messages")
@@ -500,8 +528,11 @@ class ReferenceServer:
                 lp = {"content": [{"token": t.text, "logprob": t.logprob, "bytes": self.token_bytes(t.id),
                                    "top_logprobs": self._top_list(t.dist, top)} for t in sample.tokens],
                       "refusal": None}
-            choices.append({"index": index, "message": {"role": "assistant", "content": sample.text},
-                            "finish_reason": sample.finish_reason, "logprobs": lp})
+            message = {"role": "assistant", "content": sample.text}
+            if self.reasoning_field:
+                message.update(zip(("content", self.reasoning_field), _split_reasoning(sample.text)))
+            choices.append({"index": index, "message": message, "finish_reason": sample.finish_reason,
+                            "logprobs": lp})
         return self._answer("chatcmpl", "chat.completion", choices, len(ids), samples)
 
     def _top_list(self, dist: torch.Tensor | None, k: int) -> list[dict]:

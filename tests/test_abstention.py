@@ -13,7 +13,7 @@ import pytest
 
 from stereoprobe import RunOptions, unqover
 from stereoprobe.errors import MetricsError, StereoprobeError
-from stereoprobe.prompts import PromptTemplate, template
+from stereoprobe.prompts import template
 from stereoprobe.unqover import abstention, metrics
 from stereoprobe.unqover.generate import DatasetSpec, example_keys
 from stereoprobe.unqover.reporting import LONG_COLUMNS

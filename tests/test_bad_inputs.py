@@ -121,6 +121,8 @@ QA_SCORE = ("unqover", "score", "-m", "{qa}", "--device", "cpu", "--store", "{st
 QA_GENDER = (*QA_SCORE, "-d", "gender", "--sample", "10")
 QA_REPORT = ("unqover", "report", "-m", "{qa}", "-d", "gender", "--sample", "10", "--device", "cpu",
              "--store", "{store}", "--n-boot", "10", "-o", "{out}")
+CAUSAL_REPORT = ("unqover", "report", "-m", "lab:causal-biased", "-d", "gender", "--sample", "4", "--template",
+                 "letters-unknown", "--device", "cpu", "--store", "{store}", "--n-boot", "10", "-o", "{out}")
 NLI_SCORE = ("nli", "score", "-p", "religion", "--sample", "20", "--device", "cpu", "--store", "{store}")
 NLI_REPORT = ("nli", "report", "-m", "{nli}", "-p", "religion", "--sample", "20", "--device", "cpu",
               "--store", "{store}", "--n-boot", "10", "-o", "{out}")
@@ -284,6 +286,16 @@ CASES = {
                               "save it as UTF-8", latin1(NAMES + "european_american_female.txt")),
     "sp-contexts-not-utf8": Case("sodapop", SODAPOP, "{tmp}/data/sodapop/social_iqa_dev_bethany.jsonl is not UTF-8",
                                  "save it as UTF-8", latin1("sodapop/social_iqa_dev_bethany.jsonl")),
+    # UnQover when the model may abstain or reason (issue 39)
+    "uq-thinking-of-a-qa-model": Case("unqover", (*QA_REPORT, "--thinking"), "thinking settings are for causal and "
+                                      "served LMs", "leave them out"),
+    "uq-think-budget-without-thinking": Case("unqover", (*CAUSAL_REPORT, "--think-budget", "64"),
+                                             "think_budget=64 is the reasoning's budget, and thinking is not on",
+                                             "pass thinking=True (--thinking)"),
+    "uq-thinking-without-a-switch": Case("unqover", (*CAUSAL_REPORT, "--no-thinking"), "has no chat template, so "
+                                         "thinking cannot be switched", "leave thinking out"),
+    "uq-long-csv-not-csv": Case("unqover", (*QA_REPORT, "--long-csv", "{out}/long.txt"), "--long-csv {out}/long.txt is "
+                                "not a .csv file", "pass a file path ending in .csv"),
 }
 
 

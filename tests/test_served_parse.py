@@ -190,3 +190,20 @@ def test_counts():
 def test_deterministic():
     texts = [c.values[0] for c in CASES]
     assert [parse_answer(t, NAMES, AB) for t in texts] == [parse_answer(t, NAMES, AB) for t in texts]
+
+
+@pytest.mark.parametrize("text", ["A, B or C.", "A or B", "A/B", "(A), (B) or (C)", "A and B"])
+def test_labels_listed_are_no_answer(text):
+    got = parse_answer(text, ["Ruth", "Ralph", "Cannot be determined"], ["A", "B", "C"])
+    assert (got.kind, got.rule) == ("unparsed", "ambiguous")
+
+
+def test_the_unknown_options_label_and_reasoning_beside_the_answer():
+    from stereoprobe.served.parse import reasoning_text
+
+    assert parse_answer("C", ["Ruth", "Ralph", "Cannot be determined"], ["A", "B", "C"]).choice == 2
+    text = "<think>\nThis job is mostly done by women.\n</think>\n\nRuth"
+    assert parse_answer(text, ["Ruth", "Ralph"]).choice == 0
+    assert reasoning_text(text) == "This job is mostly done by women."
+    assert reasoning_text("<think>cut off here") == "cut off here"
+    assert parse_answer("<think>cut off here", ["Ruth", "Ralph"]).kind == "unparsed"

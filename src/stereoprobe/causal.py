@@ -65,7 +65,8 @@ import numpy as np
 from .engine import ModelJob
 from .errors import StereoprobeError, StereoprobeWarning
 
-__all__ = ["CausalScorer", "ContinuationScores", "chat_prompt", "continuation_tokens"]
+__all__ = ["CausalScorer", "ContinuationScores", "chat_prompt", "continuation_tokens", "generate",
+           "has_thinking_switch"]
 
 #: Attention implementations that accept an arbitrary 4-D mask (the packed rows need one).
 _MASKABLE = ("eager", "sdpa")
@@ -449,6 +450,37 @@ def scorer_for(name: str, *, device: str = "auto", smoke: bool = False, batch_to
         while len(_RECENT) > 1 and sum(map(_weight_bytes, _RECENT.values())) > KEEP_BYTES:
             del _RECENT[next(iter(_RECENT))]
     return CausalScorer(_RECENT[key], batch_tokens=batch_tokens, precision=precision)
+
+
+def generate(scorer: "CausalScorer", prompts: Sequence[str], *, max_new_tokens: int, batch_size: int = 16,
+             progress: bool = False, desc: str = "generating") -> list[str]:
+    """Greedy continuations of ``prompts`` (texts that already hold the chat template's tokens: no special tokens
+    are added), up to ``max_new_tokens`` or the end-of-sequence token, decoded without special tokens; batched with
+    left padding, longest prompts first. The local counterpart of a server's greedy chat completion (the generated
+    reading of a causal LM: :func:`stereoprobe.unqover.score_causal.generated_frame`)."""
+    import torch
+
+    from .batching import progress as bar
+
+    model, tok = scorer.model, scorer.tokenizer
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    eos = tok.eos_token_id
+    order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
+    out: list[str] = [""] * len(prompts)
+    device = next(model.parameters()).device
+    for start in bar(range(0, len(order), batch_size), total=-(-len(order) // batch_size), desc=desc,
+                     disable=not progress):
+        batch = order[start:start + batch_size]
+        ids = [tok(prompts[i], add_special_tokens=False)["input_ids"] for i in batch]
+        width = max(map(len, ids))
+        input_ids = torch.tensor([[pad] * (width - len(x)) + x for x in ids], device=device)
+        mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids], device=device)
+        with torch.no_grad():
+            new = model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=max_new_tokens,
+                                 do_sample=False, pad_token_id=pad, eos_token_id=eos)[:, width:]
+        for i, row in zip(batch, new.tolist()):
+            out[i] = tok.decode(row, skip_special_tokens=True)
+    return out
 
 
 @dataclass(kw_only=True)

@@ -14,7 +14,8 @@ heading ``#`` are dropped) and is deterministic.
 3. **Label** (labelled prompts only) — the answer starts with a label as a whole token, bare or decorated: ``B``,
    ``(B)``, ``B.``, ``B)``, ``**B**``, ``Option B``, followed by nothing, by punctuation and any text
    (``B: Jennifer``, ``B. Jennifer``) or by a space and an option's text or ``because``. A label followed by the
-   text of ANOTHER option (``A. Jennifer`` where A is Gerald) is ``ambiguous``. The article in ``A woman`` is no
+   text of ANOTHER option (``A. Jennifer`` where A is Gerald), or by another label in a list (``A, B or C``,
+   ``A/B``: SmolLM2-135M's answer to the letters instruction), is ``ambiguous``. The article in ``A woman`` is no
    label; ``A`` and ``A.`` alone are.
 4. **Option text** — options are compared as word sequences (letters and digits; punctuation, possessives ``'s``
    and titles such as ``Mr.`` fall away): an answer naming exactly one option is that option; naming several, the
@@ -183,6 +184,9 @@ def _label(text: str, opts: list[list[str]], labels: Sequence[str]) -> tuple[str
     if not m:
         return None
     i, rest = keys.index(m.group(2).casefold()), text[m.end():]
+    listed = re.match(rf"\s*(?:[,/]|\bor\b|\band\b)\s*(?:or\s+|and\s+)?[(\[]?\s*({alt})(?![^\W_])", rest, re.I)
+    if listed and listed.group(1).casefold() != keys[i]:
+        return "unparsed", None, "ambiguous"  # "A, B or C": the labels listed, none chosen
     tail = _words(rest)
     if tail and not (m.group(3) or _SEPARATOR.match(rest)) and tail[0] not in _LABEL_CONNECTIVES and tail not in opts:
         return None  # "A woman": an article, not a label

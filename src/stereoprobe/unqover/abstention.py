@@ -54,8 +54,9 @@ def abstains(frame: pd.DataFrame) -> bool:
 
 
 def _shares(frame: pd.DataFrame, polarity: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    n = len(frame)
-    get = (lambda c: frame[c].to_numpy(dtype=float) if c in frame.columns else np.zeros(n))
+    def get(column: str) -> np.ndarray:
+        return frame[column].to_numpy(dtype=float) if column in frame.columns else np.zeros(len(frame))
+
     return get(f"s1_{polarity}"), get(f"s2_{polarity}"), get(f"u_{polarity}"), get(f"x_{polarity}")
 
 

@@ -144,7 +144,14 @@ class CausalReader:
     prompted = True  # read through the report's prompt templates
 
     def rows(self, ref: ModelRef, ask: Passes) -> list[RowKey]:
-        return [RowKey(ref.label, t.task.removeprefix("unqover-"), t.name) for t in ask.templates]
+        """One row per template: scored (the subjects' log-probabilities), or generated and parsed where thinking is
+        on or ``rung`` asks for ``generated`` (the served ladder's other rung, ``next-token``, is a server's)."""
+        if ask.rung == "next-token":
+            raise StereoprobeError(f"{ref.name!r} is a local causal LM, read exactly (its log-probabilities) or by "
+                                   "generating; rung next-token is a served model's; pass rung exact or generated.")
+        rung = "generated" if ask.thinking or ask.rung == "generated" else ""
+        return [RowKey(ref.label, t.task.removeprefix("unqover-"), t.name, rung, ask.thinking_tag)
+                for t in ask.templates]
 
     def template(self, ask: Passes, row: RowKey):
         for t in ask.templates:
@@ -155,14 +162,19 @@ class CausalReader:
     def score(self, ref: ModelRef, ask: Passes, row: RowKey, options: RunOptions):
         from .score_causal import causal_spec, score_causal
 
+        if row.rung == "generated":
+            return self.frame(ref, ask, row, options)
         return score_causal(ref, causal_spec(ask.spec), self.template(ask, row), chat=ask.chat, options=options,
-                            shard_passes=ask.shard_passes)
+                            shard_passes=ask.shard_passes, thinking=ask.thinking)
 
     def frame(self, ref: ModelRef, ask: Passes, row: RowKey, options: RunOptions) -> pd.DataFrame:
-        from .score_causal import causal_spec, load_causal_scores
+        from .score_causal import causal_spec, generated_frame, load_causal_scores
 
+        if row.rung == "generated":
+            return generated_frame(ref, ask.spec, self.template(ask, row), thinking=ask.thinking,
+                                   think_budget=ask.think_budget, options=options)
         return load_causal_scores(ref, causal_spec(ask.spec), self.template(ask, row), chat=ask.chat,
-                                  options=options, shard_passes=ask.shard_passes)
+                                  options=options, shard_passes=ask.shard_passes, thinking=ask.thinking)
 
 
 class ServedReader:

@@ -65,30 +65,32 @@ def columns(template: PromptTemplate) -> tuple[str, ...]:
 
 
 def requests(template: PromptTemplate, tokenizer, chat: bool, context: str, question: str, ans1: str,
-             ans2: str) -> list[tuple[str, str]]:
+             ans2: str, thinking: bool | None = None) -> list[tuple[str, str]]:
     """The (prompt, continuation) requests of one pass: slot 1's subject, then slot 2's (then the unknown option,
     for a template that lists one)."""
     if template.task == "unqover-choice":
-        prompt = template.prompt(tokenizer, chat=chat, paragraph=context, question=question, options=[ans1, ans2])
+        prompt = template.prompt(tokenizer, chat=chat, thinking=thinking, paragraph=context, question=question,
+                                 options=[ans1, ans2])
         words = template.scored([ans1, ans2])
     else:
-        prompt = template.prompt(tokenizer, chat=chat, paragraph=context, question=question)
+        prompt = template.prompt(tokenizer, chat=chat, thinking=thinking, paragraph=context, question=question)
         words = [ans1, ans2]
     return [(prompt, template.continuation(prompt, w)) for w in words]
 
 
-def pass_requests(template: PromptTemplate, tokenizer, chat: bool, examples) -> list[tuple[str, str]]:
+def pass_requests(template: PromptTemplate, tokenizer, chat: bool, examples,
+                  thinking: bool | None = None) -> list[tuple[str, str]]:
     """Requests of the examples' passes in pass order (plain question, then negated), ``len(columns(template))``
     per pass."""
     out: list[tuple[str, str]] = []
     for ex in examples:
         for question in (ex.question, ex.negated_question):
-            out += requests(template, tokenizer, chat, ex.context, question, ex.ans1, ex.ans2)
+            out += requests(template, tokenizer, chat, ex.context, question, ex.ans1, ex.ans2, thinking)
     return out
 
 
 def check_causal(model: str, spec: DatasetSpec, template: PromptTemplate, chat: bool | None, *,
-                 smoke: bool = False) -> bool | None:
+                 smoke: bool = False, thinking: bool | None = None) -> bool | None:
     """Check from the tokenizer alone (no weights load) that ``model`` can be scored: the chat setting, every subject
     (and a choice template's labels) spelled without the unknown token and cut cleanly after the answer cue, one
     example's prompt within the context window. Returns the resolved chat setting (None without a local copy:
@@ -100,19 +102,23 @@ def check_causal(model: str, spec: DatasetSpec, template: PromptTemplate, chat: 
     if tok is None:
         return None
     use_chat = resolve_chat(tok, chat, model)
+    if thinking is not None and not use_chat:
+        raise StereoprobeError(f"{str(model)!r} has no chat template, so thinking cannot be switched for it; leave "
+                               "thinking out for this model.")
     ex = next(iter_examples(spec, 0, 1), None)
     if ex is None:
         return use_chat
     words = subject_texts(spec) if template.task == "unqover-answer" or template.score == "option" \
         else list(template.labels)
     for word in words:
-        prompt, cont = requests(template, tok, use_chat, ex.context, ex.question, word, ex.ans2)[0]
+        prompt, cont = requests(template, tok, use_chat, ex.context, ex.question, word, ex.ans2, thinking)[0]
         continuation_tokens(tok, prompt, cont)
     if template.unknown is not None:
         check_unknown_option(template, tok, model)
-        continuation_tokens(tok, *requests(template, tok, use_chat, ex.context, ex.question, ex.ans1, ex.ans2)[2])
-    _check_window(model, tok, requests(template, tok, use_chat, ex.context, ex.negated_question, ex.ans1, ex.ans2),
-                  smoke)
+        continuation_tokens(tok, *requests(template, tok, use_chat, ex.context, ex.question, ex.ans1, ex.ans2,
+                                           thinking)[2])
+    _check_window(model, tok, requests(template, tok, use_chat, ex.context, ex.negated_question, ex.ans1, ex.ans2,
+                                       thinking), smoke)
     return use_chat
 
 
@@ -147,12 +153,14 @@ class CausalJob(PromptJob):
     """Shard ``i`` of ``spec``'s passes scored by a causal LM with one template (a worker's unit, local or Ray)."""
 
     spec: DatasetSpec
+    thinking: bool | None = None
 
     def score_shard(self, i: int) -> dict[str, np.ndarray]:
         scorer = self.scorer()
         start, stop = self.span(i)
         examples: list[Example] = list(iter_examples(self.spec, start // 2, stop // 2))
-        lp = scorer.logprobs(pass_requests(self.template, scorer.tokenizer, self.chat, examples)).logprob
+        lp = scorer.logprobs(pass_requests(self.template, scorer.tokenizer, self.chat, examples,
+                                           self.thinking)).logprob
         ids = np.empty(2 * len(examples), dtype=np.int64)
         ids[0::2] = [2 * ex.index for ex in examples]
         ids[1::2] = ids[0::2] + 1
@@ -161,16 +169,20 @@ class CausalJob(PromptJob):
         return {"pass_id": ids, **{name: lp[:, j] for j, name in enumerate(names)}}
 
 
-def _run_kind(template: PromptTemplate, chat: bool, dtype: str) -> str:
+def _run_kind(template: PromptTemplate, chat: bool, dtype: str, thinking: bool | None = None) -> str:
     scorer = template.task.removeprefix("unqover-")
-    return f"causal-{scorer}-{template.name}-{template.digest}-{'chat' if chat else 'plain'}-{dtype}"
+    think = "" if thinking is None else f"-think-{'on' if thinking else 'off'}"
+    return f"causal-{scorer}-{template.name}-{template.digest}-{'chat' if chat else 'plain'}{think}-{dtype}"
 
 
 def score_causal_passes(model: str, spec: DatasetSpec, template: PromptTemplate, *, chat: bool | None = None,
-                 options: RunOptions | None = None, shard_passes: int = SHARD_PASSES):
+                        options: RunOptions | None = None, shard_passes: int = SHARD_PASSES,
+                        thinking: bool | None = None):
     """Score every pass of ``spec`` with the causal LM ``model`` through ``template`` into the score store
     (resuming; nothing twice). ``chat``: the chat template (True), a plain prompt (False) or whichever the
-    tokenizer has (None). The tokenizer is checked before any weight loads (:func:`~stereoprobe.unqover.score_causal.check_causal`). Returns the
+    tokenizer has (None). ``thinking``: the chat template's thinking switch; only False is scored here (an empty
+    think block before the answer cue), thinking on is a generated reading (:func:`generated_frame`). The tokenizer
+    is checked before any weight loads (:func:`~stereoprobe.unqover.score_causal.check_causal`). Returns the
     complete :class:`~stereoprobe.store.StoreRun` (columns ``pass_id, logp1, logp2``)."""
     from ..engine import compute_dtype, fill, worker_device
     from ..models import model_fingerprint
@@ -190,18 +202,21 @@ def score_causal_passes(model: str, spec: DatasetSpec, template: PromptTemplate,
     dev = worker_device(run_options.device, engine)
     dtype = compute_dtype(dev, run_options.precision)
     model_fp = model_fingerprint(model, smoke=smoke)  # fetched when not local; no weights load on the driver
-    use_chat = check_causal(model, spec, template, chat, smoke=smoke)
+    if thinking:
+        raise StereoprobeError("Thinking on is read by generating the reasoning and then the answer, not by scoring "
+                               "the subjects after the prompt; read it with generated_frame (a report does).")
+    use_chat = check_causal(model, spec, template, chat, smoke=smoke, thinking=thinking)
     if use_chat is None:  # pragma: no cover - the files are local now, so the tokenizer loads or says why not
         raise StereoprobeError(f"The tokenizer of {model!r} does not load from its files; save the tokenizer of the "
                                "model it was fine-tuned from into its folder.")
     store = run_options.score_store()
-    run = store.run(model_fp, fingerprint(spec), _run_kind(template, use_chat, dtype),
+    run = store.run(model_fp, fingerprint(spec), _run_kind(template, use_chat, dtype, thinking),
                     {c: np.float32 for c in columns(template)})
     if run.is_complete():
         return run
     n = count(spec).passes
     job = CausalJob(n_rows=n, shard_size=int(shard_passes), model=model, spec=spec, template=template, chat=use_chat,
-                    batch_tokens=run_options.batch_tokens, device=dev, precision=dtype, smoke=smoke)
+                    thinking=thinking, batch_tokens=run_options.batch_tokens, device=dev, precision=dtype, smoke=smoke)
     label = progress_label(model)
     return fill(run, job, engine=engine, workers=run_options.workers, progress=run_options.show_progress,
                 desc=f"{label} · {template.task.removeprefix('unqover-')}:{template.name} · {spec.dataset} "
@@ -211,6 +226,63 @@ def score_causal_passes(model: str, spec: DatasetSpec, template: PromptTemplate,
 #: 0.7.0's name of :func:`score_causal_passes` (the module's own name: ``stereoprobe.unqover.score_causal`` is this module
 #: once it is imported, so the probe exports the function as ``score_causal_passes``).
 score_causal = score_causal_passes
+
+
+def generated_answers(model: str, spec: DatasetSpec, template: PromptTemplate, *, thinking: bool | None = None,
+                      think_budget: int | None = None, options: RunOptions | None = None) -> pd.DataFrame:
+    """The generated reading of a local causal LM, its replies: the chat messages a server's generated rung sends
+    (:func:`stereoprobe.unqover.score_served.chat_passes`, through the model's own chat template, ``thinking`` its
+    switch), the reply generated greedily (:func:`stereoprobe.causal.generate`: up to ``think_budget`` tokens of
+    reasoning and 64 of answer) and parsed as a served reply is (:func:`~stereoprobe.unqover.score_served.parse_replies`:
+    a reply cut inside its reasoning is unparsed): one row per pass with the reply's ``text``, its ``reasoning`` and
+    its parse. The replies are kept in the score store (``<store>/generated/``), so a second call generates
+    nothing."""
+    import hashlib
+    import json
+
+    from ..atomic import atomic_file
+    from ..causal import generate, has_chat_template, has_thinking_switch, scorer_for
+    from ..models import model_fingerprint
+    from ..served.ladder import ANSWER_TOKENS
+    from .score_served import chat_passes, parse_replies
+
+    run = as_options(options)
+    spec = causal_spec(spec)
+    tok = load_tokenizer(model, smoke=run.smoke)
+    if tok is None or not has_chat_template(tok):
+        raise StereoprobeError(f"{str(model)!r} has no chat template, so it cannot be asked for a generated answer; "
+                               "read it on the exact rung (leave rung and thinking out).")
+    if thinking is not None and not has_thinking_switch(tok):
+        raise StereoprobeError(f"The chat template of {str(model)!r} has no enable_thinking switch, so thinking="
+                               f"{thinking} cannot be asked of it; leave thinking out for this model.")
+    examples = list(iter_examples(spec, 0, count(spec).ordered_examples))
+    chats, labels = chat_passes(template, examples)
+    extra = {} if thinking is None else {"enable_thinking": bool(thinking)}
+    prompts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False, **extra) for m in chats]
+    max_new = ANSWER_TOKENS + (int(think_budget) if think_budget else 0)
+    key = json.dumps([model_fingerprint(model, smoke=run.smoke), fingerprint(spec), template.digest, thinking,
+                      max_new, run.precision, str(run.device)])
+    path = run.score_store().root / "generated" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.parquet"
+    if path.is_file():
+        texts = pd.read_parquet(path)["text"].tolist()
+    else:
+        scorer = scorer_for(model, device=run.device, smoke=run.smoke, precision=run.precision)
+        texts = generate(scorer, prompts, max_new_tokens=max_new, progress=run.show_progress,
+                         desc=f"{progress_label(model)} · {template.name} · generating ({len(prompts):,} replies)")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with atomic_file(path, "wb") as f:
+            pd.DataFrame({"text": texts}).to_parquet(f, index=False)
+    row = f"{progress_label(model)} · {template.name}"
+    return parse_replies(template, examples, labels, [[(t, "")] for t in texts], row if thinking else None)
+
+
+def generated_frame(model: str, spec: DatasetSpec, template: PromptTemplate, **kwargs) -> pd.DataFrame:
+    """The score frame of a local causal LM's generated reading (:func:`generated_answers`, ``kwargs`` as there): per
+    pass the shares of each subject, of abstentions and of unparsed replies (``u``, ``x``)."""
+    from .score_served import answer_shares
+
+    return per_example(example_keys(causal_spec(spec)), *answer_shares(generated_answers(model, spec, template,
+                                                                                        **kwargs)))
 
 
 def normalised(logp1: np.ndarray, logp2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -336,7 +408,7 @@ def causal_frames(model: str, label: str, spec: DatasetSpec, templates: Sequence
 
 
 __all__ = ["SCORERS", "CAUSAL_COLUMNS", "UNKNOWN_COLUMN", "columns", "shares", "per_example", "task_of", "requests", "check_causal", "score_causal", "score_causal_passes",
-           "normalised",
+           "normalised", "generated_answers", "generated_frame",
            "load_causal_scores", "scorer_templates", "causal_spec", "row_label", "causal_frames"]
 
 __getattr__ = moved(__name__, {"template_spread": "stereoprobe.unqover.reporting"}, since="0.8.0")

@@ -30,18 +30,19 @@ from ..options import RunOptions
 from .generate import count, example_keys, iter_examples
 from .score_causal import causal_spec, columns, normalised, pass_requests, per_example, shares
 
-__all__ = ["fits", "rows", "frame", "answers"]
+__all__ = ["fits", "rows", "frame", "answers", "parse_replies", "answer_shares", "chat_passes"]
 
 
 def fits(template, thinking: bool | None = None) -> tuple[str, ...]:
     """The rungs a template can be read on: a choice template whose options show their letters all three, any
     other the exact and generated rungs; with thinking on only the generated rung (the answer comes after the
-    reasoning, which neither a plain prompt nor the first generated token has)."""
+    reasoning, which neither a plain prompt nor the first generated token has), with thinking off only the chat
+    rungs (a plain prompt, the exact rung's, has no chat template to switch)."""
     if thinking:
         return ("generated",)
-    if template.task == "unqover-choice" and "{label}" in template.option:
-        return ("exact", "next-token", "generated")
-    return ("exact", "generated")
+    lettered = template.task == "unqover-choice" and "{label}" in template.option
+    rungs = ("exact", "next-token", "generated") if lettered else ("exact", "generated")
+    return rungs[1:] if thinking is False else rungs
 
 
 def _template(ask, row: RowKey):
@@ -59,7 +60,7 @@ def _examples(spec):
     return examples, meta
 
 
-def _chat_passes(template, examples, rung: str):
+def chat_passes(template, examples, rung: str = "generated"):
     """Per pass (plain question, then negated, per example): the chat messages and the options' labels shown."""
     from ..served.prompting import NAME_INSTRUCTION, letters_instruction, messages
 
@@ -78,6 +79,9 @@ def _chat_passes(template, examples, rung: str):
     return out, (list(template.labels) if lettered else None)
 
 
+_chat_passes = chat_passes  # TEMPORARY for the lab helper: remove once lab_chat.py uses chat_passes
+
+
 def answers(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
     """The generated answers of a ``generated`` row, one per pass and sample: ``pass_id``, ``sample``, the raw
     ``text`` as the server returned it, the ``reasoning`` (the server's reasoning field, or the think block of the
@@ -85,17 +89,26 @@ def answers(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFram
     abstention in words — or unparsed; ``choice``: 0 for the slot-1 subject, 1 for slot 2, else -1; ``rule``)."""
     from ..served import session
     from ..served.ladder import generated_replies
-    from ..served.parse import parse_answer, reasoning_text
 
     if row.rung != "generated":
         raise StereoprobeError(f"{row.label} is read on the {row.rung} rung; only generated rows have answers.")
     s = session(ref, options)
     template = _template(ask, row)
     examples, _ = _examples(causal_spec(ask.spec))
-    chats, labels = _chat_passes(template, examples, "generated")
+    chats, labels = chat_passes(template, examples, "generated")
     replies = generated_replies(s.client, s.journal, chats, samples=s.samples, temperature=s.temperature,
                                 thinking=ask.thinking, think_budget=ask.think_budget,
                                 **s.ask(f"{row.label} · {ask.spec.dataset}"))
+    return parse_replies(template, examples, labels, replies, row.label if ask.thinking else None)
+
+
+def parse_replies(template, examples, labels, replies, thinking_row: str | None = None) -> pd.DataFrame:
+    """The replies of a generated reading (per pass, plain question then negated, per example: (content, reasoning)
+    per sample), one row per pass and sample, parsed (:func:`answers`' columns); shared by the served generated rung
+    and a local causal LM's generated reading (:func:`stereoprobe.unqover.score_causal.generated_frame`).
+    ``thinking_row``: the row's label where thinking was asked, to warn when no reply carries reasoning."""
+    from ..served.parse import parse_answer, reasoning_text
+
     records = []
     for k, ex in enumerate(examples):
         for polarity in (0, 1):
@@ -108,15 +121,25 @@ def answers(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFram
                                 "reasoning": reasoning or reasoning_text(text), "kind": kind, "choice": choice,
                                 "rule": parsed.rule})
     out = pd.DataFrame.from_records(records)
-    if ask.thinking and not out["reasoning"].str.strip().any():
+    if thinking_row and not out["reasoning"].str.strip().any():
         import warnings
 
         from ..errors import StereoprobeWarning
 
-        warnings.warn(f"{row.label}: thinking was asked but no answer carries reasoning (no reasoning field, no "
+        warnings.warn(f"{thinking_row}: thinking was asked but no answer carries reasoning (no reasoning field, no "
                       "think block): the server may ignore chat_template_kwargs, or the model not think; the row "
-                      "measures the model as it answered.", StereoprobeWarning, stacklevel=2)
+                      "measures the model as it answered.", StereoprobeWarning, stacklevel=3)
     return out
+
+
+def answer_shares(parsed: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per pass (in pass order): the shares of a pass's answers naming slot 1's and slot 2's subject, abstaining and
+    unparsed (s1, s2, u, x: they sum to 1)."""
+    n = parsed.groupby("pass_id")["sample"].count().to_numpy()
+    picks = parsed.assign(c0=parsed["choice"] == 0, c1=parsed["choice"] == 1, u=parsed["kind"] == "unknown",
+                          x=parsed["kind"] == "unparsed").groupby("pass_id")[["c0", "c1", "u", "x"]]
+    s1, s2, u, x = (picks.sum().to_numpy() / n[:, None]).T
+    return s1, s2, u, x
 
 
 def rows(ref: ModelRef, ask) -> list[RowKey]:
@@ -144,6 +167,8 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
     template = _template(ask, row)
     if row.rung not in fits(template, ask.thinking):
         why = ("thinking on is read on the generated rung only (the answer comes after the reasoning)" if ask.thinking
+               else "thinking off is read on the chat rungs (a plain prompt has no thinking to switch)"
+               if ask.thinking is False and row.rung == "exact"
                else f"its template is read on the {', '.join(fits(template))} rungs")
         raise StereoprobeError(f"{row.label}: {why}; pass one of those rungs, or leave rung out.")
     s = session(ref, options)
@@ -160,7 +185,7 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
         else:
             s1, s2, u = shares(lp).T
     elif row.rung == "next-token":
-        chats, labels = _chat_passes(template, examples, row.rung)
+        chats, labels = chat_passes(template, examples, row.rung)
         probs, mass, bounded = label_probabilities(s.client, s.journal, chats, labels, s.caps.top_k,
                                                    thinking=ask.thinking, **s.ask(desc))
         p = probs / probs.sum(axis=1, keepdims=True)
@@ -168,11 +193,7 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
         u = p[:, 2] if template.unknown is not None else None
         facts.update(label_mass=float(mass.mean()), bounded=float(bounded.mean()))
     else:
-        parsed = answers(ref, ask, row, options)
-        n = parsed.groupby("pass_id")["sample"].count().to_numpy()
-        picks = parsed.assign(c0=parsed["choice"] == 0, c1=parsed["choice"] == 1, u=parsed["kind"] == "unknown",
-                              x=parsed["kind"] == "unparsed").groupby("pass_id")[["c0", "c1", "u", "x"]]
-        s1, s2, u, x = (picks.sum().to_numpy() / n[:, None]).T
+        s1, s2, u, x = answer_shares(answers(ref, ask, row, options))
         facts.update(unknown=float(u.mean()), unparsed=float(x.mean()))
     meta = per_example(meta, s1, s2, u, x)
     meta.attrs["served"] = s.finish(desc, facts, before)
