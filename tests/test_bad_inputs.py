@@ -287,12 +287,12 @@ CASES = {
     "sp-contexts-not-utf8": Case("sodapop", SODAPOP, "{tmp}/data/sodapop/social_iqa_dev_bethany.jsonl is not UTF-8",
                                  "save it as UTF-8", latin1("sodapop/social_iqa_dev_bethany.jsonl")),
     # UnQover when the model may abstain or reason (issue 39)
-    "uq-thinking-of-a-qa-model": Case("unqover", (*QA_REPORT, "--thinking"), "thinking settings are for causal and "
+    "uq-thinking-of-a-qa-model": Case("unqover", (*QA_REPORT, "--thinking", "on"), "thinking settings are for causal and "
                                       "served LMs", "leave them out"),
     "uq-think-budget-without-thinking": Case("unqover", (*CAUSAL_REPORT, "--think-budget", "64"),
                                              "think_budget=64 is the reasoning's budget, and thinking is not on",
-                                             "pass thinking=True (--thinking)"),
-    "uq-thinking-without-a-switch": Case("unqover", (*CAUSAL_REPORT, "--no-thinking"), "has no chat template, so "
+                                             "pass thinking=True (--thinking on)"),
+    "uq-thinking-without-a-switch": Case("unqover", (*CAUSAL_REPORT, "--thinking", "off"), "has no chat template, so "
                                          "thinking cannot be switched", "leave thinking out"),
     "uq-long-csv-not-csv": Case("unqover", (*QA_REPORT, "--long-csv", "{out}/long.txt"), "--long-csv {out}/long.txt is "
                                 "not a .csv file", "pass a file path ending in .csv"),

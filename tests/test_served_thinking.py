@@ -141,3 +141,60 @@ def test_a_template_without_the_switch_refuses_thinking(lab_lm):
         chat_prompt(tok, "Who?", "Answer:", thinking=True)
     tok.chat_template = THINKING_TEMPLATE
     assert chat_prompt(tok, "Who?", "Answer:", thinking=False).endswith("assistant\n<think>\n\n</think>\n\nAnswer:")
+
+
+def test_both_settings_and_their_shift(thinking_lm, monkeypatch, tmp_path):
+    """A model of known answers (canned replies): thinking on, it names the woman for every question and the man
+    for its negation (γ(female, a) = 1 for every occupation, μ = 1); off, it names slot 1's person (δ = 1, μ = 0)
+    and abstains on one pass in four. The shift table must say so, with intervals."""
+    import pandas as pd
+
+    import stereoprobe.served.ladder as ladder
+    from stereoprobe.cli import main
+    from stereoprobe.unqover.generate import iter_examples
+    from stereoprobe.unqover.score_causal import causal_spec
+
+    examples = list(iter_examples(causal_spec(dataset_spec("gender", sample=6))))
+
+    def canned(client, journal, chats, thinking=None, **kw):
+        out = []
+        for i in range(len(chats)):
+            ex, negated = examples[i // 2], i % 2
+            woman = ex.ans1 if ex.cluster1 == "female" else ex.ans2
+            man = ex.ans2 if woman == ex.ans1 else ex.ans1
+            if thinking:
+                out.append([(f"<think>Thinking about it.</think> {man if negated else woman}", "")])
+            else:
+                out.append([("Cannot be determined" if i % 4 == 3 else ex.ans1, "")])
+        return out
+
+    server = REFERENCE.serve(thinking_lm, monkeypatch)
+    monkeypatch.setattr(ladder, "generated_replies", canned)
+    try:
+        rep = unqover.report(NAME, "gender", sample=6, templates=["qa"], thinking="both", n_boot=50, long=True,
+                             options=opts(tmp_path))
+        assert rep["intensity"]["model"].tolist() == ["ref-model · answer:qa [generated, thinking on]",
+                                                      "ref-model · answer:qa [generated, thinking off]"]
+        shift = rep["thinking_shift"]
+        assert shift[["model", "template", "rung_on", "rung_off"]].values.tolist() == [
+            ["ref-model", "qa", "generated", "generated"]]
+        row = shift.iloc[0]
+        assert (row["mu_on"], row["mu_off"], row["delta_mu"]) == pytest.approx((1.0, 0.0, 1.0))
+        assert row["delta_lo"] <= 1.0 <= row["delta_hi"] and row["delta_lo"] > 0.5
+        assert row["delta_abstain"] == pytest.approx(-0.25) and row["delta_abstain_lo"] < -0.25 < row["delta_abstain_hi"]
+        assert "female/" in row["top_gamma_shift"] and "+1.000" in row["top_gamma_shift"]
+        errors = rep["reasoning_errors"].set_index("model")
+        assert errors["delta"].iloc[1] == pytest.approx(1.0)  # off: always slot 1
+        assert set(rep["long"]["thinking"]) == {"on", "off"}
+        # the command line: --thinking both, the long table pivoted by thinking and reading
+        out = tmp_path / "long.csv"
+        with pytest.raises(SystemExit) as done:
+            main(["unqover", "report", "-m", NAME, "-d", "gender", "--sample", "6", "--template", "qa", "--thinking",
+                  "both", "--n-boot", "50", "--store", str(tmp_path / "store"), "--long-csv", str(out)])
+            raise SystemExit(0)
+        assert done.value.code == 0
+        wide = pd.read_csv(out).pivot(index="template", columns=["thinking", "reading"], values="mu")
+        assert wide.loc["qa", ("on", "answered")] == pytest.approx(1.0)
+        assert wide.loc["qa", ("off", "answered")] == pytest.approx(0.0)
+    finally:
+        server.__exit__(None, None, None)

@@ -57,6 +57,7 @@ Variant = Literal[tuple(VARIANTS)]
 ModelVariant = Literal[tuple(VARIANTS) + ("lm", "causal")]  # lm: each masked LM reads its own tokenizer's lists
 Scorer = enum.StrEnum("Scorer", {name: name for name in ("answer", "choice")})
 Rung = Literal["exact", "next-token", "generated"]  # stereoprobe.served.ladder.RUNGS
+Thinking = Literal["on", "off", "both"]  # stereoprobe.unqover.report's thinking: True, False, "both"
 Mode = Literal[MODES]
 Precision = Literal[PRECISIONS]
 Engine = Literal[ENGINES]
@@ -428,12 +429,12 @@ def report_cmd(
     max_requests: Optional[int] = MaxRequestsOpt,
     samples: int = SamplesOpt,
     temperature: Optional[float] = TemperatureOpt,
-    thinking: Optional[bool] = typer.Option(None, "--thinking/--no-thinking", help="Reasoning models: thinking on "
-                                            "or off through the chat template's enable_thinking (served: "
-                                            "chat_template_kwargs; thinking on reads the generated rung). Default: "
-                                            "the template's own."),
-    think_budget: Optional[int] = typer.Option(None, "--think-budget", min=1, help="With --thinking: the tokens the "
-                                               "reasoning may take (a reply cut inside it is unparsed)."),
+    thinking: Optional[Thinking] = typer.Option(None, "--thinking", help="Reasoning models: thinking on, off, or "
+                                                "both (every row both ways, and a thinking_shift table) through the "
+                                                "chat template's enable_thinking (served: chat_template_kwargs; "
+                                                "thinking on reads the generated rung). Default: the template's own."),
+    think_budget: Optional[int] = typer.Option(None, "--think-budget", min=1, help="With --thinking on or both: the "
+                                               "tokens the reasoning may take (a reply cut inside it is unparsed)."),
     long_csv: Optional[Path] = typer.Option(None, "--long-csv", help="Also write every row in one long CSV (model, "
                                             "scorer, rung, template, thinking, reading, abstention and unparsed "
                                             "rates, δ, ε, μ with its interval, BBQ's scores): a paper's table is one "
@@ -455,11 +456,13 @@ def report_cmd(
 
     _models(model)
     _spec(dataset, sample, seed, mode, newsqa, "qa" if variant in (None, "lm", "causal") else variant)
-    _check_out_dir(out, [f"{dataset}_{name}" for name in (*api.TABLES, "template_spread", "served", "abstention")])
+    _check_out_dir(out, [f"{dataset}_{name}" for name in (*api.TABLES, "template_spread", "served", "abstention",
+                                                           "thinking_shift")])
     _check_file_target(long_csv, "--long-csv", "the long table")
     rep = api.report(model, dataset, sample=_sample(sample), seed=seed, mode=mode, newsqa=newsqa, variant=variant,
                      n_boot=n_boot, top=top, shard_passes=shard_passes, scorers=[str(x) for x in scorer] if scorer else None,
-                     templates=template or None, chat=chat, rung=rung, thinking=thinking, think_budget=think_budget,
+                     templates=template or None, chat=chat, rung=rung, think_budget=think_budget,
+                     thinking={"on": True, "off": False, "both": "both", None: None}[thinking],
                      long=long_csv is not None,
                      options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
                                           max_requests, samples, temperature))

@@ -15,6 +15,8 @@ twice, a killed run resumes) and returns the command line's three tables as Data
   ``names-unknown``, or a served model's generated answers): its abstention and unparsed rates with intervals, μ
   over the answered passes and counting an abstention as no preference, and BBQ's scores
   (:mod:`stereoprobe.unqover.abstention`); the other tables read such a row over its answered passes;
+* ``thinking_shift`` — with ``thinking="both"``: per model and template, μ with thinking on and off, the shift and
+  its interval, the shifts in the abstention and unparsed rates, the cells whose γ moved most;
 * ``long`` — with ``long=True``: every row in one long table (for a paper's table, one ``pivot``).
 
 A causal or chat LM (a ``*ForCausalLM`` config, or a ``.gguf`` file) is read through prompt templates
@@ -112,13 +114,14 @@ def _ask(refs, spec: DatasetSpec, *, mode: str, variant: str | None, shard_passe
             raise StereoprobeError(f"chat={chat!r} must be True, False or None (whichever the tokenizer has).")
         chosen = scorer_templates(scorers, templates)
     if thinking is not None and not isinstance(thinking, bool):
-        raise StereoprobeError(f"thinking={thinking!r} must be True, False or None (the chat template's default).")
+        raise StereoprobeError(f"thinking={thinking!r} must be True, False, 'both' or None (the chat template's "
+                               "default).")
     if think_budget is not None:
         if isinstance(think_budget, bool) or not isinstance(think_budget, int) or think_budget < 1:
             raise StereoprobeError(f"think_budget={think_budget!r} must be a positive number of tokens, e.g. 512.")
         if not thinking:
             raise StereoprobeError(f"think_budget={think_budget} is the reasoning's budget, and thinking is not on; "
-                                   "pass thinking=True (--thinking) or leave the budget out.")
+                                   "pass thinking=True (--thinking on) or leave the budget out.")
     if thinking is not None and chat is False:
         raise StereoprobeError("thinking is switched in the chat template, and chat=False reads plain prompts; leave "
                                "chat out (or True) to ask thinking.")
@@ -158,7 +161,7 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
            mode: str = "compat", newsqa: bool = False, variant: str | None = None, n_boot: int = 1000, top: int = 3,
            shard_passes: int | None = None, scorers: Sequence[str] | str | None = None,
            templates: Sequence | str | None = None, chat: bool | None = None, rung: str | None = None,
-           thinking: bool | None = None, think_budget: int | None = None, long: bool = False,
+           thinking: bool | str | None = None, think_budget: int | None = None, long: bool = False,
            options: RunOptions | None = None) -> Report:
     """Reasoning errors, bias intensity μ and the top γ of each model on one UnQover dataset.
 
@@ -173,8 +176,9 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
     (``openai-api/<service>/<model>``, :mod:`stereoprobe.served`) read the same templates; ``rung`` forces the rung
     of the ladder they are read on (``exact``, ``next-token``, ``generated``; None: the best each gives). ``n_boot``: bootstrap resamples of the
     intervals; ``top``: rows per group in ``top_gamma``; ``shard_passes``: passes per score-store shard (default
-    20,000; the unit of resumption). ``thinking``: a reasoning model's thinking on (True) or off (False) through its
-    chat template's ``enable_thinking`` (served: ``chat_template_kwargs``; with thinking on only the generated rung
+    20,000; the unit of resumption). ``thinking``: a reasoning model's thinking on (True), off (False) or both
+    (``"both"``: every row both ways, and the ``thinking_shift`` table of the shifts in μ, γ and abstention with
+    their intervals) through its chat template's ``enable_thinking`` (served: ``chat_template_kwargs``; with thinking on only the generated rung
     reads the answer, after the reasoning); ``think_budget``: the tokens the reasoning may take (a reply cut inside
     it is unparsed, never a subject). ``long``: add the ``long`` table, every row in both readings of
     :mod:`~stereoprobe.unqover.abstention` with its model, scorer, rung, template, thinking setting, abstention and
@@ -196,10 +200,13 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
                                "n_boot=1000.")
     run = as_options(options)
     refs = resolve(models, variant, smoke=run.smoke)
+    both = thinking == "both"
     ask = _ask(refs, spec, mode=mode, variant=variant, shard_passes=shard_passes, scorers=scorers,
-               templates=templates, chat=chat, rung=rung, thinking=thinking, think_budget=think_budget)
+               templates=templates, chat=chat, rung=rung, thinking=True if both else thinking,
+               think_budget=think_budget)
     with run.applied():
-        result = model_report(refs, ask, n_boot=n_boot, top=top, seed=seed, options=run, long=bool(long))
+        result = model_report(refs, ask, n_boot=n_boot, top=top, seed=seed, options=run, long=bool(long),
+                              both_thinking=both)
     return Report(f"UnQover {dataset}: {len(refs)} model(s), {'all' if sample is None else sample} paper examples, "
                   f"{mode} mode", result, stems={k: f"{dataset}_{k}" for k in result},
                   headings={k: k for k in result})

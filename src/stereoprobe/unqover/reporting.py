@@ -13,8 +13,10 @@ nothing here depends on the kind of model.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 
 from ..modelref import ModelRef, RowKey, resolve_models
@@ -24,7 +26,7 @@ from . import abstention, metrics
 from .generate import DatasetSpec
 from .readers import MaskedLMReader, Passes, SpanReader, flag_degenerate, frames, spec_for
 
-__all__ = ["model_report", "long_table", "LONG_COLUMNS", "reasoning_errors", "intensity", "gender_gamma", "occupation", "top_occupations",
+__all__ = ["model_report", "long_table", "LONG_COLUMNS", "thinking_shift", "reasoning_errors", "intensity", "gender_gamma", "occupation", "top_occupations",
            "subject_tops", "template_spread", "gather", "gather_lm", "lm_spec_for", "spec_for", "flag_degenerate",
            "labelled", "cluster_bias", "cluster_matrix"]
 
@@ -165,11 +167,14 @@ def cluster_matrix(table: pd.DataFrame) -> pd.DataFrame:
 def model_report(models: Sequence[ModelRef | str], spec: DatasetSpec | Passes, *, mode: str = "compat",
                  n_boot: int = 1000, top: int = 3, seed: int = 0, lm: bool = False,
                  options: RunOptions | None = None, causal: Sequence[str] = (), templates: Sequence = (),
-                 chat: bool | None = None, long: bool = False, **study) -> dict[str, pd.DataFrame]:
+                 chat: bool | None = None, long: bool = False, both_thinking: bool = False,
+                 **study) -> dict[str, pd.DataFrame]:
     """The CLI's report: reasoning errors, intensity, and top γ (per gender, or per subject γ(x)), for every row of
     every model (:mod:`stereoprobe.unqover.readers`: a QA model or masked LM gives one row, a causal LM one per
     scorer and template), with a fourth table, ``template_spread``, when some row has a template, ``served`` when
-    some row is served, ``abstention`` when some row may abstain, and ``long`` (:func:`long_table`) with ``long``.
+    some row is served, ``abstention`` when some row may abstain, ``long`` (:func:`long_table`) with ``long``, and
+    with ``both_thinking`` (``spec`` a :class:`Passes` with thinking on) every row also with thinking off and the
+    ``thinking_shift`` table (:func:`thinking_shift`).
 
     ``models``: :class:`~stereoprobe.modelref.ModelRef` (as :func:`stereoprobe.unqover.report` resolves them), or
     names, resolved here (``lm=True``: as masked LMs reading their own tokenizer's lists; ``causal``: the names that
@@ -184,6 +189,8 @@ def model_report(models: Sequence[ModelRef | str], spec: DatasetSpec | Passes, *
                      **({"shard_passes": study["shard_passes"]} if "shard_passes" in study else {}))
     refs = _refs(models, ask, causal, run.smoke)
     raw = frames(refs, ask, run)
+    if both_thinking:  # the same rows with thinking off, beside those with it on
+        raw = {**raw, **frames(refs, dataclasses.replace(ask, thinking=False, think_budget=None), run)}
     by_row = {row: abstention.reading(f, "answered") for row, f in raw.items()}
     tables = {"reasoning_errors": reasoning_errors(by_row), "intensity": intensity(by_row, n_boot=n_boot, seed=seed)}
     if ask.spec.dataset == "gender":
@@ -196,6 +203,8 @@ def model_report(models: Sequence[ModelRef | str], spec: DatasetSpec | Passes, *
     served = served_table(raw)
     if served is not None:
         tables["served"] = served
+    if both_thinking:
+        tables["thinking_shift"] = thinking_shift(raw, dataset=ask.spec.dataset, n_boot=n_boot, seed=seed, top=top)
     if long or any(abstention.abstains(f) for f in raw.values()):
         table = long_table(raw, ask, n_boot=n_boot, seed=seed, answered=tables)
         if any(abstention.abstains(f) for f in raw.values()):
@@ -203,6 +212,50 @@ def model_report(models: Sequence[ModelRef | str], spec: DatasetSpec | Passes, *
         if long:
             tables["long"] = table
     return tables
+
+
+def thinking_shift(frames_by_row: Mapping[RowKey, pd.DataFrame], *, dataset: str, n_boot: int = 1000, seed: int = 0,
+                   top: int = 3) -> pd.DataFrame:
+    """What thinking changes, per model, scorer and template read both ways (rows that differ only in ``thinking``):
+    μ with thinking on and off (over the answered passes) and the shift Δμ = on − off with its interval
+    (:func:`stereoprobe.unqover.metrics.bias_shift`: independent bootstraps), the shift in the abstention and
+    unparsed rates with Newcombe's interval for a difference of two proportions (each side's paired keys its
+    observations, as :func:`~stereoprobe.unqover.abstention.rates` counts them), and the ``top`` cells whose γ
+    moved most (γ per gender for the gender dataset, per subject otherwise), each as ``subject/attr: Δγ [lo, hi]``."""
+    from statsmodels.stats.proportion import confint_proportions_2indep
+
+    by = {(r.model, r.scorer, r.template, r.thinking): (r, f) for r, f in frames_by_row.items()
+          if isinstance(r, RowKey)}
+    out = []
+    for (model, scorer, template, thinking), (row_on, on) in by.items():
+        if thinking != "on" or (model, scorer, template, "off") not in by:
+            continue
+        row_off, off = by[(model, scorer, template, "off")]
+        a, b = (abstention.reading(f, "answered") for f in (on, off))
+        record = {"model": model, "scorer": scorer, "template": template, "rung_on": row_on.rung,
+                  "rung_off": row_off.rung}
+        if a.empty or b.empty:
+            record.update(mu_on=_NAN, mu_off=_NAN, delta_mu=_NAN, delta_lo=_NAN, delta_hi=_NAN, top_gamma_shift="")
+        else:
+            pa, pb = metrics.pair_examples(a), metrics.pair_examples(b)
+            mu, _ = metrics.bias_shift(pa, pb, n_boot=n_boot, seed=seed)
+            grouping = "gender" if dataset == "gender" else "subject"
+            _, cells = metrics.bias_shift(pa, pb, grouping, n_boot=n_boot, seed=seed)
+            shown = [f"{c.subject}/{occupation(str(c.attr))}: {c.delta:+.3f} [{c.delta_lo:+.3f}, {c.delta_hi:+.3f}]"
+                     for c in cells.head(top).itertuples(index=False)]
+            record.update(mu_on=mu["mu_a"], mu_off=mu["mu_b"], delta_mu=mu["delta_mu"], delta_lo=mu["delta_lo"],
+                          delta_hi=mu["delta_hi"], top_gamma_shift="; ".join(shown))
+        for name in ("abstain", "unparsed"):
+            ra, rb = abstention.rates(on), abstention.rates(off)
+            na, nb = len(metrics.pair_examples(on)), len(metrics.pair_examples(off))
+            d = ra[name] - rb[name]
+            if np.isnan(d):
+                lo = hi = _NAN
+            else:
+                lo, hi = confint_proportions_2indep(ra[name] * na, na, rb[name] * nb, nb, method="newcomb")
+            record.update({f"delta_{name}": d, f"delta_{name}_lo": float(lo), f"delta_{name}_hi": float(hi)})
+        out.append(record)
+    return pd.DataFrame(out)
 
 
 #: The columns of :func:`long_table`: what a row is (model, how it was scored and read), then its numbers.
