@@ -1,5 +1,6 @@
-"""The reference OpenAI-compatible server of tests/served_reference.py answers as the protocol says, with the log-
-probabilities of its model, and misbehaves exactly as its switches say (only ``urllib`` speaks to it here)."""
+"""The reference OpenAI-compatible server (stereoprobe.served.reference; the tests' helpers in
+tests/served_reference.py) answers as the protocol says, with the log-probabilities of its model, and misbehaves
+exactly as its switches say (only ``urllib`` speaks to it here)."""
 
 from __future__ import annotations
 
@@ -259,3 +260,20 @@ def test_delay_lets_requests_overlap(lm):
         for thread in threads:
             thread.join()
     assert server.post_count == 3 and server.max_in_flight >= 2 and server.errors == []
+
+
+def test_serving_a_model_by_name_sets_and_restores_its_variable(monkeypatch, tmp_path):
+    import os
+
+    from stereoprobe import RunOptions, unqover
+    from stereoprobe.served import capabilities
+    from stereoprobe.served.reference import serving
+
+    monkeypatch.delenv("BOOKTEST_BASE_URL", raising=False)
+    with serving("lab:causal-biased", service="booktest", smoke=True) as name:
+        assert name == "openai-api/booktest/causal-biased" and os.environ["BOOKTEST_BASE_URL"].startswith("http://127.0.0.1:")
+        assert capabilities(name).rungs() == ["exact", "next-token", "generated"]
+        rep = unqover.report(name, "gender", sample=4, templates=["qa"], n_boot=20,
+                             options=RunOptions(device="cpu", smoke=True, progress=False, store=tmp_path))
+        assert rep["served"]["rung"].tolist() == ["exact"]
+    assert "BOOKTEST_BASE_URL" not in os.environ
