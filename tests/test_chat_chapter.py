@@ -33,8 +33,8 @@ def test_rows_spread_and_movement(qwen, tmp_path):
     frames = chat.unqover_frames([qwen], ["zoo:minilm-qa"], DatasetSpec("gender", sample=12), options=options)
     assert [k.label for k in frames] == [f"qwen2 · answer:{t}" for t in ("qa", "context-question", "one-word")] + [
         f"qwen2 · choice:{t}" for t in ("letters", "names", "either")] + ["zoo:minilm-qa"]
-    assert [tuple(k) for k in frames][0] == ("qwen2", "answer", "qa", "")  # rows keyed by data, not by a label
-    assert [tuple(k) for k in frames][-1] == ("zoo:minilm-qa", "", "", "")
+    assert [tuple(k) for k in frames][0] == ("qwen2", "answer", "qa", "", "")  # rows keyed by data, not by a label
+    assert [tuple(k) for k in frames][-1] == ("zoo:minilm-qa", "", "", "", "")
     table = chat.summary(frames, n_boot=20, seed=0)
     assert table[["model", "scorer", "template"]].values.tolist()[0] == ["qwen2", "answer", "qa"]
     assert table[["model", "scorer", "template"]].values.tolist()[-1] == ["zoo:minilm-qa", "span", "-"]

@@ -231,9 +231,9 @@ score_causal = score_causal_passes
 def generated_answers(model: str, spec: DatasetSpec, template: PromptTemplate, *, thinking: bool | None = None,
                       think_budget: int | None = None, options: RunOptions | None = None) -> pd.DataFrame:
     """The generated reading of a local causal LM, its replies: the chat messages a server's generated rung sends
-    (:func:`stereoprobe.unqover.score_served.chat_passes`, through the model's own chat template, ``thinking`` its
+    (:func:`stereoprobe.unqover.generated.chat_passes`, through the model's own chat template, ``thinking`` its
     switch), the reply generated greedily (:func:`stereoprobe.causal.generate`: up to ``think_budget`` tokens of
-    reasoning and 64 of answer) and parsed as a served reply is (:func:`~stereoprobe.unqover.score_served.parse_replies`:
+    reasoning and 64 of answer) and parsed as a served reply is (:func:`~stereoprobe.unqover.generated.parse_replies`:
     a reply cut inside its reasoning is unparsed): one row per pass with the reply's ``text``, its ``reasoning`` and
     its parse. The replies are kept in the score store (``<store>/generated/``), so a second call generates
     nothing."""
@@ -244,7 +244,7 @@ def generated_answers(model: str, spec: DatasetSpec, template: PromptTemplate, *
     from ..causal import generate, has_chat_template, has_thinking_switch, scorer_for
     from ..models import model_fingerprint
     from ..served.ladder import ANSWER_TOKENS
-    from .score_served import chat_passes, parse_replies
+    from .generated import chat_passes, parse_replies
 
     run = as_options(options)
     spec = causal_spec(spec)
@@ -279,7 +279,7 @@ def generated_answers(model: str, spec: DatasetSpec, template: PromptTemplate, *
 def generated_frame(model: str, spec: DatasetSpec, template: PromptTemplate, **kwargs) -> pd.DataFrame:
     """The score frame of a local causal LM's generated reading (:func:`generated_answers`, ``kwargs`` as there): per
     pass the shares of each subject, of abstentions and of unparsed replies (``u``, ``x``)."""
-    from .score_served import answer_shares
+    from .generated import answer_shares
 
     return per_example(example_keys(causal_spec(spec)), *answer_shares(generated_answers(model, spec, template,
                                                                                         **kwargs)))

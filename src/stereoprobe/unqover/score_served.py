@@ -21,16 +21,16 @@ and the negation still cancelled by the metric (Li et al. 2020, Eq. 5–8).
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from ..errors import StereoprobeError
 from ..modelref import ModelRef, RowKey
 from ..options import RunOptions
 from .generate import count, example_keys, iter_examples
+from .generated import answer_shares, chat_passes, parse_replies
 from .score_causal import causal_spec, columns, normalised, pass_requests, per_example, shares
 
-__all__ = ["fits", "rows", "frame", "answers", "parse_replies", "answer_shares", "chat_passes"]
+__all__ = ["fits", "rows", "frame", "answers"]
 
 
 def fits(template, thinking: bool | None = None) -> tuple[str, ...]:
@@ -60,28 +60,6 @@ def _examples(spec):
     return examples, meta
 
 
-def chat_passes(template, examples, rung: str = "generated"):
-    """Per pass (plain question, then negated, per example): the chat messages and the options' labels shown."""
-    from ..served.prompting import NAME_INSTRUCTION, letters_instruction, messages
-
-    lettered = template.task == "unqover-choice" and "{label}" in template.option
-    if template.task == "unqover-choice":
-        instruction = letters_instruction(template.labels) if lettered else "Answer with one of the options only."
-    else:
-        instruction = NAME_INSTRUCTION
-    out = []
-    for ex in examples:
-        for question in (ex.question, ex.negated_question):
-            fields = dict(paragraph=ex.context, question=question)
-            if template.task == "unqover-choice":
-                fields["options"] = [ex.ans1, ex.ans2]
-            out.append(messages(template.body(**fields), instruction, template.system))
-    return out, (list(template.labels) if lettered else None)
-
-
-_chat_passes = chat_passes  # TEMPORARY for the lab helper: remove once lab_chat.py uses chat_passes
-
-
 def answers(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
     """The generated answers of a ``generated`` row, one per pass and sample: ``pass_id``, ``sample``, the raw
     ``text`` as the server returned it, the ``reasoning`` (the server's reasoning field, or the think block of the
@@ -95,51 +73,11 @@ def answers(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFram
     s = session(ref, options)
     template = _template(ask, row)
     examples, _ = _examples(causal_spec(ask.spec))
-    chats, labels = chat_passes(template, examples, "generated")
+    chats, labels = chat_passes(template, examples)
     replies = generated_replies(s.client, s.journal, chats, samples=s.samples, temperature=s.temperature,
                                 thinking=ask.thinking, think_budget=ask.think_budget,
                                 **s.ask(f"{row.label} · {ask.spec.dataset}"))
     return parse_replies(template, examples, labels, replies, row.label if ask.thinking else None)
-
-
-def parse_replies(template, examples, labels, replies, thinking_row: str | None = None) -> pd.DataFrame:
-    """The replies of a generated reading (per pass, plain question then negated, per example: (content, reasoning)
-    per sample), one row per pass and sample, parsed (:func:`answers`' columns); shared by the served generated rung
-    and a local causal LM's generated reading (:func:`stereoprobe.unqover.score_causal.generated_frame`).
-    ``thinking_row``: the row's label where thinking was asked, to warn when no reply carries reasoning."""
-    from ..served.parse import parse_answer, reasoning_text
-
-    records = []
-    for k, ex in enumerate(examples):
-        for polarity in (0, 1):
-            for j, (text, reasoning) in enumerate(replies[2 * k + polarity]):
-                parsed = parse_answer(text, template.options([ex.ans1, ex.ans2]), labels)
-                kind, choice = parsed.kind, -1 if parsed.choice is None else parsed.choice
-                if choice == 2:  # the unknown option
-                    kind, choice = "unknown", -1
-                records.append({"pass_id": 2 * ex.index + polarity, "sample": j, "text": text,
-                                "reasoning": reasoning or reasoning_text(text), "kind": kind, "choice": choice,
-                                "rule": parsed.rule})
-    out = pd.DataFrame.from_records(records)
-    if thinking_row and not out["reasoning"].str.strip().any():
-        import warnings
-
-        from ..errors import StereoprobeWarning
-
-        warnings.warn(f"{thinking_row}: thinking was asked but no answer carries reasoning (no reasoning field, no "
-                      "think block): the server may ignore chat_template_kwargs, or the model not think; the row "
-                      "measures the model as it answered.", StereoprobeWarning, stacklevel=3)
-    return out
-
-
-def answer_shares(parsed: pd.DataFrame) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per pass (in pass order): the shares of a pass's answers naming slot 1's and slot 2's subject, abstaining and
-    unparsed (s1, s2, u, x: they sum to 1)."""
-    n = parsed.groupby("pass_id")["sample"].count().to_numpy()
-    picks = parsed.assign(c0=parsed["choice"] == 0, c1=parsed["choice"] == 1, u=parsed["kind"] == "unknown",
-                          x=parsed["kind"] == "unparsed").groupby("pass_id")[["c0", "c1", "u", "x"]]
-    s1, s2, u, x = (picks.sum().to_numpy() / n[:, None]).T
-    return s1, s2, u, x
 
 
 def rows(ref: ModelRef, ask) -> list[RowKey]:
@@ -185,7 +123,7 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
         else:
             s1, s2, u = shares(lp).T
     elif row.rung == "next-token":
-        chats, labels = chat_passes(template, examples, row.rung)
+        chats, labels = chat_passes(template, examples)
         probs, mass, bounded = label_probabilities(s.client, s.journal, chats, labels, s.caps.top_k,
                                                    thinking=ask.thinking, **s.ask(desc))
         p = probs / probs.sum(axis=1, keepdims=True)
@@ -198,3 +136,7 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
     meta = per_example(meta, s1, s2, u, x)
     meta.attrs["served"] = s.finish(desc, facts, before)
     return meta
+
+
+def _chat_passes(template, examples, rung=None):  # TEMPORARY, for zoo/lab_chat.py while it is written
+    return chat_passes(template, examples)
