@@ -136,7 +136,3 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
     meta = per_example(meta, s1, s2, u, x)
     meta.attrs["served"] = s.finish(desc, facts, before)
     return meta
-
-
-def _chat_passes(template, examples, rung=None):  # TEMPORARY, for zoo/lab_chat.py while it is written
-    return chat_passes(template, examples)
