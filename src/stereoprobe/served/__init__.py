@@ -38,6 +38,7 @@ class Session:
     progress: bool
     samples: int = 1
     temperature: float | None = None
+    options: object = None  # the run's RunOptions, kept so that its id (the session's key) is never reused
 
     def ask(self, desc: str = "") -> dict:
         """The keyword arguments of :func:`stereoprobe.served.client.ask_all` for the next row of this run."""
@@ -104,7 +105,7 @@ def session(ref, options) -> Session:
                                    "top_k": caps.top_k, "evidence": caps.evidence})
         client = Client(endpoint, **({"concurrency": options.concurrency} if options.concurrency else {}))
         _SESSIONS[key] = Session(endpoint, client, journal, caps, options.max_requests, options.show_progress,
-                                 options.samples or 1, options.temperature)
+                                 options.samples or 1, options.temperature, options)
     return _SESSIONS[key]
 
 
