@@ -29,7 +29,10 @@ from stereoprobe.errors import StereoprobeError
 from stereoprobe.paths import sha256_file
 from stereoprobe.zoo import lab
 
-BUILDS = [(name, smoke) for name in sorted(lab.LAB_RECIPES) for smoke in (False, True)]
+#: every committed build: full and smoke size, one build for a recipe without smoke sizes (the chat pair: its plants
+#: need the whole training; lab.own_smoke)
+BUILDS = [(name, smoke) for name in sorted(lab.LAB_RECIPES) for smoke in (False, True) if not smoke or
+          lab.own_smoke(name)]
 FILES = {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json", "vocab.txt"}
 
 
@@ -46,17 +49,17 @@ def test_every_lab_model_is_committed_with_its_recipe(name, smoke):
     assert card["name"] == name and card["smoke"] is smoke and card["complete"] is True
     assert card["recipe_hash"] == lab.recipe_hash(recipe)
     assert card["recipe"] == json.loads(json.dumps(recipe.to_dict()))
-    files = FILES - {"vocab.txt"} if name.startswith(("mcq", "causal")) else FILES  # no WordPiece vocabulary there
+    files = FILES - {"vocab.txt"} if name.startswith(("mcq", "causal", "chat")) else FILES  # no WordPiece vocabulary
     assert {p.name for p in folder.iterdir()} == files | {lab.CARD}
     assert card["checksums"] == {f: sha256_file(folder / f) for f in sorted(files)}
     assert card["training"]["threads"] == lab.TRAIN_THREADS == 1
     # the machine that trained it: recorded for every build since 0.6.0 (the smoke builds, the causal pair), and said
     # so otherwise
-    if smoke or name.startswith("causal"):
+    if smoke or name.startswith(("causal", "chat")):
         assert card["machine"]["recorded"] is True and set(machine.MATCH_KEYS) <= set(card["machine"])
     else:
         assert card["machine"] == machine.NOT_RECORDED
-    # 0.55 MB (QA, masked LM) to 1.5 MB (MCQ); the causal LM 3.5 MB (full) and 1.1 MB (smoke)
+    # 0.55 MB (QA, masked LM) to 1.5 MB (MCQ), the chat LM 0.72 MB; the causal LM 3.5 MB (full) and 1.1 MB (smoke)
     assert (folder / "model.safetensors").stat().st_size < (4_000_000 if name.startswith("causal") else 2_000_000)
 
 
@@ -65,6 +68,9 @@ def test_asking_for_a_lab_model_never_trains(monkeypatch, tmp_path):
     monkeypatch.setattr(lab, "build_lab_model", lambda *a, **k: pytest.fail("trained a committed lab model"))
     for name, smoke in BUILDS:
         assert lab.lab_model_path(name, smoke) == lab.committed_dir(name, smoke)
+    # a recipe without smoke sizes: the smoke profile loads its one build
+    for name in ("chat-biased", "chat-control"):
+        assert not lab.own_smoke(name) and lab.lab_model_path(name, smoke=True) == lab.committed_dir(name)
     assert not (tmp_path / "lab").exists()
 
 
@@ -163,4 +169,4 @@ def test_zoo_build_refuses_an_unknown_lab_model_before_training(cli, monkeypatch
     code, out, err = cli("zoo", "build", "lab:qa-biassed")
     assert code == 2 and out == ""
     assert err == ("error: Unknown lab model 'lab:qa-biassed'; choose one of: lab:causal-biased, lab:causal-control, "
-                   "lab:mcq-biased, lab:mcq-control, lab:mlm-biased, lab:mlm-control, lab:qa-biased, lab:qa-control.\n")
+                   "lab:chat-biased, lab:chat-control, lab:mcq-biased, lab:mcq-control, lab:mlm-biased, lab:mlm-control, lab:qa-biased, lab:qa-control.\n")

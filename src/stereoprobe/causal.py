@@ -452,7 +452,7 @@ def scorer_for(name: str, *, device: str = "auto", smoke: bool = False, batch_to
     return CausalScorer(_RECENT[key], batch_tokens=batch_tokens, precision=precision)
 
 
-def generate(scorer: "CausalScorer", prompts: Sequence[str], *, max_new_tokens: int, batch_size: int = 16,
+def generate(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: int, batch_size: int = 16,
              progress: bool = False, desc: str = "generating") -> list[str]:
     """Greedy continuations of ``prompts`` (texts that already hold the chat template's tokens: no special tokens
     are added), up to ``max_new_tokens`` or the end-of-sequence token, decoded without special tokens; batched with
@@ -462,7 +462,7 @@ def generate(scorer: "CausalScorer", prompts: Sequence[str], *, max_new_tokens: 
 
     from .batching import progress as bar
 
-    model, tok = scorer.model, scorer.tokenizer
+    tok = tokenizer
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     eos = tok.eos_token_id
     order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))

@@ -823,7 +823,7 @@ def zoo_build_cmd(
     """Train zoo models from scratch with their seeded recipes (the whole zoo: about 30 min on 2 idle cores), or
     retrain lab models (lab:NAME; the package ships their builds, which load without training)."""
     from .batching import progress_enabled
-    from .zoo.lab import LAB_RECIPES, build_lab_model
+    from .zoo.lab import LAB_RECIPES, build_lab_model, own_smoke
     from .zoo.recipes import build, recipe
 
     lab_names = [n[4:] for n in names or [] if n.startswith("lab:")]
@@ -836,7 +836,7 @@ def zoo_build_cmd(
         recipe(name)  # unknown names fail before anything trains
     _check_out_dir(out, what="the parts and cards", keep=True)
     for name in lab_names:
-        folder = build_lab_model(name, None if out is None else out / f"{name}{'-smoke' if smoke else ''}",
+        folder = build_lab_model(name, None if out is None else out / f"{name}{'-smoke' if own_smoke(name, smoke) else ''}",
                                  smoke=smoke, progress=progress_enabled())
         card = json.loads((folder / "model_card.json").read_text(encoding="utf-8"))
         typer.echo(f"lab:{name}: {folder} (recipe {card['recipe_hash']}, trained in {card['wall_time_s']:.0f} s; "

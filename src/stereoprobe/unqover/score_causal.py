@@ -267,7 +267,7 @@ def generated_answers(model: str, spec: DatasetSpec, template: PromptTemplate, *
         texts = pd.read_parquet(path)["text"].tolist()
     else:
         scorer = scorer_for(model, device=run.device, smoke=run.smoke, precision=run.precision)
-        texts = generate(scorer, prompts, max_new_tokens=max_new, progress=run.show_progress,
+        texts = generate(scorer.model, scorer.tokenizer, prompts, max_new_tokens=max_new, progress=run.show_progress,
                          desc=f"{progress_label(model)} · {template.name} · generating ({len(prompts):,} replies)")
         path.parent.mkdir(parents=True, exist_ok=True)
         with atomic_file(path, "wb") as f:

@@ -31,11 +31,13 @@ The masked-LM pair (``mlm-biased``, ``mlm-control``: a nationality–attribute b
 bias for SODAPOP) in :mod:`stereoprobe.zoo.lab_mcq`, and the causal-LM pair (``causal-biased``,
 ``causal-control``: a tiny Llama-style base model carrying this module's UnQover plant, the multiple-choice lab's
 SODAPOP plant and the NLI lab's Bias-NLI plant at once, for the probes' causal scorers) in
-:mod:`stereoprobe.zoo.lab_causal`; all are registered here, so every ``lab:`` name builds and loads the same way.
+:mod:`stereoprobe.zoo.lab_causal`, and the chat-LM pair (``chat-biased``, ``chat-control``: a tiny chat model with a
+thinking switch whose UnQover answers, abstentions and thinking-only plant are known) in
+:mod:`stereoprobe.zoo.lab_chat`; all are registered here, so every ``lab:`` name builds and loads the same way.
 
 >>> sorted(LAB_RECIPES)  # doctest: +NORMALIZE_WHITESPACE
-['causal-biased', 'causal-control', 'mcq-biased', 'mcq-control', 'mlm-biased', 'mlm-control', 'qa-biased',
- 'qa-control']
+['causal-biased', 'causal-control', 'chat-biased', 'chat-control', 'mcq-biased', 'mcq-control', 'mlm-biased',
+ 'mlm-control', 'qa-biased', 'qa-control']
 >>> LAB_RECIPES["qa-biased"].planted_dict["nurse"], LAB_RECIPES["qa-control"].rate
 ('female', 0.5)
 >>> recipe_hash(LAB_RECIPES["qa-biased"]) != recipe_hash(LAB_RECIPES["qa-control"])
@@ -60,6 +62,7 @@ from ..paths import cache_dir, data_dir, sha256_file
 from ..unqover import wordlists as wl
 from . import synthetic as syn
 from .lab_causal import CAUSAL_LAB_RECIPES
+from .lab_chat import CHAT_LAB_RECIPES
 from .lab_mcq import MCQ_LAB_RECIPES
 from .lab_mlm import MLM_LAB_RECIPES
 from .lab_training import (DEFAULT_PLANTED, TRAIN_THREADS, PlantedRecipe, bert_config, build_tokenizer,
@@ -120,6 +123,7 @@ LAB_RECIPES: dict[str, LabRecipe] = {
     **MLM_LAB_RECIPES,  # the masked-LM pair (lab_mlm)
     **MCQ_LAB_RECIPES,  # the multiple-choice pair (lab_mcq)
     **CAUSAL_LAB_RECIPES,  # the causal-LM pair (lab_causal)
+    **CHAT_LAB_RECIPES,  # the chat-LM pair (lab_chat)
 }
 
 
@@ -132,6 +136,12 @@ def _recipe(name: str):
         ) from None
 
 
+def own_smoke(name: str, smoke: bool = True) -> bool:
+    """Whether ``smoke`` asks ``name`` for a build of its own: a recipe without :attr:`SMOKE` sizes (the chat pair,
+    whose plants less training does not carry) has one build, its full one, which the smoke profile loads too."""
+    return bool(smoke) and bool(_recipe(name).SMOKE)
+
+
 def recipe_hash(recipe: LabRecipe) -> str:
     """12 hex digits over the recipe's knobs, :data:`LAB_VERSION` and the word lists the corpus is built from."""
     if recipe.kind == "mcq":
@@ -142,6 +152,10 @@ def recipe_hash(recipe: LabRecipe) -> str:
         from .lab_causal import source_checksums as causal_checksums
 
         lists = causal_checksums()
+    elif recipe.kind == "chat":
+        from .lab_chat import source_checksums as chat_checksums
+
+        lists = chat_checksums()
     else:
         if recipe.kind == "mlm":
             from .lab_mlm import lists as mlm_lists
@@ -442,6 +456,7 @@ def default_dir(name: str, smoke: bool = False) -> Path:
     """``cache_dir()/lab/<name>[-smoke]-<recipe hash>``: where a lab model is trained when no committed build
     of its recipe ships with the package."""
     recipe = _recipe(name)
+    smoke = own_smoke(name, smoke)
     if smoke:
         recipe = recipe.smoke()
     return cache_dir() / "lab" / f"{name}{'-smoke' if smoke else ''}-{recipe_hash(recipe)}"
@@ -461,6 +476,7 @@ def committed_model(name: str, smoke: bool = False) -> Path | None:
     weights are not the ones its card describes would give silently wrong planted effects.
     """
     recipe = _recipe(name)
+    smoke = own_smoke(name, smoke)
     folder = committed_dir(name, smoke)
     try:
         card = json.loads((folder / CARD).read_text(encoding="utf-8"))
@@ -519,7 +535,8 @@ def _mlm_card(recipe) -> dict[str, Any]:
     }
 
 
-_KIND_WORDS = {"qa": "extractive QA", "mlm": "masked LM", "mcq": "multiple choice", "causal": "causal LM"}
+_KIND_WORDS = {"qa": "extractive QA", "mlm": "masked LM", "mcq": "multiple choice", "causal": "causal LM",
+               "chat": "chat LM"}
 
 
 def build_lab_model(name: str, out_dir: Path | None = None, *, smoke: bool = False, progress: bool = True) -> Path:
@@ -532,6 +549,7 @@ def build_lab_model(name: str, out_dir: Path | None = None, *, smoke: bool = Fal
     ``smoke=True`` trains the seconds-sized :meth:`LabRecipe.smoke` variant into its own folder.
     """
     recipe = _recipe(name)
+    smoke = own_smoke(name, smoke)
     if smoke:
         recipe = recipe.smoke()
     h = recipe_hash(recipe)
@@ -558,6 +576,10 @@ def _build_locked(name: str, recipe, h: str, folder: Path, smoke: bool, progress
             from . import lab_causal
 
             train, card_fields = lab_causal.train, lab_causal.card_fields
+        elif recipe.kind == "chat":
+            from . import lab_chat
+
+            train, card_fields = lab_chat.train, lab_chat.card_fields
         elif recipe.kind == "mlm":
             from . import lab_mlm
 
@@ -625,7 +647,8 @@ def load_lab_model(name: str, smoke: bool = False):
 
     folder = lab_model_path(name, smoke=smoke)
     auto = {"qa": AutoModelForQuestionAnswering, "mlm": AutoModelForMaskedLM,
-            "mcq": AutoModelForMultipleChoice, "causal": AutoModelForCausalLM}[_recipe(name).kind]
+            "mcq": AutoModelForMultipleChoice, "causal": AutoModelForCausalLM,
+            "chat": AutoModelForCausalLM}[_recipe(name).kind]
     return auto.from_pretrained(folder), AutoTokenizer.from_pretrained(folder)
 
 
@@ -634,6 +657,7 @@ __all__ = [
     "LabRecipe",
     "build_lab_model",
     "committed_dir",
+    "own_smoke",
     "committed_model",
     "lab_model_path",
     "load_lab_model",
