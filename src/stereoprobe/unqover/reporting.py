@@ -217,11 +217,16 @@ def model_report(models: Sequence[ModelRef | str], spec: DatasetSpec | Passes, *
 def thinking_shift(frames_by_row: Mapping[RowKey, pd.DataFrame], *, dataset: str, n_boot: int = 1000, seed: int = 0,
                    top: int = 3) -> pd.DataFrame:
     """What thinking changes, per model, scorer and template read both ways (rows that differ only in ``thinking``):
-    μ with thinking on and off (over the answered passes) and the shift Δμ = on − off with its interval
-    (:func:`stereoprobe.unqover.metrics.bias_shift`: independent bootstraps), the shift in the abstention and
-    unparsed rates with Newcombe's interval for a difference of two proportions (each side's paired keys its
-    observations, as :func:`~stereoprobe.unqover.abstention.rates` counts them), and the ``top`` cells whose γ
-    moved most (γ per gender for the gender dataset, per subject otherwise), each as ``subject/attr: Δγ [lo, hi]``."""
+    μ with thinking on and off and the shift Δμ = on − off with its interval
+    (:func:`stereoprobe.unqover.metrics.bias_shift`: independent bootstraps) in both readings
+    (:mod:`stereoprobe.unqover.abstention`: over the answered passes, ``mu_on`` … ``delta_hi``; an abstention as no
+    preference, ``mu_none_on`` … ``delta_none_hi``), the shift in the abstention and unparsed rates with Newcombe's
+    interval for a difference of two proportions (each side's paired keys its observations, as
+    :func:`~stereoprobe.unqover.abstention.rates` counts them), and the ``top`` cells whose γ moved most in the
+    no-preference reading (γ per gender for the gender dataset, per subject otherwise), each as
+    ``subject/attr: Δγ [lo, hi]``. The answered reading alone can hide what thinking does: a model that abstains
+    without thinking and answers with a stereotype after it adds cells the other side lacks, not a shift of μ over
+    the cells both answer; the no-preference reading keeps every cell on both sides."""
     from statsmodels.stats.proportion import confint_proportions_2indep
 
     by = {(r.model, r.scorer, r.template, r.thinking): (r, f) for r, f in frames_by_row.items()
@@ -231,20 +236,24 @@ def thinking_shift(frames_by_row: Mapping[RowKey, pd.DataFrame], *, dataset: str
         if thinking != "on" or (model, scorer, template, "off") not in by:
             continue
         row_off, off = by[(model, scorer, template, "off")]
-        a, b = (abstention.reading(f, "answered") for f in (on, off))
         record = {"model": model, "scorer": scorer, "template": template, "rung_on": row_on.rung,
                   "rung_off": row_off.rung}
-        if a.empty or b.empty:
-            record.update(mu_on=_NAN, mu_off=_NAN, delta_mu=_NAN, delta_lo=_NAN, delta_hi=_NAN, top_gamma_shift="")
-        else:
+        for reading, tag in (("answered", ""), ("no-preference", "_none")):
+            a, b = (abstention.reading(f, reading) for f in (on, off))
+            names = (f"mu{tag}_on", f"mu{tag}_off", f"delta_mu{tag}", f"delta{tag}_lo", f"delta{tag}_hi")
+            if a.empty or b.empty:
+                record.update(dict.fromkeys(names, _NAN))
+                record.setdefault("top_gamma_shift", "")
+                continue
             pa, pb = metrics.pair_examples(a), metrics.pair_examples(b)
             mu, _ = metrics.bias_shift(pa, pb, n_boot=n_boot, seed=seed)
-            grouping = "gender" if dataset == "gender" else "subject"
-            _, cells = metrics.bias_shift(pa, pb, grouping, n_boot=n_boot, seed=seed)
-            shown = [f"{c.subject}/{occupation(str(c.attr))}: {c.delta:+.3f} [{c.delta_lo:+.3f}, {c.delta_hi:+.3f}]"
-                     for c in cells.head(top).itertuples(index=False)]
-            record.update(mu_on=mu["mu_a"], mu_off=mu["mu_b"], delta_mu=mu["delta_mu"], delta_lo=mu["delta_lo"],
-                          delta_hi=mu["delta_hi"], top_gamma_shift="; ".join(shown))
+            record.update(zip(names, (mu["mu_a"], mu["mu_b"], mu["delta_mu"], mu["delta_lo"], mu["delta_hi"])))
+            if reading == "no-preference":
+                grouping = "gender" if dataset == "gender" else "subject"
+                _, cells = metrics.bias_shift(pa, pb, grouping, n_boot=n_boot, seed=seed)
+                record["top_gamma_shift"] = "; ".join(
+                    f"{c.subject}/{occupation(str(c.attr))}: {c.delta:+.3f} [{c.delta_lo:+.3f}, {c.delta_hi:+.3f}]"
+                    for c in cells.head(top).itertuples(index=False))
         for name in ("abstain", "unparsed"):
             ra, rb = abstention.rates(on), abstention.rates(off)
             na, nb = len(metrics.pair_examples(on)), len(metrics.pair_examples(off))

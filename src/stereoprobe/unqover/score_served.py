@@ -21,6 +21,8 @@ and the negation still cancelled by the metric (Li et al. 2020, Eq. 5–8).
 
 from __future__ import annotations
 
+import warnings
+
 import pandas as pd
 
 from ..errors import StereoprobeError
@@ -29,6 +31,11 @@ from ..options import RunOptions
 from .generate import count, example_keys, iter_examples
 from .generated import answer_shares, chat_passes, parse_replies
 from .score_causal import causal_spec, columns, normalised, pass_requests, per_example, shares
+
+#: The next-token rung warns when the labels take less than this share of the first generated token's probability
+#: on average: its shares then rest on a remainder the model hardly meant (a reasoning model opening its think
+#: block, a preamble).
+LABEL_MASS_WARN = 0.1
 
 __all__ = ["fits", "rows", "frame", "answers"]
 
@@ -130,6 +137,12 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
         s1, s2 = p[:, 0], p[:, 1]
         u = p[:, 2] if template.unknown is not None else None
         facts.update(label_mass=float(mass.mean()), bounded=float(bounded.mean()))
+        if mass.mean() < LABEL_MASS_WARN:
+            warnings.warn(f"{row.label}: the labels took {mass.mean():.1%} of the first generated token's "
+                          "probability on average, so the model mostly begins its reply with something else (a "
+                          "reasoning model's think block, a preamble) and these shares rest on that remainder; if it "
+                          "thinks by default pass thinking off (--thinking off), or read it on the generated rung.",
+                          stacklevel=2)
     else:
         s1, s2, u, x = answer_shares(answers(ref, ask, row, options))
         facts.update(unknown=float(u.mean()), unparsed=float(x.mean()))
