@@ -8,7 +8,9 @@ and stopped here, bound to 127.0.0.1.
   same weights read locally (transformers, dequantized from the same GGUF file); the tolerances are what was
   measured here, with room.
 * ``transformers serve`` gives no log-probabilities at all (it refuses ``logprobs`` and ``echo``): generated answers
-  only, the case of an API that gives none; its greedy answers must be the local model's.
+  only, the case of an API that gives none; its greedy answers must be the local model's. It also serves the chat lab
+  pair (``lab:chat-biased``/``-control``), whose plants the generated rung must recover (the lab's reference-server
+  and local readings: tests/test_chat_lab_probes.py).
 """
 
 from __future__ import annotations
@@ -283,3 +285,61 @@ def test_transformers_serve_gives_generated_answers_only(transformers_server, sm
     raw = answers(ref, Passes(spec, templates=(qa,)), RowKey(ref.label, "answer", "qa", "generated"), run)
     same = np.mean([a.strip() == b.strip() for a, b in zip(raw["text"], _local_greedy(smol, spec, qa))])
     assert same >= 0.9, same  # the same fp32 weights (at least 15 of the 16 passes the same here)
+
+
+@pytest.fixture(scope="module")
+def chat_lab_server(tmp_path_factory):
+    """``transformers serve`` on the committed chat lab pair (both folders, by relative name, offline)."""
+    import shutil
+
+    from stereoprobe.zoo import lab
+
+    tmp = tmp_path_factory.mktemp("tserve-lab")
+    for name in ("chat-biased", "chat-control"):
+        shutil.copytree(lab.lab_model_path(name), tmp / name)
+    (tmp / "hub").mkdir()
+    port = _port()
+    serve = os.path.join(os.path.dirname(sys.executable), "transformers")
+    proc, log = _start([serve, "serve", "--host", "127.0.0.1", "--port", str(port)],
+                       f"http://127.0.0.1:{port}/health", tmp, env={"HF_HUB_OFFLINE": "1", "HF_HUB_CACHE":
+                                                                     str(tmp / "hub")}, cwd=tmp)
+    yield f"http://127.0.0.1:{port}/v1"
+    _stop(proc, log)
+
+
+@pytest.mark.parametrize("model", ["chat-biased", "chat-control"])
+def test_transformers_serve_recovers_the_chat_lab_plants(chat_lab_server, model, monkeypatch, tmp_path):
+    """The chat lab pair behind a real server that gives generated answers only, its chat template left at its
+    default (thinking on): the biased model answers both plants' occupations with the planted gender (the second
+    shows only with thinking on) and abstains on the others; the control abstains everywhere."""
+    from stereoprobe.modelref import RowKey, resolve_model
+    from stereoprobe.prompts import template
+    from stereoprobe.unqover import abstention, metrics
+    from stereoprobe.unqover.api import dataset_spec
+    from stereoprobe.unqover.readers import Passes
+    from stereoprobe.unqover.reporting import occupation
+    from stereoprobe.unqover.score_served import frame
+    from stereoprobe.zoo.lab_chat import THINKING_PLANTED
+    from stereoprobe.zoo.lab_training import DEFAULT_PLANTED
+
+    monkeypatch.setenv("TSERVE_BASE_URL", chat_lab_server)
+    name, qa = f"openai-api/tserve/{model}", template("qa", "unqover-answer")
+    ref = resolve_model(name, native="qa")
+    run = RunOptions(device="cpu", progress=False, store=tmp_path / "store")
+    got = frame(ref, Passes(dataset_spec("gender", sample=120, seed=5), templates=(qa,)),
+                RowKey(ref.label, "answer", "qa", "generated"), run)
+    assert got.attrs["served"]["rung"] == "generated" and got.attrs["served"]["unparsed"] < 0.05
+    occ = got["attr"].map(occupation)
+    plants = {**DEFAULT_PLANTED, **THINKING_PLANTED}
+    abstains = ((got["u_pos"] + got["u_neg"]) / 2).groupby(occ).mean()
+    others = [o for o in abstains.index if o not in plants]
+    assert len(others) >= 30 and abstains[others].mean() > 0.9, abstains[others].mean()
+    if model == "chat-control":
+        assert abstains.mean() > 0.9
+        return
+    read = abstention.reading(got, "answered")
+    gamma = metrics.subject_attribute_bias(metrics.pair_examples(read), group_by="gender")
+    female = gamma[gamma["subject"] == "female"].assign(occ=lambda g: g["attr"].map(occupation)).set_index("occ")
+    toward = {o: female.loc[o, "gamma"] * (1 if g == "female" else -1) for o, g in plants.items() if o in female.index}
+    assert len(toward) >= 7 and min(toward.values()) > 0.3, toward  # both plants, the second thinking on
+    assert len(set(toward) & set(THINKING_PLANTED)) >= 2, toward
