@@ -150,3 +150,35 @@ def test_served_exact_rung_is_the_local_plain_reading(tmp_path):
                                atol=2e-4)
     assert local["abstention"]["abstain"].iloc[0] > 0.3  # it abstains, and BBQ sees the plant where it answers
     assert local["abstention"]["bbq_s_dis"].iloc[0] > 0
+
+
+def test_local_replies_are_kept_and_a_killed_run_resumes(tmp_path, monkeypatch):
+    """A local model's generated replies are kept reply by reply (the served journal's format, in the score store):
+    a second call generates nothing, and one that finds part of them generates only the rest."""
+    import sqlite3
+
+    from stereoprobe import causal
+    from stereoprobe.unqover.score_causal import generated_answers
+
+    run, spec, qa = opts(tmp_path), DatasetSpec("gender", sample=6, seed=5), template("qa", "unqover-answer")
+    first = generated_answers(BIASED, spec, qa, thinking=True, think_budget=32, options=run)
+    assert len(first) == 24 and first["reasoning"].str.len().gt(0).all()  # 6 examples, 12 ordered, 2 questions
+    (journal,) = (tmp_path / "store" / "generated").glob("*.sqlite")
+    real, asked = causal.generate, []
+
+    def counting(model, tokenizer, prompts, **kw):
+        asked.append(len(prompts))
+        return real(model, tokenizer, prompts, **kw)
+
+    monkeypatch.setattr(causal, "generate", counting)
+    pd.testing.assert_frame_equal(generated_answers(BIASED, spec, qa, thinking=True, think_budget=32, options=run),
+                                  first)
+    assert asked == []
+    with sqlite3.connect(journal) as db:  # as if the run had been killed with 10 replies kept
+        db.execute("DELETE FROM answers WHERE rowid NOT IN (SELECT rowid FROM answers ORDER BY rowid LIMIT 10)")
+    pd.testing.assert_frame_equal(generated_answers(BIASED, spec, qa, thinking=True, think_budget=32, options=run),
+                                  first)
+    assert sum(asked) == 14
+    # another setting is another reply
+    generated_answers(BIASED, spec, qa, thinking=False, options=run)
+    assert sum(asked) == 14 + 24

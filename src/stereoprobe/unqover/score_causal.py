@@ -235,14 +235,16 @@ def generated_answers(model: str, spec: DatasetSpec, template: PromptTemplate, *
     switch), the reply generated greedily (:func:`stereoprobe.causal.generate`: up to ``think_budget`` tokens of
     reasoning and 64 of answer) and parsed as a served reply is (:func:`~stereoprobe.unqover.generated.parse_replies`:
     a reply cut inside its reasoning is unparsed): one row per pass with the reply's ``text``, its ``reasoning`` and
-    its parse. The replies are kept in the score store (``<store>/generated/``), so a second call generates
-    nothing."""
+    its parse. Each reply is kept the moment its batch ends, as a served model's answers are
+    (:class:`stereoprobe.served.journal.Journal`, ``<store>/generated/<model>.sqlite``, under the hash of its prompt
+    and generation settings), so a second call generates nothing and a killed one resumes with what it has."""
     import hashlib
     import json
 
-    from ..atomic import atomic_file
+    from ..batching import progress
     from ..causal import generate, has_chat_template, has_thinking_switch, scorer_for
     from ..models import model_fingerprint
+    from ..served.journal import Journal
     from ..served.ladder import ANSWER_TOKENS
     from .generated import chat_passes, parse_replies
 
@@ -260,18 +262,27 @@ def generated_answers(model: str, spec: DatasetSpec, template: PromptTemplate, *
     extra = {} if thinking is None else {"enable_thinking": bool(thinking)}
     prompts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False, **extra) for m in chats]
     max_new = ANSWER_TOKENS + (int(think_budget) if think_budget else 0)
-    key = json.dumps([model_fingerprint(model, smoke=run.smoke), fingerprint(spec), template.digest, thinking,
-                      max_new, run.precision, str(run.device)])
-    path = run.score_store().root / "generated" / f"{hashlib.sha256(key.encode()).hexdigest()[:24]}.parquet"
-    if path.is_file():
-        texts = pd.read_parquet(path)["text"].tolist()
-    else:
+    fp = model_fingerprint(model, smoke=run.smoke)
+    journal = Journal(run.score_store().root / "generated" / f"{hashlib.sha256(fp.encode()).hexdigest()[:24]}.sqlite")
+    settings = {"max_new_tokens": max_new, "precision": run.precision, "device": str(run.device)}
+    keys = [hashlib.sha256(json.dumps([prompt, settings], sort_keys=True).encode()).hexdigest() for prompt in prompts]
+    have = journal.get_many(keys)
+    todo = [i for i, k in enumerate(keys) if k not in have]
+    if todo:
         scorer = scorer_for(model, device=run.device, smoke=run.smoke, precision=run.precision)
-        texts = generate(scorer.model, scorer.tokenizer, prompts, max_new_tokens=max_new, progress=run.show_progress,
-                         desc=f"{progress_label(model)} · {template.name} · generating ({len(prompts):,} replies)")
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_file(path, "wb") as f:
-            pd.DataFrame({"text": texts}).to_parquet(f, index=False)
+        chunk = 64  # replies kept per step: a killed run loses at most one step
+        steps = progress(range(0, len(todo), chunk), total=-(-len(todo) // chunk), disable=not run.show_progress,
+                         desc=f"{progress_label(model)} · {template.name} · generating ({len(todo):,} replies, "
+                              f"{chunk} a step)")
+        for lo in steps:
+            part = todo[lo:lo + chunk]
+            texts = generate(scorer.model, scorer.tokenizer, [prompts[i] for i in part], max_new_tokens=max_new)
+            for i, text in zip(part, texts):
+                answer = {"text": text, "model": fp}
+                journal.put(keys[i], "local-generate", {"prompt": prompts[i], **settings}, answer)
+                have[keys[i]] = answer
+    journal.close()
+    texts = [have[k]["text"] for k in keys]
     row = f"{progress_label(model)} · {template.name}"
     return parse_replies(template, examples, labels, [[(t, "")] for t in texts], row if thinking else None)
 
