@@ -426,8 +426,9 @@ def test_ray_workers_are_capped_at_the_gpus_with_one_line():
 
 # -- 7. room to travel -------------------------------------------------------------------------------------------
 def test_the_tracked_files_fit_what_travels_to_a_gpu_machine():
-    """The working tree goes to a lent GPU machine, 64 MiB at most: the tracked files stay under 60 MiB (58.6 MiB in
-    0.7.0, nearly all committed lab weights)."""
+    """The working tree goes to a lent GPU machine, 64 MiB at most: the tracked files stay under 62 MiB, leaving 2 MiB
+    for untracked files (58.6 MiB in 0.7.0, 60.9 MiB with the chat lab pair: nearly all committed lab weights; a
+    further committed model must make room)."""
     import subprocess
 
     root = Path(__file__).resolve().parents[1]
@@ -437,4 +438,4 @@ def test_the_tracked_files_fit_what_travels_to_a_gpu_machine():
         pytest.skip("not a git checkout")
     names = [n for n in files.decode().split("\0") if n]
     total = sum((root / n).stat().st_size for n in names if (root / n).is_file())
-    assert total <= 60 << 20, f"{total / 2**20:.1f} MiB tracked"
+    assert total <= 62 << 20, f"{total / 2**20:.1f} MiB tracked"
