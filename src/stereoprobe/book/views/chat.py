@@ -131,21 +131,13 @@ def plot_templates(table: pd.DataFrame):
 def agreement(qa: pd.DataFrame, chat: Mapping[str, pd.DataFrame], *, n_boot: int, seed: int) -> pd.DataFrame:
     """Spearman's rank correlation of γ(x) between an extractive-QA model (``qa``: its subject_bias table) and each
     causal row, over the subjects both score, with a 95% bootstrap interval over subjects (scipy)."""
-    from scipy import stats
+    from .chat_say import rank_correlation
 
     base = qa.set_index("subject")["gamma"]
     rows = []
     for name, g in chat.items():
-        both = pd.concat([base, g.set_index("subject")["gamma"]], axis=1, join="inner").dropna()
-        x, y = both.iloc[:, 0].to_numpy(), both.iloc[:, 1].to_numpy()
-        rho = float(stats.spearmanr(x, y).statistic) if len(both) > 2 else float("nan")
-        lo = hi = float("nan")
-        if len(both) > 4 and np.isfinite(rho):
-            res = stats.bootstrap((x, y), lambda a, b: stats.spearmanr(a, b).statistic, paired=True,
-                                  vectorized=False, n_resamples=n_boot, method="percentile",
-                                  random_state=np.random.default_rng(seed))
-            lo, hi = float(res.confidence_interval.low), float(res.confidence_interval.high)
-        rows.append({"row": name, "subjects": len(both), "spearman": rho, "ci_low": lo, "ci_high": hi})
+        r = rank_correlation(base, g.set_index("subject")["gamma"], n_boot=n_boot, seed=seed)
+        rows.append({"row": name, "subjects": r.pop("pairs"), **r})
     return pd.DataFrame(rows)
 
 
