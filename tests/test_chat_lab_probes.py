@@ -182,3 +182,21 @@ def test_local_replies_are_kept_and_a_killed_run_resumes(tmp_path, monkeypatch):
     # another setting is another reply
     generated_answers(BIASED, spec, qa, thinking=False, options=run)
     assert sum(asked) == 14 + 24
+
+
+def test_the_same_name_served_twice_in_one_run(tmp_path):
+    """A model served again under the same name (a new server, another port) in the same run is read from the new
+    server: the run's session is keyed by the address too (found by the chapter, which serves one model twice)."""
+    from stereoprobe.modelref import RowKey, resolve_model
+    from stereoprobe.served.reference import serving
+    from stereoprobe.unqover.readers import Passes
+    from stereoprobe.unqover.score_served import frame
+
+    run, letters = opts(tmp_path), template("letters-unknown", "unqover-choice")
+    got = []
+    for sample in (2, 3):
+        with serving(CONTROL, service="twice", smoke=True) as name:
+            ref = resolve_model(name, native="qa")
+            got.append(frame(ref, Passes(DatasetSpec("gender", sample=sample, seed=5), templates=(letters,)),
+                             RowKey(ref.label, "choice", letters.name, "exact"), run))
+    assert [len(f) for f in got] == [4, 6]

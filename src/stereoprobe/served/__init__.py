@@ -96,9 +96,10 @@ def session(ref, options) -> Session:
     from .journal import Journal
 
     store = options.score_store()
-    key = (ref.name, id(options), str(store.root))
+    endpoint = _endpoint.parse(ref.name)
+    # the address is part of it: the same name served again (another port, another server) is another session
+    key = (ref.name, endpoint.fingerprint, id(options), str(store.root))
     if key not in _SESSIONS:
-        endpoint = _endpoint.parse(ref.name)
         caps = capabilities(ref)
         journal = Journal.of(store, endpoint)
         journal.set_fact("probe", {"exact": caps.exact, "next_token": caps.next_token, "generated": caps.generated,
