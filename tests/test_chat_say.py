@@ -65,3 +65,13 @@ def test_bbq_beside_unqover_and_the_figures(lab_rungs):
     fig2 = view.plot_abstention(table)
     assert len(fig2.axes[0].patches) == 3 and fig2.axes[0].get_xlim() == (0, 1)
     plt.close("all")
+
+
+def test_the_abstention_figure_takes_a_rate_of_zero():
+    """At a rate of 0 the Wilson lower bound can sit a rounding error above it (5.6e-17 seen): no negative bar."""
+    import matplotlib.pyplot as plt
+
+    table = pd.DataFrame({"reading": ["answered"], "template": ["letters"], "rung": ["generated"], "abstain": [0.0],
+                          "abstain_lo": [5.55e-17], "abstain_hi": [0.56]})
+    assert len(view.plot_abstention(table).axes[0].patches) == 1
+    plt.close("all")

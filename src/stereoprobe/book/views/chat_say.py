@@ -160,8 +160,10 @@ def plot_abstention(table: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(rows) + 1.4))
     y = np.arange(len(rows))
     ax.barh(y, rows["abstain"], color=[f"C{['local', *RUNGS].index(r)}" for r in rows["rung"]], alpha=0.8)
-    ax.errorbar(rows["abstain"], y, xerr=[rows["abstain"] - rows["abstain_lo"], rows["abstain_hi"] - rows["abstain"]],
-                fmt="none", ecolor="black", capsize=3)
+    # at a rate of 0 or 1 the Wilson bound can sit a rounding error inside the rate
+    low = np.clip(rows["abstain"] - rows["abstain_lo"], 0, None)
+    high = np.clip(rows["abstain_hi"] - rows["abstain"], 0, None)
+    ax.errorbar(rows["abstain"], y, xerr=[low, high], fmt="none", ecolor="black", capsize=3)
     ax.set_yticks(y, [f"{t} · {r}" for t, r in zip(rows["template"], rows["rung"])])
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
