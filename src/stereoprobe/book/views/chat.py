@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Mapping, Sequence
 
-import numpy as np
 import pandas as pd
 
 from ..display import captioned, styled
