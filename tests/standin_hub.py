@@ -14,7 +14,9 @@ the machine of a user who downloaded the real ones.
 
 :func:`profile_hub_ids` reads every hub id the profiles in ``params/`` name (top level and per notebook, in the
 keys :data:`stereoprobe.book.heads.MODEL_KEYS` lists); :func:`require_standins` fails with the list of those the
-table lacks.
+table lacks. A profile may also name a model on the reader's own server (``openai-api/<service>/<model>``, the
+chapter *What chat models say*): :data:`SERVED_STANDINS` says which tiny model answers for it, and
+:func:`serve_standins` serves them with the package's reference server while a run reads them.
 
 From the command line, to try a profile as a new user would::
 
@@ -28,8 +30,10 @@ import json
 import os
 import shutil
 import sys
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 #: the encoder families (tests/families.py) and decoder families (tests/causal_families.py), loaded once by
 #: tests/conftest.py under these names (and by :func:`_families` when this file runs as a script)
@@ -92,6 +96,16 @@ STANDINS: dict[str, StandIn] = {
 }
 
 
+#: Every served model of params/*.yaml (``openai-api/<service>/<model>``, found at ``<SERVICE>_BASE_URL``: a reader's
+#: own vLLM server) and the stand-in that answers for it: a tiny random model of the family, with its chat template,
+#: behind the package's reference server (stereoprobe.served.reference.ReferenceServer, which answers every rung of
+#: the ladder) under the model's name on that server (:func:`serve_standins`).
+SERVED_STANDINS: dict[str, StandIn] = {
+    # the chapter "What chat models say" (params/gpu.yaml, chat_say.chat_models)
+    "openai-api/vllm/meta-llama/Llama-3.1-8B-Instruct": StandIn("llama3", "causal"),
+}
+
+
 # -- the hub ids of the profiles -----------------------------------------------------------------------------------
 def is_hub_id(name: str) -> bool:
     """A model name that the hub resolves: no project prefix (zoo:, lab:, asset:), no path, no GGUF file."""
@@ -120,6 +134,62 @@ def profile_hub_ids(params_dir: Path) -> dict[str, list[str]]:
                         if is_hub_id(name):
                             found.setdefault(name, []).append(f"{path.stem}: {where}{key}")
     return found
+
+
+def profile_served_names(params_dir: Path) -> dict[str, list[str]]:
+    """{served name: ["profile key", …]} of every profile ``params_dir/*.yaml``: the ``openai-api/…`` values of the
+    model keys (:data:`stereoprobe.book.heads.MODEL_KEYS`) at the top level and under ``notebooks``."""
+    import yaml
+
+    from stereoprobe.book.heads import MODEL_KEYS
+    from stereoprobe.served.endpoint import claims
+
+    found: dict[str, list[str]] = {}
+    for path in sorted(Path(params_dir).glob("*.yaml")):
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        layers = [("", data)] + [(f"notebooks.{stem}.", part) for stem, part in (data.get("notebooks") or {}).items()]
+        for where, layer in layers:
+            for key, value in (layer or {}).items():
+                if key in MODEL_KEYS:
+                    for name in value if isinstance(value, list) else [value]:
+                        if claims(name):
+                            found.setdefault(name, []).append(f"{path.stem}: {where}{key}")
+    return found
+
+
+def require_served_standins(names) -> None:
+    """Fail, listing them with the profile keys that name them, when served names have no stand-in in
+    :data:`SERVED_STANDINS`."""
+    missing = {n: where for n, where in dict(names).items() if n not in SERVED_STANDINS}
+    if missing:
+        listed = "; ".join(f"{n} ({', '.join(where)})" for n, where in sorted(missing.items()))
+        raise AssertionError(f"{len(missing)} served model(s) of params/*.yaml have no stand-in in "
+                             f"tests/standin_hub.py SERVED_STANDINS: {listed}")
+
+
+@contextmanager
+def serve_standins(folder: Path, names=None) -> Iterator[dict[str, str]]:
+    """Serve the stand-in of every served name of ``names`` (default: all of :data:`SERVED_STANDINS`) on 127.0.0.1
+    while the block runs, each built into ``folder`` and answering under the model's name; yields the environment
+    that points the names' services at them (``<SERVICE>_BASE_URL``), for a run in another process."""
+    from contextlib import ExitStack
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from stereoprobe.served.endpoint import PREFIX, variable
+    from stereoprobe.served.reference import ReferenceServer
+
+    _, decoders = _families()
+    env: dict[str, str] = {}
+    with ExitStack() as stack:
+        for name in names if names is not None else SERVED_STANDINS:
+            service, _, model_name = name[len(PREFIX):].partition("/")
+            where = decoders.build(SERVED_STANDINS[name].family, Path(folder) / revision_of(name), seed=seed_of(name))
+            model = AutoModelForCausalLM.from_pretrained(where).eval()
+            server = stack.enter_context(ReferenceServer(model, AutoTokenizer.from_pretrained(where),
+                                                         model_name=model_name))
+            env[variable(service, "BASE_URL")] = server.base_url
+        yield env
 
 
 def require_standins(ids) -> None:

@@ -26,6 +26,30 @@ def test_rank_correlation_is_one_with_itself_and_minus_one_reversed():
     assert interval["ci_low"] <= interval["spearman"] <= interval["ci_high"] <= 1
 
 
+def test_rank_correlation_has_an_interval_at_five_pairs_and_agrees_with_scipy_at_many():
+    """At 5 pairs many resamples repeat one value on a side (no ρ): the interval is over the others, without a
+    warning; at 200 pairs, where almost every resample has a ρ, it is scipy's percentile interval within resampling
+    noise."""
+    import warnings
+
+    from scipy import stats
+
+    five = pd.Series([0.1, 0.5, -0.2, 0.9, 0.3], index=list("abcde"))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        r = view.rank_correlation(five, five + pd.Series([0.5, -0.5, 0.2, 0.0, 0.1], index=list("abcde")), n_boot=400,
+                                  seed=1)
+    assert r["pairs"] == 5 and -1 <= r["ci_low"] < r["spearman"] <= r["ci_high"] <= 1
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=200)
+    b = a + rng.normal(scale=1.5, size=200)
+    ours = view.rank_correlation(pd.Series(a), pd.Series(b), n_boot=2000, seed=0)
+    theirs = stats.bootstrap((a, b), lambda u, v: stats.spearmanr(u, v).statistic, paired=True, vectorized=False,
+                             n_resamples=2000, method="percentile", random_state=np.random.default_rng(1))
+    assert ours["ci_low"] == pytest.approx(theirs.confidence_interval.low, abs=0.03)
+    assert ours["ci_high"] == pytest.approx(theirs.confidence_interval.high, abs=0.03)
+
+
 @pytest.fixture(scope="module")
 def lab_rungs(tmp_path_factory):
     run = RunOptions(device="cpu", smoke=True, progress=False, store=tmp_path_factory.mktemp("store"))
@@ -75,3 +99,123 @@ def test_the_abstention_figure_takes_a_rate_of_zero():
                           "abstain_lo": [5.55e-17], "abstain_hi": [0.56]})
     assert len(view.plot_abstention(table).axes[0].patches) == 1
     plt.close("all")
+
+
+def test_templates_base_models_and_the_numbers_the_prose_quotes():
+    assert [t.name for t in view.templates_of(["letters", template("letters-unknown", "unqover-choice")])] == [
+        "letters", "letters-unknown"]
+    from stereoprobe.modelref import RowKey
+
+    assert view.base_model(RowKey("zoo:smollm2-135m-instruct")) == view.base_model(
+        RowKey("openai-api/local/smollm2-135m-instruct")) == "smollm2-135m-instruct"
+    table = pd.DataFrame({"reading": ["answered", "no-preference", "answered", "answered"],
+                          "template": ["letters", "letters", "letters-unknown", "letters"],
+                          "rung": ["generated", "generated", "generated", "exact"],
+                          "passes": [24, 24, 24, 24], "abstain": [0.25, 0.25, 0.5, np.nan]})
+    table["unparsed"] = [0.125, 0.125, np.nan, np.nan]
+    agreement = pd.DataFrame({"pairs": [5, 7], "ci_low": [-0.9, 0.1], "ci_high": [0.8, 1.0]})
+    assert view.say_numbers(table, agreement) == {"say_passes": "24", "say_abstain_forced": "0.25",
+                                                  "say_abstain_unknown": "0.50", "say_unparsed_unknown": "n/a",
+                                                  "say_cells": "7", "say_rho_width": "1.70"}
+    assert view.say_numbers(table.iloc[:1], agreement.iloc[:0])["say_abstain_unknown"] == "n/a"
+
+
+def test_gamma_toward_the_stereotype_signs_by_the_bls_direction():
+    """A model that always names the woman: γ(female, nurse) > 0 toward the stereotype, γ(female, engineer) > 0 against
+    it; the poet has no BLS direction and is left out."""
+    rows = []
+    for attr in ("was a nurse", "was an engineer", "was a poet"):
+        for first, second in (("female", "male"), ("male", "female")):
+            rows.append({"subj1": f"{first}-name", "subj2": f"{second}-name", "cluster1": first, "cluster2": second,
+                         "tid": 0, "attr_cluster": "occupation", "attr": attr, "gender": first,
+                         "s1_pos": float(first == "female"), "s2_pos": float(second == "female"),
+                         "s1_neg": float(first != "female"), "s2_neg": float(second != "female")})
+    frame = pd.DataFrame(rows)
+    gammas = view.female_gammas(frame).set_index("occupation")["gamma"]
+    assert gammas.gt(0).all() and len(gammas) == 3
+    gamma, directed = view.stereotype_gamma(frame)
+    assert directed == 2 and gamma == pytest.approx((gammas["nurse"] - gammas["engineer"]) / 2)
+
+
+@pytest.mark.slow
+def test_the_captioned_views_and_gamma_toward_the_stereotype(lab_rungs):
+    _, frames, table = lab_rungs
+    side = view.bbq_beside_unqover(table, frames).set_index("rung")
+    # the plant (nurse, secretary, dancer → female; firefighter, pilot, astronaut → male) follows BLS's direction
+    assert side.loc["generated", "gamma_stereo"] > 0.3 and side.loc["generated", "directed"] >= 2
+    agreement = view.rung_agreement(frames, "gender", n_boot=50, seed=0)
+    for v in (view.rows_view(table), view.agreement_view(agreement, "gender"), view.bbq_view(side.reset_index())):
+        assert v.caption.startswith("Table ")
+    assert len(view.rows_view(table).data) == 3  # the answered reading of each row
+
+
+@pytest.fixture(scope="module")
+def lab_thinking(tmp_path_factory):
+    run = RunOptions(device="cpu", smoke=True, progress=False, store=tmp_path_factory.mktemp("thinking"))
+    return view.thinking_report(["lab:chat-biased", "lab:chat-control"], DatasetSpec("gender", sample=150, seed=5),
+                                ["letters-unknown"], options=run, n_boot=100, seed=0, think_budget=32)
+
+
+@pytest.mark.slow
+def test_thinking_surfaces_the_second_plant_and_not_in_the_control(lab_thinking):
+    shift = lab_thinking["thinking_shift"].set_index("model")
+    assert list(shift.index) == ["lab:chat-biased", "lab:chat-control"]
+    biased, control = shift.loc["lab:chat-biased"], shift.loc["lab:chat-control"]
+    # P2 answered only with thinking on: the abstention rate falls, μ with abstentions as no preference rises
+    # (the abstention rate falls by about P2's share, 4 of 70 occupations: at 150 examples its interval reaches 0)
+    assert -0.12 < biased["delta_abstain"] < -0.02 and biased["delta_none_lo"] > 0
+    assert abs(control["delta_abstain"]) < 0.05 and abs(control["delta_mu_none"]) < 0.05
+    rows = lab_thinking["long"]
+    assert sorted(set(rows["thinking"])) == ["off", "on"] and set(rows[rows["thinking"] == "on"]["rung"]) == {
+        "generated"}
+    assert view.thinking_view(lab_thinking).caption.startswith("Table 6")
+    assert len(view.thinking_rows_view(lab_thinking).data) == 4
+
+
+def _solutions() -> dict[str, str]:
+    from stereoprobe.book.execute import read_notebook, solution_code
+    from stereoprobe.paths import checkout_root
+
+    return dict(solution_code(read_notebook(checkout_root() / "notebooks" / "chat_say.py")))
+
+
+def _run(code: str, **names) -> str:
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(code, {"chapter": view, "seed": 0, "n_boot": 200, **names})
+    return out.getvalue()
+
+
+def test_the_worked_solution_on_the_width_of_a_rank_correlation():
+    """say-ex-2: the interval narrows roughly as 1/√n, above 1.2 wide at 6 cells and about 0.4 at 96."""
+    lines = [line.split() for line in _run(_solutions()["say-ex-2"]).splitlines()]
+    widths = {int(n): float(w) for n, _, w in lines}
+    assert list(widths) == [6, 12, 24, 48, 96]
+    assert widths[6] > 1.2 and 0.3 < widths[96] < 0.5 and widths[96] < widths[24] < widths[6]
+
+
+@pytest.mark.slow
+def test_the_worked_solutions_on_the_readings(lab_rungs, lab_thinking):
+    spec, frames, table = lab_rungs
+    solutions = _solutions()
+    assert set(solutions) == {"say-ex-1", "say-ex-2", "say-ex-3", "say-ex-4", "say-ex-5"}
+    # say-ex-1: the forced local and exact rows read alike both ways; the generated row differs
+    printed = _run(solutions["say-ex-1"], table=table)
+    assert "difference" in printed and "generated" in printed
+    both = table.pivot_table(index="rung", columns="reading", values="mu")
+    assert (both["answered"] != both["no-preference"]).all()  # letters-unknown: every reading may abstain
+    # say-ex-3: BBQ's scores of the two orders, one line each
+    printed = _run(solutions["say-ex-3"], frames=frames)
+    assert [line.split()[0] for line in printed.splitlines()] == ["female", "male"] and "bbq_s_dis" in printed
+    # say-ex-4: the cells thinking moved most in lab:chat-biased are the thinking-only plant's
+    import ast
+
+    printed = dict(line.split(" ", 1) for line in _run(solutions["say-ex-4"], thinking=lab_thinking).splitlines())
+    moved, p2 = (ast.literal_eval(part) for part in printed["lab:chat-biased"].split(" P2: "))
+    assert len(moved) == 3 and moved[0] in p2 and len(p2) >= 2  # P2's occupations lead the list
+    # say-ex-5: the served rows (exact and generated here) in the served table
+    printed = _run(solutions["say-ex-5"], frames=frames)
+    assert "label_mass" in printed and "generated" in printed

@@ -34,6 +34,7 @@ H = sys.modules["stereoprobe_test_standin_hub"]  # tests/standin_hub.py, loaded 
 ROOT = checkout_root()
 NOTEBOOKS = [c for c in chapters() if c.kind == "notebook"]
 HUB_IDS = H.profile_hub_ids(ROOT / "params")  # {hub id: ["profile: key", …]}
+SERVED = H.profile_served_names(ROOT / "params")  # {openai-api/<service>/<model>: ["profile: key", …]}
 
 #: The top-level keys of params/smoke.yaml that size a run (the device too: these runs are on the CPU); every profile
 #: runs with smoke's values of these and of smoke's per-notebook sizes.
@@ -84,12 +85,17 @@ sys.addaudithook(_hub_opens)
 
 @pytest.fixture(scope="module")
 def hub(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """The stand-in hub with every id of params/*.yaml, and one STEREOPROBE_CACHE for the profiles' runs (fresh: no
-    score of a stand-in is in it before its run, so every hub model is loaded; the zoo's models are merged once)."""
+    """The stand-in hub with every id of params/*.yaml, the stand-ins of its served models behind reference servers
+    (``served``: the environment that points their services at them), and one STEREOPROBE_CACHE for the profiles'
+    runs (fresh: no score of a stand-in is in it before its run, so every hub model is loaded; the zoo's models are
+    merged once)."""
     H.require_standins(HUB_IDS)
+    H.require_served_standins(SERVED)
     root = tmp_path_factory.mktemp("standin")
     snapshots = H.build_hub(root / "hub", sorted(HUB_IDS))
-    return {"cache": root / "hub", "home": root / "hf-home", "snapshots": snapshots, "store": root / "stereoprobe"}
+    with H.serve_standins(root / "served", sorted(SERVED)) as served:
+        yield {"cache": root / "hub", "home": root / "hf-home", "snapshots": snapshots, "store": root / "stereoprobe",
+               "served": served}
 
 
 def _run_book(profile: str, hub: dict, tmp: Path, *extra: str) -> tuple[subprocess.CompletedProcess, list[str]]:
@@ -100,7 +106,8 @@ def _run_book(profile: str, hub: dict, tmp: Path, *extra: str) -> tuple[subproce
     (ipython / "profile_default" / "startup" / "00-hub-audit.py").write_text(AUDIT, encoding="utf-8")
     log = tmp / "hub-opens.log"
     log.touch()
-    env = {**os.environ, **H.hub_environment(hub["cache"], hub["home"]), "STEREOPROBE_CACHE": str(hub["store"]),
+    env = {**os.environ, **H.hub_environment(hub["cache"], hub["home"]), **hub["served"],
+           "STEREOPROBE_CACHE": str(hub["store"]),
            "STEREOPROBE_PROGRESS": "0", "IPYTHONDIR": str(ipython), "STANDIN_HUB_LOG": str(log)}
     cmd = [sys.executable, "-m", "stereoprobe.book", "--profile", profile, "--execute-only", "--keep-going",
            "--build-dir", str(tmp / "build"), "--root", str(ROOT), *extra]
@@ -155,6 +162,8 @@ def test_every_profile_executes_with_the_standin_hub(profile: str, hub: dict, tm
 
 def test_every_hub_id_of_the_profiles_has_a_standin() -> None:
     H.require_standins(HUB_IDS)
+    H.require_served_standins(SERVED)
+    assert SERVED["openai-api/vllm/meta-llama/Llama-3.1-8B-Instruct"] == ["gpu: notebooks.chat_say.chat_models"]
     assert len(_profile_ids("gpu")) >= 17  # UnQover's 10 QA models and 5 masked LMs, 2 NLI classifiers
     for chapter in NOTEBOOKS:  # a chapter parameter naming a model is a key MODEL_KEYS knows (so its ids are found)
         for key, default in notebook_parameters(read_notebook(chapter.source)).items():

@@ -442,7 +442,8 @@ def scorer_for(name: str, *, device: str = "auto", smoke: bool = False, batch_to
     from .batching import resolve_precision
 
     dtype = resolve_precision(device, precision)
-    key = (name, str(device), str(dtype), bool(smoke), models.fingerprint_path(models.resolve(name, smoke=smoke)))
+    key = (str(getattr(name, "name", name)), str(device), str(dtype), bool(smoke),  # a name or its ModelRef: one key
+           models.fingerprint_path(models.resolve(name, smoke=smoke)))
     if key in _RECENT:
         _RECENT[key] = _RECENT.pop(key)  # the newest now
     else:

@@ -24,14 +24,14 @@ import html as _html
 import itertools
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-__all__ = ["INTERVAL_LABEL", "MISSING", "captioned", "float_format", "glue_all", "intervals", "method_source", "show",
-           "show_method", "styled", "table_html", "use_book_style"]
+__all__ = ["INTERVAL_LABEL", "MISSING", "captioned", "float_format", "glue_all", "interval_dots", "intervals",
+           "method_source", "show", "show_method", "styled", "table_html", "use_book_style"]
 
 #: How the book's tables show a missing value: a paper that printed no number, an interval from fewer than two
 #: values (:func:`stereoprobe.stats.no_interval_from_one`).
@@ -459,3 +459,32 @@ def glue_all(values: Mapping[str, Any]) -> None:
 
     for key, value in values.items():
         glue(key, value, display=False)
+
+
+def interval_dots(groups: Sequence[tuple[str, pd.DataFrame]], *, value: str, low: str, high: str, label: Callable,
+                  color: Callable, xlabel: str, title: str, shade: Callable[[int], tuple[str, float]] | None = None):
+    """A dot per row with its interval as error bars, the rows of a group together in a shaded band, first row on
+    top: ``groups`` is [(name, rows)]; ``label(name, row)`` and ``color(k, row)`` (k: the group's index) name and
+    colour each dot, ``shade(k)`` gives the band's (colour, alpha) (default: the group's colour, faint). A row with no
+    value gets a tick and no dot."""
+    import matplotlib.pyplot as plt
+
+    n = sum(len(rows) for _, rows in groups)
+    fig, ax = plt.subplots(figsize=(8, 0.5 * n + 1.4))
+    y, ticks, labels = 0, [], []
+    for k, (name, rows) in enumerate(groups):
+        for _, r in rows.iterrows():
+            if np.isfinite(r[value]):
+                err = [[max(r[value] - r[low], 0)], [max(r[high] - r[value], 0)]] if np.isfinite(r[low]) else None
+                ax.errorbar(r[value], y, xerr=err, fmt="o", color=color(k, r), capsize=3)
+            ticks.append(y)
+            labels.append(label(name, r))
+            y += 1
+        band, alpha = shade(k) if shade else (f"C{k}", 0.06)
+        ax.axhspan(y - len(rows) - 0.5, y - 0.5, color=band, alpha=alpha)
+    ax.set_yticks(ticks, labels)
+    ax.invert_yaxis()
+    ax.set_xlabel(xlabel)
+    ax.set_title(title)
+    fig.tight_layout()
+    return fig

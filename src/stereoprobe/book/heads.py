@@ -32,7 +32,7 @@ MODEL_KEYS = {
     "nli_models": "nli", "contextual_model": "nli", "proj_finetuned": "nli", "rand_finetuned": "nli",
     "mcq_model": "mcq", "mcq_lab_models": "mcq",
     "name_encoder": "encoder",
-    "chat_models": "chat", "causal_lab_models": "causal",
+    "chat_models": "chat", "causal_lab_models": "causal", "thinking_lab_models": "chat",
 }
 
 _NEEDS = {"qa": "an extractive-QA model (…ForQuestionAnswering)", "mlm": "a masked LM (…ForMaskedLM)",

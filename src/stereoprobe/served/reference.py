@@ -708,19 +708,20 @@ def _messages(messages: Any) -> list[dict]:
 
 @contextmanager
 def serving(model: str, *, service: str = "local", device: str = "cpu", smoke: bool = False,
-            **behaviour: Any) -> Iterator[str]:
+            precision: str = "auto", **behaviour: Any) -> Iterator[str]:
     """Serve the causal LM ``model`` (any name :func:`stereoprobe.models.load` reads with head ``causal``: a hub id,
     a folder, a ``.gguf`` file, ``zoo:`` or ``lab:``) on 127.0.0.1 while the block runs, with
     ``<SERVICE>_BASE_URL`` set to it; yields the served model's name, ``openai-api/<service>/<the name's last part>``
     (``zoo:smollm2-135m-instruct`` is ``openai-api/local/smollm2-135m-instruct``).
     ``behaviour``: the switches of :class:`ReferenceServer`. The variable is restored and the server stopped after
-    the block."""
+    the block. The model is the one :func:`stereoprobe.causal.scorer_for` keeps: a model this process has just
+    scored locally is served without loading it again (SmolLM2's GGUF file takes half a minute to dequantise)."""
     import os
 
-    from .. import models
+    from ..causal import scorer_for
     from .endpoint import PREFIX
 
-    loaded = models.load(model, "causal", device=device, smoke=smoke)
+    loaded = scorer_for(model, device=device, smoke=smoke, precision=precision)
     served = re.split(r"[:/]", str(model).rstrip("/"))[-1]
     variable = f"{service.upper().replace('-', '_')}_BASE_URL"
     before = os.environ.get(variable)

@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from ..display import captioned, styled
+from ..display import captioned, interval_dots, styled
 from ...modelref import RowKey, resolve_model
 from ...naming import model_labels
 from ...options import RunOptions
@@ -104,27 +104,12 @@ def planted_view(frames: Mapping[RowKey, pd.DataFrame], lab_models: Sequence[str
 def plot_templates(table: pd.DataFrame):
     """μ of every (model, scorer, template) with its 95% bootstrap interval: the templates of one model and scorer
     side by side, so the spread over templates can be compared with the interval of any one of them."""
-    import matplotlib.pyplot as plt
-
     causal = table[table["scorer"] != "span"].reset_index(drop=True)
-    groups = list(dict.fromkeys(zip(causal["model"], causal["scorer"])))
-    fig, ax = plt.subplots(figsize=(8, 0.55 * len(causal) + 1.2))
-    y, ticks, labels = 0, [], []
-    for g, (model, scorer) in enumerate(groups):
-        rows = causal[(causal["model"] == model) & (causal["scorer"] == scorer)]
-        for _, r in rows.iterrows():
-            ax.errorbar(r["mu"], y, xerr=[[max(r["mu"] - r["ci_low"], 0)], [max(r["ci_high"] - r["mu"], 0)]],
-                        fmt="o", color=f"C{g}", capsize=3)
-            ticks.append(y)
-            labels.append(f"{model} · {scorer}:{r['template']}")
-            y += 1
-        ax.axhspan(y - len(rows) - 0.5, y - 0.5, color=f"C{g}", alpha=0.06)
-    ax.set_yticks(ticks, labels)
-    ax.invert_yaxis()
-    ax.set_xlabel("bias intensity μ (95% bootstrap interval)")
-    ax.set_title("How much the prompt template moves μ")
-    fig.tight_layout()
-    return fig
+    groups = [((model, scorer), causal[(causal["model"] == model) & (causal["scorer"] == scorer)])
+              for model, scorer in dict.fromkeys(zip(causal["model"], causal["scorer"]))]
+    return interval_dots(groups, value="mu", low="ci_low", high="ci_high",
+                         label=lambda g, r: f"{g[0]} · {g[1]}:{r['template']}", color=lambda k, r: f"C{k}",
+                         xlabel="bias intensity μ (95% bootstrap interval)", title="How much the prompt template moves μ")
 
 
 def agreement(qa: pd.DataFrame, chat: Mapping[str, pd.DataFrame], *, n_boot: int, seed: int) -> pd.DataFrame:
