@@ -116,9 +116,9 @@ def is_hub_id(name: str) -> bool:
     return not name.startswith((".", "/", "~")) and name.count("/") <= 1
 
 
-def profile_hub_ids(params_dir: Path) -> dict[str, list[str]]:
-    """{hub id: ["profile key", …]} of every profile ``params_dir/*.yaml``: the values of the model keys
-    (:data:`stereoprobe.book.heads.MODEL_KEYS`) at the top level and under ``notebooks``."""
+def _profile_names(params_dir: Path, keep) -> dict[str, list[str]]:
+    """{name: ["profile key", …]} of the values of the model keys (:data:`stereoprobe.book.heads.MODEL_KEYS`) of every
+    profile ``params_dir/*.yaml``, at the top level and under ``notebooks``, that ``keep(name)`` accepts."""
     import yaml
 
     from stereoprobe.book.heads import MODEL_KEYS
@@ -131,30 +131,22 @@ def profile_hub_ids(params_dir: Path) -> dict[str, list[str]]:
             for key, value in (layer or {}).items():
                 if key in MODEL_KEYS:
                     for name in value if isinstance(value, list) else [value]:
-                        if is_hub_id(name):
+                        if keep(name):
                             found.setdefault(name, []).append(f"{path.stem}: {where}{key}")
     return found
+
+
+def profile_hub_ids(params_dir: Path) -> dict[str, list[str]]:
+    """{hub id: ["profile key", …]} of every profile ``params_dir/*.yaml`` (:func:`_profile_names`)."""
+    return _profile_names(params_dir, is_hub_id)
 
 
 def profile_served_names(params_dir: Path) -> dict[str, list[str]]:
-    """{served name: ["profile key", …]} of every profile ``params_dir/*.yaml``: the ``openai-api/…`` values of the
-    model keys (:data:`stereoprobe.book.heads.MODEL_KEYS`) at the top level and under ``notebooks``."""
-    import yaml
-
-    from stereoprobe.book.heads import MODEL_KEYS
+    """{served name: ["profile key", …]} of every profile ``params_dir/*.yaml``: its ``openai-api/…`` values
+    (:func:`_profile_names`)."""
     from stereoprobe.served.endpoint import claims
 
-    found: dict[str, list[str]] = {}
-    for path in sorted(Path(params_dir).glob("*.yaml")):
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        layers = [("", data)] + [(f"notebooks.{stem}.", part) for stem, part in (data.get("notebooks") or {}).items()]
-        for where, layer in layers:
-            for key, value in (layer or {}).items():
-                if key in MODEL_KEYS:
-                    for name in value if isinstance(value, list) else [value]:
-                        if claims(name):
-                            found.setdefault(name, []).append(f"{path.stem}: {where}{key}")
-    return found
+    return _profile_names(params_dir, claims)
 
 
 def require_served_standins(names) -> None:
