@@ -32,7 +32,9 @@
 #
 # The chat model is `zoo:smollm2-135m-instruct`, SmolLM2-135M-Instruct {cite:p}`allal2025smollm2`, read in this
 # process and served by the package's own OpenAI-compatible reference server on 127.0.0.1
-# (`stereoprobe.served.reference.serving`), which gives every rung; the reasoning model is the chat lab pair
+# (`stereoprobe.served.reference.serving`: pure Python, HTTP on a thread of this process), which gives every rung.
+# llama.cpp's server would give them too, but it builds from source for minutes and serves GGUF files only, so the
+# book does not build it (`make test-served` tests the package against it). The reasoning model is the chat lab pair
 # `lab:chat-biased` and `lab:chat-control`, tiny models trained so that their answers, with thinking on and off,
 # are known.
 #
