@@ -30,6 +30,7 @@ from stereoprobe.book import (
     run_notebooks,
 )
 from stereoprobe.book.execute import read_notebook, solution_code
+from stereoprobe.book.heads import MODEL_KEYS
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.paths import checkout_root
 
@@ -314,8 +315,8 @@ def test_profiles_are_valid_for_every_chapter() -> None:
     assert {k: v for k, v in offline["notebooks"]["discovering_biases"].items() if k not in ("mlm", "name_encoder")} == \
         {k: v for k, v in gpu["notebooks"]["discovering_biases"].items() if k not in ("mlm", "name_encoder")}
     names = [m for key in ("models", "lm_models", "lab_models", "lab_lm_models") for m in offline[key]]
-    names += [m for part in offline["notebooks"].values() for v in part.values() if isinstance(v, list)
-              for m in v if isinstance(m, str)]
+    names += [m for part in offline["notebooks"].values() for key, v in part.items() if key in MODEL_KEYS
+              for m in (v if isinstance(v, list) else [v])]
     assert names and all(m.split(":")[0] in ("zoo", "lab", "asset") for m in names)
 
 

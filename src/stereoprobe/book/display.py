@@ -31,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 __all__ = ["INTERVAL_LABEL", "MISSING", "captioned", "float_format", "glue_all", "interval_dots", "intervals",
-           "method_source", "show", "show_method", "styled", "table_html", "use_book_style"]
+           "method_source", "show", "show_method", "styled", "table_html", "table_view", "use_book_style"]
 
 #: How the book's tables show a missing value: a paper that printed no number, an interval from fewer than two
 #: values (:func:`stereoprobe.stats.no_interval_from_one`).
@@ -488,3 +488,9 @@ def interval_dots(groups: Sequence[tuple[str, pd.DataFrame]], *, value: str, low
     ax.set_title(title)
     fig.tight_layout()
     return fig
+
+
+def table_view(table: pd.DataFrame, caption: str, columns: Sequence[str] | None = None):
+    """The book's styled table of ``table`` (its ``columns``, default all; index dropped) with its caption."""
+    frame = table if columns is None else table[list(columns)]
+    return styled(captioned(frame.reset_index(drop=True), caption))

@@ -13,7 +13,7 @@ from typing import Mapping, Sequence
 
 import pandas as pd
 
-from ..display import captioned, interval_dots, styled
+from ..display import interval_dots, table_view as view
 from ...modelref import RowKey, resolve_model
 from ...naming import model_labels
 from ...options import RunOptions
@@ -209,12 +209,6 @@ def nli_view(model: str, *, sample: int, options: RunOptions, n_boot: int, seed:
     table = api.report(model, "gender", sample=sample, n_boot=n_boot, seed=seed, options=options, **study)["gender"]
     return view(table, "Table 8: net neutral NN, fraction neutral FN and the mass of the label words, per NLI "
                 "template, gender pairs.", ["model", "pairs", "NN", "NN_lo", "NN_hi", "FN", "label_mass"])
-
-
-def view(table: pd.DataFrame, caption: str, columns: Sequence[str] | None = None):
-    """The book's styled table with its caption."""
-    frame = table if columns is None else table[list(columns)]
-    return styled(captioned(frame.reset_index(drop=True), caption))
 
 
 __all__ = ["unqover_frames", "summary", "spread", "subject_gammas", "gamma_movement", "planted_view", "plot_templates",

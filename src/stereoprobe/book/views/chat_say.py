@@ -26,7 +26,7 @@ from ...unqover.bbq import stereotyped_gender
 from ...unqover.generate import DatasetSpec
 from ...unqover.readers import Passes
 from ...unqover.reporting import long_table, model_report, occupation
-from .chat import view
+from ..display import table_view as view
 
 #: The rungs of the served ladder, best first (:mod:`stereoprobe.served.ladder`).
 RUNGS = ("exact", "next-token", "generated")
