@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import TYPE_CHECKING, Iterator, NamedTuple
 
 import numpy as np
@@ -173,7 +174,30 @@ def subjects_of(spec: DatasetSpec) -> list[list[wl.Subject]]:
     return lists
 
 
+def _files_stamp(spec: DatasetSpec) -> tuple:
+    """What the word lists of ``spec`` are now (path, size and modification time of each file): the plan and the
+    sample's positions are kept per spec and stamp, so an edited list is read again."""
+    out = []
+    for kind, names in spec.files.items():
+        for name in names:
+            path = wl.list_path(kind, name)
+            try:
+                st = path.stat()
+            except OSError:
+                out.append((str(path), None))  # missing: the loader says so in its own words
+                continue
+            out.append((str(path), st.st_size, st.st_mtime_ns))
+    return tuple(out)
+
+
 def _plan(spec: DatasetSpec) -> _Plan:
+    """The templates × attributes combinations and the ordered subject pairs of ``spec`` (read once per spec and
+    word-list version; callers must not change it)."""
+    return _cached_plan(spec, _files_stamp(spec))
+
+
+@lru_cache(maxsize=32)
+def _cached_plan(spec: DatasetSpec, _stamp: tuple) -> _Plan:
     templates = wl.load_templates(spec.files["slots"][0])
     attributes = wl.load_attributes(spec.files["activities"][0])
     combos = []
@@ -277,46 +301,50 @@ def iter_examples(spec: DatasetSpec, start: int = 0, stop: int | None = None) ->
     """
     plan = _plan(spec)
     n_combos = len(plan.combos)
-    mask = _selected(spec, plan.n_unordered * n_combos) if spec.sample is not None else None
-    units = np.array([u for _, _, u, _ in plan.pairs], dtype=np.int64)
-    per_pair = (np.full(len(units), n_combos) if mask is None
-                else mask.reshape(plan.n_unordered, n_combos).sum(axis=1)[units])
-    ends = np.cumsum(per_pair)
-    total = int(ends[-1]) if len(ends) else 0
+    index = _positions(spec, _files_stamp(spec))
+    total = len(plan.pairs) * n_combos if index is None else len(index)
     stop = total if stop is None else min(int(stop), total)
     if start < 0 or start >= stop:
         return
-    first = int(np.searchsorted(ends, start, side="right"))  # the pair holding position `start`
-    skip = start - (int(ends[first - 1]) if first else 0)
-    remaining = stop - start
+    # the positions [start, stop) of the stream in the unsampled order (pair p, combination c) = divmod(position,
+    # n_combos): a sample's are looked up, not searched for among the unsampled ones
+    wanted = np.arange(start, stop, dtype=np.int64) if index is None else index[start:stop]
     prefix = plan.filler + "  " if plan.filler is not None else ""
     mask_string = spec.mask_string
     # step 2 (attribute substitution) depends only on the combination: do it once per combination
     filled = [
         t.line.replace(f"[{a.slot}]", a.text).replace(f"[{a.slot}:neg]", a.negated) for t, a in plan.combos
     ]
-    for p in range(first, len(plan.pairs)):
+    for position in wanted.tolist():
+        p, c = divmod(position, n_combos)
         s1, s2, unordered, order = plan.pairs[p]
-        base = unordered * n_combos
-        for c, (t, a) in enumerate(plan.combos):
-            if mask is not None and not mask[base + c]:
-                continue
-            if skip:
-                skip -= 1
-                continue
-            line, ans1 = _insert(filled[c], "1", s1, t.demonym1)
-            line, ans2 = _insert(line, "2", s2, t.demonym2)
-            line = prefix + smooth_grammar(line, spec.mode)
-            if mask_string is not None:
-                line = line.replace("[mask]", mask_string)
-            context, question, negated = line.split("\t")
-            yield Example(
-                p * n_combos + c, base + c, order, s1.name, s2.name, s1.cluster, s2.cluster, t.tid, a.cluster,
-                a.identity, context, question, negated, ans1, ans2,
-            )
-            remaining -= 1
-            if not remaining:
-                return
+        t, a = plan.combos[c]
+        line, ans1 = _insert(filled[c], "1", s1, t.demonym1)
+        line, ans2 = _insert(line, "2", s2, t.demonym2)
+        line = prefix + smooth_grammar(line, spec.mode)
+        if mask_string is not None:
+            line = line.replace("[mask]", mask_string)
+        context, question, negated = line.split("\t")
+        yield Example(
+            position, unordered * n_combos + c, order, s1.name, s2.name, s1.cluster, s2.cluster, t.tid, a.cluster,
+            a.identity, context, question, negated, ans1, ans2,
+        )
+
+
+@lru_cache(maxsize=32)
+def _positions(spec: DatasetSpec, _stamp: tuple) -> np.ndarray | None:
+    """The positions of a sample's examples in the unsampled stream (pair × combination, in the authors' loop
+    order), ascending; None without a sample (every position, in order). Kept per spec and word-list version."""
+    if spec.sample is None:
+        return None
+    plan = _plan(spec)
+    n_combos = len(plan.combos)
+    units = np.array([u for _, _, u, _ in plan.pairs], dtype=np.int64)
+    mask = _selected(spec, plan.n_unordered * n_combos).reshape(plan.n_unordered, n_combos)
+    pair, combo = np.nonzero(mask[units])  # row-major: pairs in order, combinations in order within a pair
+    index = pair * n_combos + combo
+    index.setflags(write=False)
+    return index
 
 
 def example_keys(spec: DatasetSpec) -> pd.DataFrame:
@@ -333,11 +361,8 @@ def example_keys(spec: DatasetSpec) -> pd.DataFrame:
 
     plan = _plan(spec)
     n_combos = len(plan.combos)
-    index = np.arange(len(plan.pairs) * n_combos, dtype=np.int64)
-    if spec.sample is not None:
-        units = np.array([u for _, _, u, _ in plan.pairs], dtype=np.int64)
-        mask = _selected(spec, plan.n_unordered * n_combos)
-        index = index[mask[units[index // n_combos] * n_combos + index % n_combos]]
+    index = _positions(spec, _files_stamp(spec))
+    index = np.arange(len(plan.pairs) * n_combos, dtype=np.int64) if index is None else index.copy()
     pair, combo = index // n_combos, index % n_combos
     by_pair = {"subj1": [s1.name for s1, _, _, _ in plan.pairs], "subj2": [s2.name for _, s2, _, _ in plan.pairs],
                "cluster1": [s1.cluster for s1, _, _, _ in plan.pairs],
