@@ -522,7 +522,8 @@ needs_gguf = pytest.mark.skipif(importlib.util.find_spec("gguf") is None, reason
 
 @pytest.fixture(scope="module")
 def smollm2():
-    """zoo:smollm2-135m-instruct loaded once for the module (10-20 s on 2 cores: transformers dequantizes it)."""
+    """zoo:smollm2-135m-instruct loaded once for the module (from the cache's copy of its GGUF file; the first load in
+    a cache makes the copy: about 45 s on 2 cores, transformers parses and dequantizes the file)."""
     from stereoprobe.models import load
 
     return load(SMOLLM2, "causal", device="cpu")
@@ -629,6 +630,77 @@ def test_smollm2_answers_paris(smollm2):
                                              (prompt + "The capital of France is", " Paris"),
                                              (prompt + "The capital of France is", " London")])
     assert scores.logprob[0] > scores.logprob[1] and scores.logprob[2] > scores.logprob[3]
+
+
+@pytest.fixture(scope="module")
+def smollm2_copy(smollm2) -> Path:
+    """The cache's transformers copy of SmolLM2's GGUF file, made (or found) by the module's load, in the cache the
+    module loaded it with (each test then runs with its own empty cache)."""
+    from stereoprobe.gguf_files import gguf_copy_folder
+
+    return gguf_copy_folder(Path(smollm2.path))
+
+
+@pytest.mark.slow
+@needs_smollm2
+@needs_gguf
+def test_smollm2_reads_from_its_cached_copy_as_from_its_file(smollm2, smollm2_copy, tmp_path, monkeypatch):
+    """The first load keeps a transformers copy of the GGUF file in the cache: the same weights bit for bit, the same
+    tokens and chat template as transformers reading the file; a later load parses no GGUF metadata at all (44 s on
+    two cores, against under one); a damaged copy is refused in one sentence that names it and the fix."""
+    import json
+    import shutil
+
+    import gguf
+    import torch
+
+    from stereoprobe import gguf_files, models
+
+    path = Path(smollm2.path)
+    copy = smollm2_copy
+    assert sorted(p.name for p in copy.iterdir()) == ["chat_template.jinja", "config.json", "generation_config.json",
+                                                      "model.safetensors", "tokenizer.json", "tokenizer_config.json"]
+    direct, direct_tokenizer = models._read_gguf(SMOLLM2, path.parent, path.name, torch.float32)
+    mine, theirs = smollm2.model.state_dict(), direct.state_dict()
+    assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
+    assert smollm2.tokenizer.get_vocab() == direct_tokenizer.get_vocab()
+    assert smollm2.tokenizer.chat_template == direct_tokenizer.chat_template
+    texts = [QUESTION, " A, B or C.\n\tnaïve café 日本 🙂", "<|im_start|>user\nHi<|im_end|>"]
+    assert [smollm2.tokenizer(t)["input_ids"] for t in texts] == [direct_tokenizer(t)["input_ids"] for t in texts]
+    assert chat_prompt(smollm2.tokenizer, "Hi") == chat_prompt(direct_tokenizer, "Hi")
+    for key in ("bos_token_id", "eos_token_id", "pad_token_id"):
+        assert getattr(smollm2.model.generation_config, key) == getattr(direct.generation_config, key)
+    del direct
+
+    # a later process: the header's facts and the model come from the cache, the file's metadata is never parsed
+    monkeypatch.setenv("STEREOPROBE_CACHE", str(copy.parents[2]))
+    gguf_files._header.cache_clear()
+    assert gguf_files.gguf_header(path) == ("llama", "Q4_1")  # kept in the cache (read here if this process has not)
+    assert json.loads((copy.parent / "header.json").read_text()) == {
+        "architecture": "llama", "quantisation": "Q4_1", "chat": True, "weights": 134_515_008}
+    gguf_files._header.cache_clear()
+    models._gguf_tokenizer.cache_clear()
+    monkeypatch.setattr(gguf.GGUFReader, "__init__", lambda *a, **k: pytest.fail("the GGUF file's metadata was read"))
+    again = models.load(SMOLLM2, "causal", device="cpu")
+    ids = again.tokenizer(QUESTION, return_tensors="pt")
+    with torch.inference_mode():
+        assert torch.equal(again.model(**ids).logits, smollm2.model(**ids).logits)
+    assert again.fingerprint == smollm2.fingerprint and again.fingerprint.endswith("-q4_1")
+    assert models.load_tokenizer(SMOLLM2).get_vocab() == smollm2.tokenizer.get_vocab()
+
+    # a damaged copy (here: its weights cut short) says which folder to delete
+    cache = tmp_path / "damaged"
+    shutil.copytree(copy.parent, cache / copy.parent.relative_to(copy.parents[2]))
+    weights = cache / copy.relative_to(copy.parents[2]) / "model.safetensors"
+    weights.write_bytes(weights.read_bytes()[: 1 << 20])
+    monkeypatch.setenv("STEREOPROBE_CACHE", str(cache))
+    with pytest.raises(ModelLoadError) as err:
+        models.load(SMOLLM2, "causal", device="cpu")
+    one_sentence(err.value, "The cached copy of the GGUF file", str(weights.parent), "delete that folder")
+
+    # a model too large for a copy is read from its file at every load: no folder
+    monkeypatch.setattr(gguf_files, "COPY_MAX_BYTES", 4 * 134_515_008 - 1)
+    assert gguf_files.gguf_copy_folder(path) is None
 
 
 # -- issue 40: a sentence where a traceback was, refusals that say what is wrong ------------------------------------

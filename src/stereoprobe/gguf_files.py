@@ -5,15 +5,28 @@ dequantizes its weights; the ``gguf`` package reads the header. :func:`gguf_head
 against what transformers can load before loading) and the quantisation type (``Q4_1``, ``Q8_0``, …), which
 :func:`gguf_fingerprint` appends to the file's hash, so that scores of two quantisations of one model are stored
 apart. :func:`stereoprobe.models.load` uses them for head ``causal``.
+
+Parsing a GGUF file's metadata is slow (the ``gguf`` package reads its 49,152-token vocabulary entry by entry: about
+6 s for SmolLM2-135M on two cores, and transformers parses the file again for the tokenizer, the config and the
+weights, 44 s in all). So the header's facts and, for a model small enough, a transformers copy of the dequantized
+model (config, ``model.safetensors`` in float32, tokenizer with its chat template) are kept in the cache folder,
+``gguf/<hash of the file>/``, made once from the file and read in under a second after: the same weights, tokens and
+chat template bit for bit (``tests/test_causal.py``), the same fingerprint (the file's).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from functools import lru_cache
 from pathlib import Path
 
 from .errors import ModelLoadError
+
+#: The largest dequantized model (float32 bytes) whose transformers copy the cache keeps: 2 GiB, about 537 million
+#: parameters (SmolLM2-135M-Instruct: 0.5 GiB). A larger GGUF file is dequantized from the file at every load, as
+#: transformers does, rather than taking four bytes a weight of disk.
+COPY_MAX_BYTES = 2 << 30
 
 
 def gguf_location(path: str, *, must_exist: bool = True) -> tuple[Path, str] | None:
@@ -53,12 +66,30 @@ def gguf_header(file: Path) -> tuple[str, str]:
 
 
 @lru_cache(maxsize=16)
-def _header(file: str, size: int, mtime: int) -> tuple[str, str, bool]:
-    """(architecture, quantisation type, whether it carries a chat template): one read of the header."""
+def _header(file: str, size: int, mtime: int) -> tuple[str, str, bool, int]:
+    """(architecture, quantisation type, whether it carries a chat template, number of weights): read from the
+    header once per file version, then from ``header.json`` in its cache folder."""
     import importlib.util
 
-    if importlib.util.find_spec("gguf") is None:
+    from .atomic import atomic_file
+    from .paths import cache_dir
+
+    if importlib.util.find_spec("gguf") is None:  # transformers needs it to load the file, whatever is cached
         raise ModelLoadError(f"Loading the GGUF file {file!r} needs the gguf package; run `pip install gguf`.")
+    saved = cache_dir() / "gguf" / _content_hash(file, size) / "header.json"
+    try:
+        data = json.loads(saved.read_text(encoding="utf-8"))
+        return str(data["architecture"]), str(data["quantisation"]), bool(data["chat"]), int(data["weights"])
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    facts = _read_header(file)
+    saved.parent.mkdir(parents=True, exist_ok=True)
+    with atomic_file(saved) as f:
+        json.dump(dict(zip(("architecture", "quantisation", "chat", "weights"), facts)), f)
+    return facts
+
+
+def _read_header(file: str) -> tuple[str, str, bool, int]:
     from collections import Counter
 
     import gguf
@@ -72,11 +103,12 @@ def _header(file: str, size: int, mtime: int) -> tuple[str, str, bool]:
         else:
             quant = Counter(t.tensor_type.name for t in reader.tensors).most_common(1)[0][0]
         chat = "tokenizer.chat_template" in reader.fields
+        weights = sum(int(t.n_elements) for t in reader.tensors)
     except (ValueError, IndexError, KeyError, OSError, EOFError) as err:
         first = (str(err).splitlines() or [type(err).__name__])[0]
         raise ModelLoadError(f"{file} is not a complete GGUF file ({first}); the download or copy was cut short: "
                              "fetch it again.") from None
-    return str(arch), str(quant), chat
+    return str(arch), str(quant), chat, weights
 
 
 def gguf_fingerprint(file: Path) -> str:
@@ -87,13 +119,47 @@ def gguf_fingerprint(file: Path) -> str:
 
 @lru_cache(maxsize=16)
 def _fingerprint(file: str, size: int, mtime: int) -> str:
+    return f"{_content_hash(file, size)}-{_header(file, size, mtime)[1].lower()}"
+
+
+@lru_cache(maxsize=16)
+def _content_hash(file: str, size: int) -> str:
+    """A hash of the file's name, size and first and last 8 MiB (as for big safetensors): its cache folder's name."""
     h = hashlib.sha256()
-    with open(file, "rb") as f:  # size + first/last 8 MiB, as for big safetensors
+    with open(file, "rb") as f:
         h.update(Path(file).name.encode() + str(size).encode())
         h.update(f.read(8 << 20))
         f.seek(max(0, size - (8 << 20)))
         h.update(f.read())
-    return f"{h.hexdigest()[:16]}-{_header(file, size, mtime)[1].lower()}"
+    return h.hexdigest()[:16]
+
+
+def gguf_copy_folder(file: Path) -> Path | None:
+    """Where the cache keeps the transformers copy of a GGUF file (``gguf/<hash>/transformers``), or None when the
+    model is too large to keep one (:data:`COPY_MAX_BYTES`). The folder exists once the copy is whole."""
+    from .paths import cache_dir
+
+    key = _file_key(Path(file))
+    if 4 * _header(*key)[3] > COPY_MAX_BYTES:
+        return None
+    return cache_dir() / "gguf" / _content_hash(*key[:2]) / "transformers"
+
+
+def save_gguf_copy(folder: Path, model, tokenizer) -> None:
+    """Write ``model`` (dequantized from a GGUF file, float32) and its tokenizer to ``folder`` as transformers reads
+    a checkpoint (transformers refuses ``save_pretrained`` of a model loaded from GGUF; its weights are plain
+    tensors here, so they are written as they are)."""
+    import copy
+
+    from safetensors.torch import save_model
+
+    config = copy.deepcopy(model.config)
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    config.save_pretrained(folder)
+    model.generation_config.save_pretrained(folder)
+    save_model(model, str(Path(folder) / "model.safetensors"), metadata={"format": "pt"})
+    tokenizer.save_pretrained(folder)
 
 
 def gguf_is_chat(file: Path) -> bool:

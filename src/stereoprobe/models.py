@@ -15,7 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .errors import ModelLoadError, StereoprobeError, StereoprobeWarning
-from .gguf_files import check_gguf, gguf_fingerprint, gguf_header, gguf_location
+from .gguf_files import check_gguf, gguf_copy_folder, gguf_fingerprint, gguf_header, gguf_location, save_gguf_copy
 from .providers import PROJECT_PREFIXES, model_provider, require_model_provider
 
 HEADS = ("qa", "mlm", "nli", "mcq", "base", "causal")
@@ -363,7 +363,34 @@ def _check_dtype(model, dtype, name: str) -> None:
 
 
 def _load_gguf(name: str, path: str, folder: Path, file: str, dev, dtype) -> LoadedModel:
-    """A causal LM and its tokenizer from a GGUF file (transformers dequantizes it, to ``dtype`` here)."""
+    """A causal LM and its tokenizer from a GGUF file: from the cache's transformers copy of it
+    (:func:`~stereoprobe.gguf_files.gguf_copy_folder`), made from the file on first use; a model too large for a copy
+    is dequantized from the file (by transformers, to ``dtype``) at every load."""
+    import torch
+
+    from .atomic import atomic_folder, build_lock
+
+    copy = gguf_copy_folder(folder / file)
+    if copy is None:
+        model, tokenizer = _read_gguf(name, folder, file, dtype)
+    else:
+        if not copy.is_dir():
+            with build_lock(copy):
+                if not copy.is_dir():  # another process may have made it meanwhile
+                    model, tokenizer = _read_gguf(name, folder, file, torch.float32)
+                    _check_dtype(model, torch.float32, name)  # dequantized: plain float32 tensors to write
+                    with atomic_folder(copy) as tmp:
+                        save_gguf_copy(tmp, model, tokenizer)
+                    del model, tokenizer
+        model, tokenizer = _read_gguf_copy(name, copy, dtype)
+    _check_tokenizer(tokenizer, name, None)
+    model.eval().to(dev)
+    _check_dtype(model, dtype, name)
+    return LoadedModel(name, path, model, tokenizer, fingerprint_path(str(folder / file)))
+
+
+def _read_gguf(name: str, folder: Path, file: str, dtype):
+    """(model, tokenizer) read from the GGUF file itself: transformers parses and dequantizes it."""
     from functools import partial
 
     import transformers.modeling_gguf_pytorch_utils as gguf_utils
@@ -387,20 +414,50 @@ def _load_gguf(name: str, path: str, folder: Path, file: str, dev, dtype) -> Loa
     if fresh:
         raise ModelLoadError(f"{name!r} is not {_DESCRIBE['causal']}: its GGUF file lacks {fresh[0]}, which would be "
                              "randomly initialised; pass a complete GGUF model.")
-    _check_tokenizer(tokenizer, name, None)
-    model.eval().to(dev)
-    _check_dtype(model, dtype, name)
-    return LoadedModel(name, path, model, tokenizer, fingerprint_path(str(folder / file)))
+    return model, tokenizer
+
+
+def _read_gguf_copy(name: str, copy: Path, dtype):
+    """(model, tokenizer) from the cache's transformers copy of a GGUF file."""
+    from transformers import AutoModelForCausalLM
+
+    from .batching import quiet_transformers
+
+    try:
+        with quiet_transformers():
+            tokenizer = _copy_tokenizer(str(copy))
+            model, info = AutoModelForCausalLM.from_pretrained(str(copy), output_loading_info=True,
+                                                               trust_remote_code=False, dtype=dtype)
+    except Exception as err:  # whatever fails (safetensors' own errors too), the copy is damaged
+        first = (str(err).splitlines() or [type(err).__name__])[0]
+        raise ModelLoadError(f"The cached copy of the GGUF file {name!r} in {copy} does not load ({first}); delete "
+                             "that folder, and it is made again from the file.") from err
+    if _missing(info, "causal"):
+        raise ModelLoadError(f"The cached copy of the GGUF file {name!r} in {copy} lacks weights; delete that "
+                             "folder, and it is made again from the file.")
+    return model, tokenizer
 
 
 def gguf_tokenizer(folder: Path, file: str):
-    """The tokenizer stored in a GGUF file: read once per process and file version (transformers rebuilds it from the
-    file's metadata, several seconds for a 49k vocabulary), a fresh copy for every caller."""
+    """The tokenizer stored in a GGUF file: from the cache's transformers copy of the file when there is one, else read
+    once per process and file version (transformers rebuilds it from the file's metadata, several seconds for a 49k
+    vocabulary); a fresh copy for every caller."""
     import copy
 
     target = Path(folder) / file
+    copied = gguf_copy_folder(target)
+    if copied is not None and copied.is_dir():
+        return copy.deepcopy(_copy_tokenizer(str(copied)))
     stat = target.stat()
     return copy.deepcopy(_gguf_tokenizer(str(target), stat.st_mtime_ns, stat.st_size))
+
+
+@lru_cache(maxsize=4)
+def _copy_tokenizer(folder: str):
+    """The tokenizer of a GGUF file's transformers copy (one folder per file version: read once per process)."""
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(folder, trust_remote_code=False)
 
 
 @lru_cache(maxsize=4)

@@ -2,8 +2,9 @@
 
 Unlike the MiniLM models of :mod:`stereoprobe.zoo.recipes`, nothing here is trained or merged: ``zoo:NAME`` resolves
 to the GGUF file inside the installed package, checksummed (:func:`stereoprobe.assets.asset_folder`), which
-:func:`stereoprobe.models.load` reads with head ``causal`` (transformers dequantizes it to float32; the ``gguf``
-package of the ``[zoo]`` extra reads its header). Any other head is refused there, in one sentence.
+:func:`stereoprobe.models.load` reads with head ``causal`` (transformers dequantizes it to float32 once, then the
+cache keeps the copy: :mod:`stereoprobe.gguf_files`; the ``gguf`` package of the ``[zoo]`` extra reads its header).
+Any other head is refused there, in one sentence.
 
 =============================  ======================================================================================
 ``zoo:smollm2-135m-instruct``  SmolLM2-135M-Instruct (HuggingFaceTB, Apache-2.0), 134.5 M parameters, ChatML chat
