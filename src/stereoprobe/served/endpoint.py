@@ -41,6 +41,17 @@ class EndpointError(StereoprobeError):
     """A served model that cannot be used as named or as it answers (one sentence: the culprit and the fix)."""
 
 
+def served_name(model) -> str:
+    """The name a server knows a model by: the last part of its name, whether a path, a hub id, a ``zoo:``/``lab:``
+    name or a served one (``zoo:smollm2-135m-instruct`` and ``openai-api/local/smollm2-135m-instruct`` are both
+    ``smollm2-135m-instruct``).
+
+    >>> served_name("zoo:smollm2-135m-instruct"), served_name("openai-api/local/smollm2-135m-instruct/")
+    ('smollm2-135m-instruct', 'smollm2-135m-instruct')
+    """
+    return re.split(r"[:/]", str(model).rstrip("/"))[-1]
+
+
 def claims(name: str) -> bool:
     """Whether ``name`` names a served model."""
     return isinstance(name, str) and name.startswith(PREFIX)

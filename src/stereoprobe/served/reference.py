@@ -24,7 +24,6 @@ It serves one request at a time: a stand-in for a server, not a fast one.
 from __future__ import annotations
 
 import json
-import re
 import threading
 import time
 import traceback
@@ -715,14 +714,14 @@ def serving(model: str, *, service: str = "local", device: str = "cpu", smoke: b
     (``zoo:smollm2-135m-instruct`` is ``openai-api/local/smollm2-135m-instruct``).
     ``behaviour``: the switches of :class:`ReferenceServer`. The variable is restored and the server stopped after
     the block. The model is the one :func:`stereoprobe.causal.scorer_for` keeps: a model this process has just
-    scored locally is served without loading it again (SmolLM2's GGUF file takes half a minute to dequantise)."""
+    scored locally is served without loading it again."""
     import os
 
     from ..causal import scorer_for
-    from .endpoint import PREFIX
+    from .endpoint import PREFIX, served_name
 
     loaded = scorer_for(model, device=device, smoke=smoke, precision=precision)
-    served = re.split(r"[:/]", str(model).rstrip("/"))[-1]
+    served = served_name(model)
     variable = f"{service.upper().replace('-', '_')}_BASE_URL"
     before = os.environ.get(variable)
     server = ReferenceServer(loaded.model, loaded.tokenizer, model_name=served, **behaviour)

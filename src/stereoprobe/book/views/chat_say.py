@@ -12,7 +12,6 @@ beside UnQover's δ, ε and μ, and the ``thinking_shift`` table of the chat lab
 
 from __future__ import annotations
 
-import re
 from typing import Mapping, Sequence
 
 import numpy as np
@@ -21,6 +20,7 @@ import pandas as pd
 from ...modelref import RowKey, resolve_model
 from ...options import RunOptions
 from ...prompts import PromptTemplate, template
+from ...served.endpoint import served_name
 from ...unqover import abstention, metrics, readers
 from ...unqover.bbq import stereotyped_gender
 from ...unqover.generate import DatasetSpec
@@ -130,7 +130,7 @@ def rung_agreement(frames: Mapping[RowKey, pd.DataFrame], dataset: str, *, n_boo
 def base_model(row: RowKey) -> str:
     """The model a row reads, whether in this process or served: the last part of its name
     (``zoo:smollm2-135m-instruct`` and ``openai-api/local/smollm2-135m-instruct`` are both ``smollm2-135m-instruct``)."""
-    return re.split(r"[:/]", str(row.model).rstrip("/"))[-1]
+    return served_name(row.model)
 
 
 def templates_of(names: Sequence) -> tuple[PromptTemplate, ...]:
@@ -198,7 +198,7 @@ def plot_mu_by_rung(table: pd.DataFrame):
     from ..display import interval_dots
 
     answered = table[table["reading"] == "answered"].reset_index(drop=True)
-    answered["base"] = [re.split(r"[:/]", str(m).rstrip("/"))[-1] for m in answered["model"]]
+    answered["base"] = [served_name(m) for m in answered["model"]]
     several = answered["base"].nunique() > 1
     order = ["local", *RUNGS]
     groups = []
