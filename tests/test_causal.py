@@ -687,6 +687,8 @@ def test_smollm2_reads_from_its_cached_copy_as_from_its_file(smollm2, smollm2_co
         assert torch.equal(again.model(**ids).logits, smollm2.model(**ids).logits)
     assert again.fingerprint == smollm2.fingerprint and again.fingerprint.endswith("-q4_1")
     assert models.load_tokenizer(SMOLLM2).get_vocab() == smollm2.tokenizer.get_vocab()
+    again.tokenizer.add_tokens(["<mine>"])  # each load gets its own tokenizer, not the one the process keeps
+    assert "<mine>" not in models.load(SMOLLM2, "causal", device="cpu").tokenizer.get_vocab()
 
     # a damaged copy (here: its weights cut short) says which folder to delete
     cache = tmp_path / "damaged"

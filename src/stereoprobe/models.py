@@ -418,14 +418,17 @@ def _read_gguf(name: str, folder: Path, file: str, dtype):
 
 
 def _read_gguf_copy(name: str, copy: Path, dtype):
-    """(model, tokenizer) from the cache's transformers copy of a GGUF file."""
+    """(model, tokenizer) from the cache's transformers copy of a GGUF file (the tokenizer a fresh copy of the one this
+    process keeps, as :func:`gguf_tokenizer` gives it: a caller may change its own)."""
+    from copy import deepcopy
+
     from transformers import AutoModelForCausalLM
 
     from .batching import quiet_transformers
 
     try:
         with quiet_transformers():
-            tokenizer = _copy_tokenizer(str(copy))
+            tokenizer = deepcopy(_copy_tokenizer(str(copy)))
             model, info = AutoModelForCausalLM.from_pretrained(str(copy), output_loading_info=True,
                                                                trust_remote_code=False, dtype=dtype)
     except Exception as err:  # whatever fails (safetensors' own errors too), the copy is damaged
