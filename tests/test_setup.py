@@ -74,8 +74,11 @@ def test_test_fast_is_test_without_the_slow_tests():
     recipes = {t: re.search(rf"^{t}:.*\n\t(.*)$", makefile, re.M).group(1) for t in ("test", "test-fast")}
     test_marks = re.search(r'-m "(.*?)"', recipes["test"]).group(1)
     assert re.search(r'-m "(.*?)"', recipes["test-fast"]).group(1) == f"not slow and {test_marks}"
-    for marker in re.findall(r"not (\w+)", test_marks):  # each mark make test leaves out has its own target
-        assert re.search(rf"^test-\w+:.*\n\t.* -m {marker}\b", makefile, re.M), marker
+    workflows = "".join(p.read_text() for p in (ROOT / ".github" / "workflows").glob("*.yml"))
+    for marker in re.findall(r"not (\w+)", test_marks):  # each mark make test leaves out has its own target,
+        target = re.search(rf"^(test-[\w-]+):.*\n\t.* -m {marker}\b", makefile, re.M)
+        assert target, marker
+        assert f"run: make {target.group(1)}" in workflows, target.group(1)  # which a workflow runs
     for doc in ("README.md", "CONTRIBUTING.md"):
         assert "make test-fast" in (ROOT / doc).read_text(), doc
 
