@@ -56,8 +56,8 @@ test-fast: $(STAMP) $(ACTIONLINT)
 
 # the book as its reader gets it: every chapter notebook executed with the smoke profile (each followed by its worked
 # solutions), the whole book built with Sphinx's -W and checked like a website (tests/test_book.py). One process:
-# 8 minutes on 2 fast cores, 16 on slow ones, which alone would take make test past its 12; test.yml runs it beside
-# make test on every pull request and push
+# 6 to 8 minutes on 2 AVX-512 cores, 16 on slow AVX2 ones beside other work, which make test's 12 minutes cannot
+# hold; test.yml runs it beside make test on every pull request and push
 test-book: $(STAMP)
 	$(PY) -m pytest -q -m book tests/test_book.py --durations=5
 

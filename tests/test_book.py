@@ -77,7 +77,7 @@ def smoke_html(smoke_executed: tuple[Path, list[Path]]) -> Path:
 
 
 @pytest.mark.slow
-@pytest.mark.book  # make test-book (8 to 16 minutes on one core), not make test
+@pytest.mark.book  # make test-book (6 to 16 minutes, one process), not make test
 def test_smoke_profile_executes_every_chapter_notebook(smoke_executed: tuple[Path, list[Path]]) -> None:
     build, paths = smoke_executed
     assert [p.name for p in paths] == [f"{c.stem}.ipynb" for c in NOTEBOOKS]
@@ -109,7 +109,7 @@ def test_smoke_profile_executes_every_chapter_notebook(smoke_executed: tuple[Pat
 
 
 @pytest.mark.slow
-@pytest.mark.book  # make test-book (8 to 16 minutes on one core), not make test
+@pytest.mark.book  # make test-book (6 to 16 minutes, one process), not make test
 def test_book_builds_with_warnings_as_errors(smoke_executed: tuple[Path, list[Path]], smoke_html: Path) -> None:
     build, _ = smoke_executed
     html = smoke_html
@@ -237,7 +237,7 @@ def _plant(path: Path, html: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.book  # make test-book (8 to 16 minutes on one core), not make test
+@pytest.mark.book  # make test-book (6 to 16 minutes, one process), not make test
 def test_the_book_is_checked_like_a_website(smoke_html: Path, tmp_path: Path) -> None:
     html = smoke_html
     problems, links, anchors = broken_links(html)
