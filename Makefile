@@ -59,7 +59,7 @@ test-fast: $(STAMP) $(ACTIONLINT)
 # 6 to 8 minutes on 2 AVX-512 cores, 16 on slow AVX2 ones beside other work, which make test's 12 minutes cannot
 # hold; test.yml runs it beside make test on every pull request and push
 test-book: $(STAMP)
-	$(PY) -m pytest -q -m book tests/test_book.py --durations=5
+	$(PY) -m pytest -q -m book --durations=5
 
 # the lab's smoke recipes retrained from scratch and compared with their committed builds (multiple choice, causal LM,
 # static Bias-NLI; bit for bit on the machine a card records, within tolerance elsewhere): 2 minutes of CPU. make
