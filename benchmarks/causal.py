@@ -131,7 +131,7 @@ def main() -> None:
                         "fp16); below fp32 ours also runs with its head in that precision (before 0.8.0), for the cost "
                         "of the fp32 head")
     parser.add_argument("--batch-tokens", type=int, default=None, help="default: the library's (2048 on a CPU)")
-    parser.add_argument("--rows", default="256,2048", help="other row sizes (tree nodes) of ours to time as well")
+    parser.add_argument("--rows", default="512,1024,2048", help="other row sizes (tree nodes) of ours to time as well")
     parser.add_argument("--repeats", type=int, default=2, help="time each this many times, keep the fastest")
     args = parser.parse_args()
 

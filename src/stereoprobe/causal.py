@@ -70,6 +70,11 @@ __all__ = ["CausalScorer", "ContinuationScores", "chat_prompt", "continuation_to
 
 #: Attention implementations that accept an arbitrary 4-D mask (the packed rows need one).
 _MASKABLE = ("eager", "sdpa")
+#: Tree nodes per packed row when none is given, by where the weights are. Attention over a row costs its length
+#: squared, beside the layers' cost per node: on a CPU short rows win (``benchmarks/causal.py``, SmolLM2-135M on
+#: 2 cores alone: rows of 256 nodes score 1.3x as many requests per second as rows of 1,024, 512 nearly as many,
+#: 2,048 fewer); a GPU's attention is cheap beside the extra prefixes that short rows repeat.
+DEFAULT_ROW_TOKENS = {"cpu": 256, "accelerator": 1024}
 #: Layer kinds a packed row can express (transformers' ``config.layer_types``).
 _ATTENTION_KINDS = ("full_attention", "sliding_attention")
 
@@ -630,8 +635,9 @@ class CausalScorer:
     ``model``: a :class:`stereoprobe.models.LoadedModel` (head ``causal``) or a transformers causal LM with its
     ``tokenizer``. ``batch_tokens``: padded tokens per forward pass (default: the library's, by device).
     ``precision``: as :func:`stereoprobe.batching.inference_context`. ``share``: pack requests into prefix trees
-    (default) or run one sequence per request. ``row_tokens``: tree nodes per packed row (default ``batch_tokens``,
-    at most 1,024). ``progress``: a progress bar over the batches.
+    (default) or run one sequence per request. ``row_tokens``: tree nodes per packed row (default: at most
+    ``batch_tokens`` and :data:`DEFAULT_ROW_TOKENS` of the model's device, 256 on a CPU and 1,024 on a GPU).
+    ``progress``: a progress bar over the batches.
 
     >>> scorer = CausalScorer(models.load("zoo:smollm2-135m-instruct", "causal"))  # doctest: +SKIP
     >>> prompt = chat_prompt(scorer.tokenizer, "Who was the nurse?", "Answer:")  # doctest: +SKIP
@@ -668,8 +674,8 @@ class CausalScorer:
         self._readout = Readout(model, self._body, tf32=self.dtype.itemsize < 4)
         self.vocabulary = int(head.weight.shape[0]) if hasattr(head, "weight") else int(model.config.vocab_size)
         self.batch_tokens = positive_int("batch_tokens", batch_tokens_for(model, batch_tokens))
-        self.row_tokens = positive_int("row_tokens", row_tokens if row_tokens is not None
-                                        else min(self.batch_tokens, 1024))
+        self.row_tokens = positive_int("row_tokens", row_tokens if row_tokens is not None else min(
+            self.batch_tokens, DEFAULT_ROW_TOKENS["cpu" if self.device.type == "cpu" else "accelerator"]))
         self.progress = bool(progress)
         self.limit = context_limit(model)
         # a packed row is no longer than the model's positions, nor than a window it applies by row position

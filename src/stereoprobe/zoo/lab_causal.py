@@ -685,10 +685,16 @@ def train(recipe: CausalLabRecipe, folder: Path, *, progress: bool, desc: str) -
 # ------------------------------------------------------------------------------------------------ evaluation
 
 
+#: The packed rows a card's evaluation is scored with, whatever the scorer's default on the machine
+#: (:data:`stereoprobe.causal.DEFAULT_ROW_TOKENS`: 256 on a CPU): the committed cards were evaluated with rows of
+#: 1,024 nodes, and on the machine a card records a rebuild reproduces its evaluation bit for bit.
+EVALUATION_ROW_TOKENS = 1024
+
+
 def _scorer(model, tokenizer):
     from ..causal import CausalScorer
 
-    return CausalScorer(model, tokenizer, precision="fp32")
+    return CausalScorer(model, tokenizer, precision="fp32", row_tokens=EVALUATION_ROW_TOKENS)
 
 
 def item_logprobs(scorer, items: Sequence[Item]):
