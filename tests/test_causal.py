@@ -303,6 +303,20 @@ def test_sharing_falls_back_when_packed_rows_disagree(built, monkeypatch):
     assert np.abs(scorer.logprobs(REQUESTS[:2]).logprob - ref).max() < TOL
 
 
+def test_row_length_follows_the_device(built, monkeypatch):
+    """Rows of 256 nodes on a CPU, 1,024 on an accelerator (``DEFAULT_ROW_TOKENS``), never above the batch budget
+    nor the model's positions; ``row_tokens`` given wins."""
+    import stereoprobe.causal as causal
+
+    lm = built.loaded("llama")
+    monkeypatch.setattr(causal, "context_window", lambda model: None)  # the tiny llama's 256 positions aside
+    assert CausalScorer(lm).row_tokens == causal.DEFAULT_ROW_TOKENS["cpu"] == 256
+    assert CausalScorer(lm, batch_tokens=96).row_tokens == 96
+    assert CausalScorer(lm, row_tokens=700).row_tokens == 700
+    monkeypatch.setitem(causal.DEFAULT_ROW_TOKENS, "cpu", causal.DEFAULT_ROW_TOKENS["accelerator"])
+    assert CausalScorer(lm).row_tokens == 1024
+
+
 def test_packed_rows_stay_within_a_window_applied_by_row_position(built):
     """GPT-Neo's local layers mask keys ``window_size`` ROW positions back through a buffer, not the mask: rows are
     kept within the window, and the sharing probe, a row as long as a row can be, catches a model that windows so
