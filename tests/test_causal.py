@@ -304,9 +304,12 @@ def test_sharing_falls_back_when_packed_rows_disagree(built, monkeypatch):
 
 
 def test_row_length_follows_the_device(built, monkeypatch):
-    """Rows of 256 nodes on a CPU, 1,024 on an accelerator (``DEFAULT_ROW_TOKENS``), never above the batch budget
-    nor the model's positions; ``row_tokens`` given wins."""
+    """Rows of 256 nodes on a CPU, 1,024 on an accelerator (``DEFAULT_ROW_TOKENS``, keyed by the device's kind as the
+    batch budget is), never above the batch budget; ``row_tokens`` given wins."""
+    import torch
+
     import stereoprobe.causal as causal
+    from stereoprobe.batching import device_kind
 
     lm = built.loaded("llama")
     monkeypatch.setattr(causal, "context_window", lambda model: None)  # the tiny llama's 256 positions aside
@@ -315,6 +318,7 @@ def test_row_length_follows_the_device(built, monkeypatch):
     assert CausalScorer(lm, row_tokens=700).row_tokens == 700
     monkeypatch.setitem(causal.DEFAULT_ROW_TOKENS, "cpu", causal.DEFAULT_ROW_TOKENS["accelerator"])
     assert CausalScorer(lm).row_tokens == 1024
+    assert causal.DEFAULT_ROW_TOKENS[device_kind(torch.device("cuda"))] == 1024  # what a GPU's weights get
 
 
 def test_packed_rows_stay_within_a_window_applied_by_row_position(built):

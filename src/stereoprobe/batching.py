@@ -30,6 +30,7 @@ __all__ = [
     "padded_tokens",
     "DEFAULT_BATCH_TOKENS",
     "batch_tokens_for",
+    "device_kind",
     "resolve_device",
     "resolve_precision",
     "inference_context",
@@ -78,7 +79,17 @@ def batch_tokens_for(model: Any, batch_tokens: int | None) -> int:
             device = next(model.parameters()).device
         except (AttributeError, StopIteration):  # a stand-in without weights
             device = "cpu"
-    return DEFAULT_BATCH_TOKENS["cpu" if torch.device(device).type == "cpu" else "accelerator"]
+    return DEFAULT_BATCH_TOKENS[device_kind(device)]
+
+
+def device_kind(device: Any) -> str:
+    """``"cpu"`` or ``"accelerator"``: the key of the defaults that depend on where the weights are
+    (:data:`DEFAULT_BATCH_TOKENS`, :data:`stereoprobe.causal.DEFAULT_ROW_TOKENS`).
+
+    >>> device_kind("cpu"), device_kind(torch.device("cuda", 1)), device_kind("mps")
+    ('cpu', 'accelerator', 'accelerator')
+    """
+    return "cpu" if torch.device(device).type == "cpu" else "accelerator"
 
 
 def positive_int(name: str, value: Any, allow_none: bool = False) -> int | None:

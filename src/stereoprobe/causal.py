@@ -647,7 +647,7 @@ class CausalScorer:
 
     def __init__(self, model, tokenizer=None, *, batch_tokens: int | None = None, precision: str = "auto",
                  share: bool = True, row_tokens: int | None = None, progress: bool = False):
-        from .batching import positive_int, batch_tokens_for, resolve_precision
+        from .batching import batch_tokens_for, device_kind, positive_int, resolve_precision
 
         name = getattr(model, "name", None)
         #: the loaded model's fingerprint (a LoadedModel's), None for a bare transformers model
@@ -675,7 +675,7 @@ class CausalScorer:
         self.vocabulary = int(head.weight.shape[0]) if hasattr(head, "weight") else int(model.config.vocab_size)
         self.batch_tokens = positive_int("batch_tokens", batch_tokens_for(model, batch_tokens))
         self.row_tokens = positive_int("row_tokens", row_tokens if row_tokens is not None else min(
-            self.batch_tokens, DEFAULT_ROW_TOKENS["cpu" if self.device.type == "cpu" else "accelerator"]))
+            self.batch_tokens, DEFAULT_ROW_TOKENS[device_kind(self.device)]))
         self.progress = bool(progress)
         self.limit = context_limit(model)
         # a packed row is no longer than the model's positions, nor than a window it applies by row position
