@@ -48,8 +48,8 @@
 chat_models = ["zoo:smollm2-135m-instruct"]  # causal or chat LMs: hub ids, folders, .gguf files, zoo: names
 causal_lab_models = ["lab:causal-biased", "lab:causal-control"]  # the planted-bias pair
 models = ["zoo:minilm-qa"]  # an extractive-QA model to compare with
-sample = 60  # paper examples of the gender dataset (int), a fraction, or None for all
-nationality_sample = 40  # paper examples of the nationality dataset
+sample = 40  # paper examples of the gender dataset (int), a fraction, or None for all
+nationality_sample = 30  # paper examples of the nationality dataset
 plain_templates = ["qa", "letters"]  # the templates read both through the chat template and as plain text
 mlm = "zoo:minilm-mlm"  # SODAPOP: the masked LM that writes the distractors
 names_per_group = 2  # SODAPOP: first names per group

@@ -44,7 +44,7 @@
 # * **Models by default** (offline): `zoo:minilm-mlm` writes the distractors, `zoo:minilm-mcq` answers
 #   them, `asset:minilm` (the pre-trained all-MiniLM-L6-v2) embeds the names, and the planted-bias pair
 #   `lab:mcq-biased` / `lab:mcq-control` rescores them; 8 names per group, context 3 at depth 2 (600
-#   distractors per name) and four contexts at depth 2 (150 per name and context).
+#   distractors per name) and four contexts at depth 2 (100 per name and context).
 # * **The `gpu` profile** writes with `roberta-base` and embeds names with `bert-base-uncased` (both from
 #   the Hugging Face hub) at the paper's scale: all 220 names, the 50 contexts at depth 3 (cap 10,000)
 #   and context 3 with every candidate. The multiple-choice model stays `zoo:minilm-mcq`: the paper's
@@ -63,9 +63,10 @@ single_depth = 2  # recursion depth k (paper: 3)
 single_cap = 600  # distractors per (name, context) after the shuffle; None: all (paper, 109,830 MCQs per name)
 multi_contexts = [9, 85, 137, 195]  # probe contexts (line indices); None: the 50 of the paper
 multi_depth = 2  # paper: 3
-multi_cap = 150  # paper: 10,000
+multi_cap = 100  # paper: 10,000
 min_count_single = 1  # a word is kept if it occurs more often than this for every name (paper: 50)
 min_count_multi = 1
+min_count_lab = 0  # the lab's vocabulary: every word that every name's distractors hold at least once
 decoding = "compat"  # compat: the authors' joint decoding; clean: one fill per id
 n_perm = 100_000  # permutations per word (paper: 1,000,000)
 p_method = "auto"  # permutation p-values: auto (exact when the splits ≤ n_perm, else sampled), exact, sampled, compat
@@ -384,9 +385,16 @@ chapter.show_abc(chapter.associated_words(rd_all, all_groups))
 # else — the distractors, the names, the pipeline — is the single-context run above, rescored by each
 # lab model. The method should find "quiet" at the top of AA_m's side, with a small q-value, for the
 # biased model only.
+#
+# The planted word has to be in the vocabulary to be found. The masked LM writes "quiet" into the
+# answer less often for some names than for others, and after the cap of 600 distractors one name can
+# be left with a single one; `min_count_single` = 1 then removes the word from every name's vector. So
+# the lab keeps every word that every name's distractors hold at least once (`min_count_lab` = 0).
+# With the chapter's `min_count` the table below would show "quiet" nowhere: a miss of the vocabulary
+# filter, not of the test.
 
 # %%
-lab_tables = chapter.show_lab_runs(single, mcq_lab_models, groups, min_count=min_count_single, **perm, options=options)
+lab_tables = chapter.show_lab_runs(single, mcq_lab_models, groups, min_count=min_count_lab, **perm, options=options)
 
 # %% mystnb={"image": {"alt": "Volcano plots, one panel per lab model (lab:mcq-biased, then lab:mcq-control): each grey dot is a word, placed by its relative difference RD for AA_m names against everyone else (x axis) and by -log10 of its q-value (y axis); a dotted line marks q = 0.05 and the planted word quiet is drawn in red where it occurs. The method works if quiet rises above the dotted line for the biased model only."}}
 chapter.show_lab(lab_tables)
