@@ -43,7 +43,7 @@
 # :::{admonition} What this chapter needs
 # :class: note
 #
-# * **Models by default** (offline): the zoo's NLI model `zoo:minilm-nli` on 2,500 pairs per probe; the
+# * **Models by default** (offline): the zoo's NLI model `zoo:minilm-nli` on 2,000 pairs per probe; the
 #   static decomposable-attention models on GloVe 6B 50d, which the chapter trains itself (unprojected,
 #   −gen, −nat, −rel and two random directions); the fine-tuned projection variants
 #   `zoo:minilm-nli-proj` and `zoo:minilm-nli-rand0`.
@@ -60,8 +60,8 @@ nli_models = ["zoo:minilm-nli"]  # NLI classifiers: hub ids, local folders, zoo:
 embeddings = "glove-6b-50d"  # static vectors: 'glove-6b-50d' (packaged) or a GloVe/word2vec text file
 snli_train = None  # None: the project's offline NLI corpus; or an SNLI-format file (.jsonl / .txt) to train on
 snli_dev = None  # the held-out file that goes with snli_train (SNLI dev)
-sample = 2500  # pairs per probe (int), a fraction, or None for all (1,936,512 / 1,574,400 / 836,400)
-random_controls = 8  # random directions for the test-time controls (paper: 8)
+sample = 2000  # pairs per probe (int), a fraction, or None for all (1,936,512 / 1,574,400 / 836,400)
+random_controls = 4  # random directions for the test-time controls (paper and the gpu profiles: 8)
 random_retrains = 2  # random directions for the retrained static controls (paper: 8); each is one more training
 contextual_model = "zoo:minilm-nli"  # the model of the contextual projection section (Table 15)
 proj_finetuned = "zoo:minilm-nli-proj"  # the same model fine-tuned with the projection (None: skip)
@@ -276,12 +276,13 @@ chapter.lab_effect(vectors, n_boot=n_boot, seed=seed, smoke=options.smoke)  # 30
 # * **proj@train/test**: the projection is on during fine-tuning too, so the model learns without the
 #   direction.
 #
-# Each has a control that removes random unit directions instead (rand@test: 8 directions on the
-# same model; rand train/test: one fine-tuning per direction). Here the model is the zoo's MiniLM NLI
-# model; `zoo:minilm-nli-proj` and `zoo:minilm-nli-rand<i>` are the same recipe (same corpus, seed,
-# steps) with the projection applied during fine-tuning. `proj` and `rand0` are committed; the cpu
-# profile uses one random fine-tuning, the gpu profile all eight (the missing ones are trained once,
-# about 8 minutes each on 2 CPU cores, or `stereoprobe zoo build minilm-nli-rand1 …` beforehand).
+# Each has a control that removes random unit directions instead (rand@test: random directions on the
+# same model, 4 in the `cpu` profile, 8 in the paper and the `gpu` profiles; rand train/test: one
+# fine-tuning per direction). Here the model is the zoo's MiniLM NLI model; `zoo:minilm-nli-proj` and
+# `zoo:minilm-nli-rand<i>` are the same recipe (same corpus, seed, steps) with the projection applied
+# during fine-tuning. `proj` and `rand0` are committed; the cpu profile uses one random fine-tuning,
+# the gpu profile all eight (the missing ones are trained once, about 8 minutes each on 2 CPU cores,
+# or `stereoprobe zoo build minilm-nli-rand1 …` beforehand).
 
 # %%
 chapter.ensure_zoo_models([proj_finetuned, *(rand_finetuned or [])])  # only proj and rand0 are committed
@@ -363,14 +364,14 @@ chapter.layers_table(contextual_model, specs["gender"], variants, n_boot=n_boot,
 # # or every chapter at full size with the offline models: make book PROFILE=gpu-zoo
 # ```
 #
-# The 2,500 pairs of each probe are drawn uniformly without replacement from its full set (1,936,512,
+# The 2,000 pairs of each probe are drawn uniformly without replacement from its full set (1,936,512,
 # 1,574,400 and 836,400 pairs; `stereoprobe.nli.templates`), and the intervals are percentile
 # bootstraps over those sampled pairs. So NN, FN and T:τ of the full set should fall inside the
 # sample's 95% intervals for nearly every model, probe and measure: about one interval in twenty misses
 # by construction, and a run that finds many more misses has found a bug, not a result. What does move
 # are the statistics that are maxima over small cells rather than means: the most entailed and
-# contradicted templates and the least neutral word pairs (a gender word pair holds about 2,500 / 984 ≈
-# 2.5 sampled templates, against all 1,968 in the full set, so its mean and its place in the top ten
+# contradicted templates and the least neutral word pairs (a gender word pair holds about 2,000 / 984 ≈
+# 2 sampled templates, against all 1,968 in the full set, so its mean and its place in the top ten
 # change), and the static and Table 15 diffs, which are ratios of two such estimates and whose random
 # rows are averages over a few directions. The rude × Iraqi cell does not move: it is always computed
 # over all 1,968 of its templates.
@@ -449,7 +450,7 @@ chapter.layers_table(contextual_model, specs["gender"], variants, n_boot=n_boot,
 # The test-time projection takes the he − she direction from the model's own word-piece embedding
 # rows (`stereoprobe.nli.contextual.word_piece` picks the in-sentence pieces "Ġhe" and "Ġshe" for
 # byte-level BPE), each row normalised, then their normalised difference, and removes it from every
-# word-piece embedding, special tokens included; the eight `rand@test` rows remove random unit
+# word-piece embedding, special tokens included; the `rand@test` rows remove random unit
 # directions the same way. The paper's conclusion for BERT is that projecting at test time alone does
 # not help: it *lowers* the measures, as random directions do, while fine-tuning with the projection
 # raises all four. Compare the `proj@test` row's diffs with the spread of the `rand@test` rows (the

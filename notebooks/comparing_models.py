@@ -33,7 +33,7 @@
 # :class: note
 #
 # * **Models by default** (offline): the zoo's QA model `zoo:minilm-qa` and masked LM `zoo:minilm-mlm`,
-#   on 2,500 paper examples of each of the four datasets. These are the scores the UnQover chapters
+#   on 2,000 paper examples of each of the four datasets. These are the scores the UnQover chapters
 #   before it stored, so after them this chapter reads them back instead of scoring.
 # * **The `gpu` profile** runs the paper's ten QA models (`tli8hf/unqover-*`) and five masked LMs
 #   (`distilbert-base-uncased` … `roberta-large`) from the Hugging Face hub, on the full datasets.
@@ -44,7 +44,7 @@
 # %% tags=["parameters"]
 models = ["zoo:minilm-qa"]  # QA models: hub ids, local folders, zoo: names
 lm_models = ["zoo:minilm-mlm"]  # masked LMs
-sample = 2500  # paper examples per dataset and model (int), a fraction, or None for all
+sample = 2000  # paper examples per dataset and model (int), a fraction, or None for all
 mode = "compat"  # compat | clean
 # how it runs (stereoprobe.RunOptions), apart from what it studies; a profile sets it with its device, precision,
 # batch_tokens (None: 2048 on a CPU, 65536 on a GPU), engine (local | ray), workers and smoke_models
@@ -159,8 +159,8 @@ glue_all(chapter.claim_numbers(claims))
 # :class: dropdown
 #
 # Build the chapter at other sample sizes into folders of their own (each new sample is scored for all
-# four datasets, so 32,000 examples take about thirteen times the scoring the UnQover chapters do at the
-# `cpu` profile's 2,500):
+# four datasets, so 32,000 examples take about sixteen times the scoring the UnQover chapters do at the
+# `cpu` profile's 2,000):
 #
 # ```bash
 # stereoprobe book --profile cpu --only comparing_models --set sample=2000 --build-dir _build-2000
@@ -188,7 +188,7 @@ glue_all(chapter.claim_numbers(claims))
 # upward bias of a maximum of noisy means shrinks with the noise, so compare models only at the same $n$.
 #
 # Gender is the exception, and a warning: 140 names × 70 occupations make 9,800 cells, so even 8,000
-# examples leave about two values per cell, and the `cpu` profile's 2,500 about one. A cell
+# examples leave about two values per cell, and the `cpu` profile's 2,000 about one. A cell
 # with one value has no bootstrap spread at all, so the interval is too narrow there and *widens* as
 # $n$ grows (0.005 → 0.007), and μ, a maximum over the cells a name has, *rises* as more cells fill.
 # The $1/\sqrt{n}$ rule starts only once every cell holds several values, which for gender takes tens

@@ -30,7 +30,7 @@
 # :class: note
 #
 # * **Models by default** (offline): the zoo's QA model `zoo:minilm-qa` and masked LM `zoo:minilm-mlm`,
-#   on 2,500 paper examples of each dataset.
+#   on 2,000 paper examples of each dataset.
 # * **The `gpu` profile** runs the paper's ten QA models (`tli8hf/unqover-*`) and five masked LMs
 #   (`distilbert-base-uncased` … `roberta-large`) from the Hugging Face hub, on the full datasets.
 # * **Time**: `cpu` profile on 2 CPU cores: about 5 min. Full datasets on one GPU: hours (an estimate,
@@ -40,7 +40,7 @@
 # %% tags=["parameters"]
 models = ["zoo:minilm-qa"]  # QA models: hub ids, local folders, zoo: names
 lm_models = ["zoo:minilm-mlm"]  # masked LMs (LM variant: the _bert / _roberta subject lists)
-sample = 2500  # paper examples per dataset and model (int), a fraction, or None for all
+sample = 2000  # paper examples per dataset and model (int), a fraction, or None for all
 mode = "compat"  # compat | clean
 # how it runs (stereoprobe.RunOptions), apart from what it studies; a profile sets it with its device, precision,
 # batch_tokens (None: 2048 on a CPU, 65536 on a GPU), engine (local | ray), workers and smoke_models

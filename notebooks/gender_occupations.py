@@ -33,7 +33,7 @@
 # :class: note
 #
 # * **Models by default** (offline): the zoo's QA model `zoo:minilm-qa` and the planted-bias pair
-#   `lab:qa-biased` / `lab:qa-control`, on 2,500 paper examples of the gender dataset.
+#   `lab:qa-biased` / `lab:qa-control`, on 2,000 paper examples of the gender dataset.
 # * **The `gpu` profile** runs the paper's ten QA models from the Hugging Face hub (`tli8hf/unqover-*`,
 #   five architectures fine-tuned on SQuAD and on NewsQA) in place of the zoo model, keeps the lab pair,
 #   and uses all 1,372,000 paper examples.
@@ -44,7 +44,7 @@
 # %% tags=["parameters"]
 models = ["zoo:minilm-qa"]  # hub ids, local folders, zoo: or lab: names
 lab_models = ["lab:qa-biased", "lab:qa-control"]  # the planted-bias section: a biased model and its control
-sample = 2500  # paper examples of the gender dataset (int), a fraction, or None for all 1,372,000
+sample = 2000  # paper examples of the gender dataset (int), a fraction, or None for all 1,372,000
 mode = "compat"  # compat | clean
 # how it runs (stereoprobe.RunOptions), apart from what it studies; a profile sets it with its device, precision,
 # batch_tokens (None: 2048 on a CPU, 65536 on a GPU), engine (local | ray), workers and smoke_models
@@ -250,7 +250,7 @@ chapter.intensity_view(mu)
 #     print(name, round(per_name, 3), round(per_group, 3))
 # ```
 #
-# On 8,000 paper examples (`--set sample=8000`, about three times the `cpu` profile's sample):
+# On 8,000 paper examples (`--set sample=8000`, four times the `cpu` profile's sample):
 #
 # | model | μ over the 140 names | μ over the 2 gender groups |
 # |---|---|---|

@@ -40,7 +40,7 @@
 # :class: note
 #
 # * **Models by default** (offline, shipped with the package): the planted-bias `lab:qa-biased` and the
-#   zoo's `zoo:minilm-qa`, on 2,500 paper examples of the gender dataset.
+#   zoo's `zoo:minilm-qa`, on 2,000 paper examples of the gender dataset.
 # * **The `gpu` profile** adds one model of the paper from the Hugging Face hub,
 #   `tli8hf/unqover-bert-base-uncased-squad`, and uses all 1,372,000 paper examples.
 # * **Time**: `cpu` profile on 2 CPU cores: about 1 min. Full datasets on one GPU: hours (an estimate,
@@ -49,7 +49,7 @@
 
 # %% tags=["parameters"]
 side_by_side = ["lab:qa-biased", "zoo:minilm-qa"]  # models for the UnQover comparison (the gpu profile adds a paper model)
-sample = 2500  # paper examples of the gender dataset (int), a fraction, or None for all 1,372,000
+sample = 2000  # paper examples of the gender dataset (int), a fraction, or None for all 1,372,000
 mode = "compat"  # compat | clean
 # how it runs (stereoprobe.RunOptions), apart from what it studies; a profile sets it with its device, precision,
 # batch_tokens (None: 2048 on a CPU, 65536 on a GPU), engine (local | ray), workers and smoke_models
@@ -200,10 +200,10 @@ glue_all(chapter.mu_numbers(side))
 # ```bash
 # NEW=$(python -c "from pathlib import Path; from stereoprobe.zoo import recipes
 # print(recipes.zoo_model_path('minilm-nli', Path('/tmp/zoo')))")
-# stereoprobe nli report -m zoo:minilm-nli -m "$NEW" -p all --sample 2500
+# stereoprobe nli report -m zoo:minilm-nli -m "$NEW" -p all --sample 2000
 # ```
 #
-# `--sample 2500` is the `cpu` profile's sample (seed 0), so the `zoo:minilm-nli` rows equal the
+# `--sample 2000` is the `cpu` profile's sample (seed 0), so the `zoo:minilm-nli` rows equal the
 # chapter's.
 # What to expect: a more confident model moves probability onto its top label. FN (the share of pairs
 # whose top label is neutral) changes only where the argmax flips; NN rises on the pairs the model calls
@@ -299,7 +299,7 @@ glue_all(chapter.mu_numbers(side))
 # The prediction: the control was trained on the same paragraphs and questions with every
 # underspecified question answered 50/50, so its $C$ values should be near 0 (μ near 0), and since its
 # training frames put the names in every slot, it should not depend on word order either (δ near 0).
-# Measured with the second command (8,000 paper examples; the book's `cpu` profile uses 2,500):
+# Measured with the second command (8,000 paper examples; the book's `cpu` profile uses 2,000):
 #
 # | model | μ (95% CI) | δ | ε | avg S |
 # |---|---|---|---|---|

@@ -36,7 +36,7 @@
 # :class: note
 #
 # * **Models by default** (offline): the zoo's QA model `zoo:minilm-qa` and masked LM `zoo:minilm-mlm`,
-#   and the planted-bias masked LMs `lab:mlm-biased` / `lab:mlm-control`, on 2,500 paper examples.
+#   and the planted-bias masked LMs `lab:mlm-biased` / `lab:mlm-control`, on 2,000 paper examples.
 # * **The `gpu` profile** runs the paper's ten QA models (`tli8hf/unqover-*`) and five masked LMs
 #   (`distilbert-base-uncased` … `roberta-large`) from the Hugging Face hub, keeps the lab pair, and uses
 #   all 1,154,232 paper examples (507,870 for the masked LMs).
@@ -48,7 +48,7 @@
 models = ["zoo:minilm-qa"]  # QA models: hub ids, local folders, zoo: names
 lm_models = ["zoo:minilm-mlm"]  # masked LMs (the LM variant: country_bert / country_roberta lists)
 lab_lm_models = ["lab:mlm-biased", "lab:mlm-control"]  # planted-bias section: a biased masked LM and its control
-sample = 2500  # paper examples per model (int), a fraction, or None for all 1,154,232 (LM: 507,870)
+sample = 2000  # paper examples per model (int), a fraction, or None for all 1,154,232 (LM: 507,870)
 mode = "compat"  # compat | clean
 # how it runs (stereoprobe.RunOptions), apart from what it studies; a profile sets it with its device, precision,
 # batch_tokens (None: 2048 on a CPU, 65536 on a GPU), engine (local | ray), workers and smoke_models

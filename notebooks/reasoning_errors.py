@@ -43,7 +43,7 @@
 # :class: note
 #
 # * **Models by default** (offline): the zoo's QA model `zoo:minilm-qa` and masked LM `zoo:minilm-mlm`,
-#   on 2,500 paper examples of the gender dataset.
+#   on 2,000 paper examples of the gender dataset.
 # * **The `gpu` profile** runs the paper's ten QA models instead (`tli8hf/unqover-*`: DistilBERT,
 #   BERT-base, BERT-large, RoBERTa-base and RoBERTa-large, each fine-tuned on SQuAD and on NewsQA) and
 #   its five masked LMs (`distilbert-base-uncased`, `bert-base-uncased`,
@@ -56,7 +56,7 @@
 # %% tags=["parameters"]
 models = ["zoo:minilm-qa"]  # hub ids, local folders, zoo: or lab: names
 lm_models = ["zoo:minilm-mlm"]  # masked LMs for the LM rows (BERT family: lm-bert lists; names with "roberta": lm-roberta)
-sample = 2500  # paper examples of the gender dataset (int), a fraction, or None for all 1,372,000
+sample = 2000  # paper examples of the gender dataset (int), a fraction, or None for all 1,372,000
 mode = "compat"  # compat: the authors' code bit for bit; clean: padding masked, standard pair encoding
 # how it runs (stereoprobe.RunOptions), apart from what it studies; a profile sets it with its device, precision,
 # batch_tokens (None: 2048 on a CPU, 65536 on a GPU), engine (local | ray), workers and smoke_models
@@ -193,7 +193,7 @@ chapter.table5_view(errors, lm_errors)
 # stereoprobe unqover report -m zoo:minilm-qa -d gender --sample 8000 --mode clean
 # ```
 #
-# With `--sample 8000` (`zoo:minilm-qa`; the book's `cpu` profile uses 2,500) all three move, and in
+# With `--sample 8000` (`zoo:minilm-qa`; the book's `cpu` profile uses 2,000) all three move, and in
 # the same direction:
 #
 # | mode | $\delta$ | $\epsilon$ | avg S |
