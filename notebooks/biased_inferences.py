@@ -51,7 +51,7 @@
 #   Hugging Face hub, all eight random fine-tunings `zoo:minilm-nli-rand0` … `rand7` (the seven that do not
 #   ship are trained first, about 8 minutes each on 2 CPU cores), eight retrained random controls, and
 #   every pair of the three probes.
-# * **Time**: `cpu` profile on 2 CPU cores: about 5 min. Full datasets on one GPU: hours (an estimate,
+# * **Time**: `cpu` profile on 2 CPU cores: about 2.5 min. Full datasets on one GPU: hours (an estimate,
 #   not measured). The timings of every chapter are in {doc}`/book/scale`.
 # :::
 

@@ -49,7 +49,7 @@
 #   the Hugging Face hub) at the paper's scale: all 220 names, the 50 contexts at depth 3 (cap 10,000)
 #   and context 3 with every candidate. The multiple-choice model stays `zoo:minilm-mcq`: the paper's
 #   Social IQa BERT is not on the hub (pass its folder as `mcq_model`).
-# * **Time**: `cpu` profile on 2 CPU cores: about 11 min. Full datasets on one GPU: hours (an estimate,
+# * **Time**: `cpu` profile on 2 CPU cores: about 9 min. Full datasets on one GPU: hours (an estimate,
 #   not measured). The timings of every chapter are in {doc}`/book/scale`.
 # :::
 

@@ -120,7 +120,7 @@ glue_all(chapter.planted_occupation_numbers(recovery, planted))
 # same occupations, trained with the same data at a 50% rate, sit near zero and rank anywhere.
 #
 # Read the control's intervals with care. A trained model is deterministic, so with enough examples
-# even its tiny idiosyncrasies (here a few thousandths) get intervals that exclude zero. "Excludes
+# even its tiny idiosyncrasies (here about a thousandth or less) get intervals that exclude zero. "Excludes
 # zero" is not "biased": the question is whether the effect is *large*. The tests therefore use an
 # equivalence margin — every control interval lies within ±2.5% of the planted effect — instead of
 # asking for intervals that straddle zero.

@@ -40,7 +40,7 @@
 # * **The `gpu` profile** runs the paper's ten QA models (`tli8hf/unqover-*`) and five masked LMs
 #   (`distilbert-base-uncased` … `roberta-large`) from the Hugging Face hub, keeps the lab pair, and uses
 #   all 1,154,232 paper examples (507,870 for the masked LMs).
-# * **Time**: `cpu` profile on 2 CPU cores: about 3 min. Full datasets on one GPU: hours (an estimate,
+# * **Time**: `cpu` profile on 2 CPU cores: about 2 min. Full datasets on one GPU: hours (an estimate,
 #   not measured). The timings of every chapter are in {doc}`/book/scale`.
 # :::
 
