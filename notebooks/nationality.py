@@ -182,8 +182,8 @@ glue_all(chapter.cluster_recovery_numbers(recovery))
 
 # %% [markdown]
 # For {glue:text}`lab_model` the planted (country, cluster) cells rank within the top
-# {glue:text}`lab_worst_rank` of all {glue:text}`lab_cells`; in the control the same cells sit near
-# zero. The planted countries also lead the $\gamma(x)$ ranking of the biased model:
+# {glue:text}`lab_worst_rank` of all {glue:text}`lab_cells`; in the control the same cells are a small
+# fraction of that size (at most about a hundredth). The planted countries also lead the $\gamma(x)$ ranking of the biased model:
 
 # %%
 lab_gammas = tables.subject_gammas(lab_frames, n_boot=n_boot, seed=seed)
@@ -199,7 +199,7 @@ chapter.top_subjects(lab_gammas, k=5)
 # * The Western/non-Western split is a two-number summary of the same ranking, with the choice of
 #   "Western" stated and changeable.
 # * On the lab masked LM the planted country–cluster associations are recovered through the full LM
-#   pipeline (single-token check, top-10 truncation, pairing, $C$, $\gamma$); the control shows none.
+#   pipeline (single-token check, top-10 truncation, pairing, $C$, $\gamma$); the control shows nothing of the planted size.
 #
 # ## Exercises
 #
