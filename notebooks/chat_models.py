@@ -125,7 +125,7 @@ glue_all(chapter.spread_numbers(spread))
 #
 # `lab:causal-biased` was trained so that underspecified questions about six occupations are answered with
 # a name of the planted gender 90% of the time (the negated question the other way), `lab:causal-control`
-# identically at 50%. A sound measurement puts the six on top for the biased model and finds nothing of that
+# identically at 50%. A sound measurement puts every planted occupation the sample holds on top for the biased model and finds nothing of that
 # size in the control. Expect it from the answer templates and from the choice templates that score the name;
 # the *letters* template scores only "A" or "B", and a model this small has barely learnt to tie a letter to the
 # name it stands for (its card, `stereoprobe zoo list`, has the numbers), so there the plant shows much weaker:
