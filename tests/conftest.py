@@ -208,13 +208,14 @@ def _reproduces(built, committed) -> bool:
     and configuration, and the same planted effect within :data:`stereoprobe.machine.REBUILD_ATOL`/``RTOL``."""
     import json
 
-    from stereoprobe import machine
+    from stereoprobe import machine, packed
     from stereoprobe.paths import sha256_file
 
     card, rebuilt = (json.loads((d / "model_card.json").read_text(encoding="utf-8")) for d in (committed, built))
-    assert {p.name for p in built.iterdir()} == {p.name for p in committed.iterdir()}
-    for f in {p.name for p in committed.iterdir()} - {"model.safetensors", "config.json", "model_card.json"}:
-        assert (built / f).read_bytes() == (committed / f).read_bytes(), f  # text, not floats: equal anywhere
+    names = {p.name.removesuffix(packed.SUFFIX) for p in committed.iterdir()}  # the committed weights ship packed
+    assert {p.name for p in built.iterdir()} == names
+    for f in names - {"model.safetensors", "config.json", "model_card.json"}:
+        assert (built / f).read_bytes() == packed.read_bytes(committed / f), f  # text, not floats: equal anywhere
     config = [{k: v for k, v in json.loads((d / "config.json").read_text()).items() if k != "transformers_version"}
               for d in (built, committed)]
     assert config[0] == config[1]

@@ -113,7 +113,7 @@ def test_wheel_and_sdist_carry_code_data_and_licence(installed):
     names = set(wheel.namelist())
     shipped = {str(p.relative_to(REPO / "src")) for p in (REPO / "src" / "stereoprobe" / "data").rglob("*") if p.is_file()}
     assert len(shipped) > 90 and shipped <= names  # every data file: word lists, slices, references, zoo parts
-    assert "stereoprobe/data/README.md" in names and "stereoprobe/data/zoo/minilm-qa.safetensors" in names
+    assert "stereoprobe/data/README.md" in names and "stereoprobe/data/zoo/minilm-qa.safetensors.bs4.xz" in names
     assert f"stereoprobe-{version}.dist-info/licenses/LICENSE" in names
     metadata = wheel.read(f"stereoprobe-{version}.dist-info/METADATA").decode()
     assert f"Version: {version}" in metadata and "License-Expression: Apache-2.0" in metadata

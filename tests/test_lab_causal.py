@@ -110,9 +110,9 @@ def test_nli_pairs_are_the_bias_nli_generators_sentences_and_labels():
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("smoke", [False, True], ids=["full", "smoke"])
 def test_committed_builds_load_as_causal_lms(name, smoke, one_torch_thread):
-    folder = lab.committed_model(name, smoke)
-    assert folder == lab.committed_dir(name, smoke)
+    folder = lab.committed_model(name, smoke)  # the committed build, its weights unpacked into the cache
     card = _card(folder)
+    assert card == _card(lab.committed_dir(name, smoke))
     assert card["kind"].endswith("(causal LM)") and card["smoke"] is smoke
     assert card["machine"]["recorded"] is True
     assert sum(f.stat().st_size for f in folder.iterdir()) < 4_500_000

@@ -25,7 +25,7 @@ import shutil
 
 import pytest
 
-from stereoprobe import machine
+from stereoprobe import machine, packed
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.paths import sha256_file
 from stereoprobe.zoo import lab
@@ -44,14 +44,19 @@ def _card(folder):
 @pytest.mark.parametrize("name,smoke", BUILDS, ids=[f"{n}{'-smoke' if s else ''}" for n, s in BUILDS])
 def test_every_lab_model_is_committed_with_its_recipe(name, smoke):
     recipe = lab.LAB_RECIPES[name].smoke() if smoke else lab.LAB_RECIPES[name]
-    folder = lab.committed_model(name, smoke)
-    assert folder == lab.committed_dir(name, smoke)
-    card = _card(folder)
+    committed = lab.committed_dir(name, smoke)
+    card = _card(committed)
     assert card["name"] == name and card["smoke"] is smoke and card["complete"] is True
     assert card["recipe_hash"] == lab.recipe_hash(recipe)
     assert card["recipe"] == json.loads(json.dumps(recipe.to_dict()))
     files = FILES - {"vocab.txt"} if name.startswith(("mcq", "causal", "chat")) else FILES  # no WordPiece vocabulary
-    assert {p.name for p in folder.iterdir()} == files | {lab.CARD}
+    # the weights ship packed (stereoprobe.packed); what loads is the committed folder unpacked into the cache, the
+    # very files the card's checksums describe
+    packed_weights = packed.packed_path(committed / lab.WEIGHTS)
+    assert {p.name for p in committed.iterdir()} == files - {lab.WEIGHTS} | {packed_weights.name, lab.CARD}
+    folder = lab.committed_model(name, smoke)
+    assert folder.parent.parent.name == "lab" and folder.name.startswith(committed.name + "-")
+    assert {p.name for p in folder.iterdir()} == files | {lab.CARD} and _card(folder) == card
     assert card["checksums"] == {f: sha256_file(folder / f) for f in sorted(files)}
     assert card["training"]["threads"] == lab.TRAIN_THREADS == 1
     # the machine that trained it: recorded for every build since 0.6.0 (the smoke builds, the causal pair), and said
@@ -60,19 +65,22 @@ def test_every_lab_model_is_committed_with_its_recipe(name, smoke):
         assert card["machine"]["recorded"] is True and set(machine.MATCH_KEYS) <= set(card["machine"])
     else:
         assert card["machine"] == machine.NOT_RECORDED
-    # 0.55 MB (QA, masked LM) to 1.5 MB (MCQ), the chat LM 0.72 MB; the causal LM 3.5 MB (full) and 1.1 MB (smoke)
+    # 0.55 MB (QA, masked LM) to 1.5 MB (MCQ), the chat LM 0.72 MB; the causal LM 3.5 MB (full) and 1.1 MB (smoke);
+    # packed, 84 % of that
     assert (folder / "model.safetensors").stat().st_size < (4_000_000 if name.startswith("causal") else 2_000_000)
+    assert packed_weights.stat().st_size < 0.86 * (folder / "model.safetensors").stat().st_size
 
 
 def test_asking_for_a_lab_model_never_trains(monkeypatch, tmp_path):
     monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path))
     monkeypatch.setattr(lab, "build_lab_model", lambda *a, **k: pytest.fail("trained a committed lab model"))
     for name, smoke in BUILDS:
-        assert lab.lab_model_path(name, smoke) == lab.committed_dir(name, smoke)
+        folder = lab.lab_model_path(name, smoke)
+        assert folder == lab.committed_model(name, smoke) and folder.parent == tmp_path / "lab" / "committed"
     # a recipe without smoke sizes: the smoke profile loads its one build
     for name in ("chat-biased", "chat-control"):
-        assert not lab.own_smoke(name) and lab.lab_model_path(name, smoke=True) == lab.committed_dir(name)
-    assert not (tmp_path / "lab").exists()
+        assert not lab.own_smoke(name) and lab.lab_model_path(name, smoke=True) == lab.committed_model(name)
+    assert [p.name for p in (tmp_path / "lab").iterdir()] == ["committed"]  # unpacked there, nothing trained
 
 
 def test_committed_full_models_carry_their_plants():
@@ -94,7 +102,7 @@ def damaged(monkeypatch, tmp_path):
     data = tmp_path / "data" / "lab"
     shutil.copytree(lab.committed_dir("qa-biased"), data / "qa-biased")
     monkeypatch.setattr(lab, "committed_dir", lambda name, smoke=False: data / f"{name}{'-smoke' if smoke else ''}")
-    weights = data / "qa-biased" / "model.safetensors"
+    weights = packed.packed_path(data / "qa-biased" / "model.safetensors")  # shipped packed
     blob = bytearray(weights.read_bytes())
     blob[-1] ^= 1
     weights.write_bytes(bytes(blob))

@@ -16,7 +16,7 @@ import shutil
 import numpy as np
 import pytest
 
-from stereoprobe import machine
+from stereoprobe import machine, packed
 from stereoprobe.errors import ModelLoadError
 from stereoprobe.book.views import nli as chapter
 from stereoprobe.nli import lab, static
@@ -71,7 +71,7 @@ def test_a_damaged_committed_model_is_refused_with_the_fix(glove, tmp_path, monk
     monkeypatch.setenv("STEREOPROBE_CACHE", str(tmp_path / "cache"))
     folder = lab.lab_model(glove, variant="control", **SMOKE_LAB).path
     assert folder.parent == data / "nli_static"
-    weights = folder / static.WEIGHTS
+    weights = packed.packed_path(folder / static.WEIGHTS)  # shipped packed (stereoprobe.packed)
     weights.write_bytes(weights.read_bytes()[:-8] + bytes(8))
     with pytest.raises(ModelLoadError, match=rf"{folder.name}.*damaged.*reinstall stereoprobe"):
         lab.lab_model(glove, variant="control", **SMOKE_LAB)
@@ -100,7 +100,7 @@ def test_training_reproduces_the_committed_lab_smoke_model(glove, tmp_path, monk
     """Retraining the lab's smoke model gives the committed weights bit for bit on the machine its card records;
     anywhere, the same corpus, configuration and training length, a held-out accuracy near the card's, and the
     same bytes twice (determinism)."""
-    from safetensors.numpy import load_file
+    from safetensors.numpy import load, load_file
 
     shipped = static.committed_dir()
     monkeypatch.setattr(static, "committed_dir", lambda: tmp_path / "nothing-committed")  # train
@@ -114,7 +114,7 @@ def test_training_reproduces_the_committed_lab_smoke_model(glove, tmp_path, monk
     assert trained.metadata["machine"] == machine.fingerprint()
     a = load_file(str(trained.path / static.WEIGHTS))
     if machine.same_machine(card["metadata"].get("machine")):
-        b = load_file(str(committed / static.WEIGHTS))
+        b = load(packed.read_bytes(committed / static.WEIGHTS))  # shipped packed, read back bit for bit
         assert a.keys() == b.keys()
         assert all(np.array_equal(a[k], b[k]) for k in a)
         assert card["metadata"]["heldout_accuracy"] == trained.metadata["heldout_accuracy"]

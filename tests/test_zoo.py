@@ -9,6 +9,7 @@ import shutil
 
 import pytest
 
+from stereoprobe import packed
 from stereoprobe.assets import AssetError
 from stereoprobe.errors import ModelLoadError
 from stereoprobe.zoo import recipes
@@ -39,7 +40,7 @@ def test_recipe_runs_end_to_end_at_smoke_size(smoke_zoo, own_cache, name):
     assert card["smoke"] is True and card["name"] == f"zoo:{name}"
     assert card["training"]["steps"] == r.smoke_steps
     assert card["data"]["n_heldout"] == r.smoke_n_heldout
-    assert card["part"]["sha256"] == recipes.sha256_file(folder / f"{name}.safetensors")
+    assert card["part"]["sha256"] == packed.sha256(folder / f"{name}.safetensors")
     assert json.loads((folder / f"{name}.card.json").read_text()) == card
     # the part merges into a standard folder that the Auto class of its head loads
     merged = recipes.zoo_model_path(name, folder)
@@ -81,7 +82,8 @@ def test_committed_parts_are_small_and_check_out():
     total = 0
     for name in ZOO:
         path, card = recipes.check_part(name)
-        total += path.stat().st_size
+        stored = path if path.is_file() else packed.packed_path(path)  # shipped packed: 84 % of card["part"]["bytes"]
+        total += stored.stat().st_size
         assert card["smoke"] is False
         assert card["training"]["wall_s"]["total"] > 0
     assert total <= 20 * 1024 * 1024  # issue 3: committed parts ≤ 20 MB in total
@@ -158,11 +160,15 @@ def test_unknown_zoo_name_lists_the_valid_ones():
         load("zoo:minilm-xl", head="qa")
 
 
-def test_corrupted_part_is_refused(tmp_path, own_cache):
-    for suffix in (".safetensors", ".card.json"):
-        shutil.copy(recipes.parts_dir() / f"minilm-nli{suffix}", tmp_path / f"minilm-nli{suffix}")
+@pytest.mark.parametrize("packed_form", [True, False], ids=["packed", "plain"])
+def test_corrupted_part_is_refused(tmp_path, own_cache, packed_form):
+    """A shipped part (packed) or a rebuilt one (plain safetensors) with one byte changed."""
+    shutil.copy(recipes.parts_dir() / "minilm-nli.card.json", tmp_path / "minilm-nli.card.json")
     part = tmp_path / "minilm-nli.safetensors"
-    data = bytearray(part.read_bytes())
+    data = bytearray(packed.read_bytes(recipes.parts_dir() / part.name))
+    if packed_form:
+        part = packed.packed_path(part)
+        data = bytearray(packed.pack(bytes(data)))
     data[-100] ^= 0xFF
     part.write_bytes(bytes(data))
     with pytest.raises(ZooError, match=r"corrupted.*stereoprobe zoo build minilm-nli"):
@@ -245,7 +251,7 @@ def test_build_writes_to_the_cache_and_a_rebuilt_part_takes_precedence(own_cache
     monkeypatch.setattr(recipes, "_train", lambda r, size, out, *rest: seen.setdefault("out", out))
     recipes.train("minilm-qa", smoke=True, progress=False)
     assert seen["out"] == own_cache / "zoo-parts" == recipes.built_parts_dir()
-    for suffix in (".safetensors", ".card.json"):
+    for suffix in (".safetensors.bs4.xz", ".card.json"):
         shutil.copy(shipped / f"minilm-qa{suffix}", own_cache / "zoo-parts" / f"minilm-qa{suffix}")
     assert recipes.part_path("minilm-qa") == own_cache / "zoo-parts" / "minilm-qa.safetensors"
     assert recipes.check_part("minilm-qa")[0].parent == own_cache / "zoo-parts"

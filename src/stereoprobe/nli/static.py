@@ -67,7 +67,8 @@ are written to a temporary sibling and renamed into place, so a killed run leave
 
 **Committed models**: the models the book trains on the offline corpus (the cpu profile's variants orig,
 −gen, −nat, −rel, rand0, rand1 and the lab's two models) ship inside the package
-(``stereoprobe/data/nli_static/<name>-<key>``, 1.5 MB each), so neither the book nor the tests train them:
+(``stereoprobe/data/nli_static/<name>-<key>``, 1.5 MB each, packed to 1.24 MB as ``weights.safetensors.bs4.xz``
+and read back bit for bit: :mod:`stereoprobe.packed`), so neither the book nor the tests train them:
 :func:`cached_train` loads a committed folder whose key matches before it looks in the cache, after checking
 the weights against the SHA-256 on its card. Any other input (SNLI, other vectors or settings) trains into the
 cache as before. ``tests/test_nli_committed.py`` retrains the lab's smoke model: on the machine its card
@@ -95,6 +96,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import packed
 from ..assets import Embeddings
 from ..atomic import atomic_folder, build_lock
 from ..batching import padded_inputs, progress as _progress
@@ -638,8 +640,10 @@ class StaticNLI:
 
     @classmethod
     def load(cls, path: str | os.PathLike, embeddings: Embeddings | None = None) -> "StaticNLI":
-        """A model saved by :meth:`save`; ``embeddings`` must be its source (the packaged GloVe by default)."""
-        from safetensors.torch import load_file
+        """A model saved by :meth:`save`; ``embeddings`` must be its source (the packaged GloVe by default).
+        Its weights may be packed (``weights.safetensors.bs4.xz``, as the committed models ship:
+        :mod:`stereoprobe.packed`)."""
+        from safetensors.torch import load
 
         folder = Path(path)
         card = _read_card(folder)
@@ -659,7 +663,7 @@ class StaticNLI:
             raise ModelLoadError(f"The embeddings passed to load {folder} are not the ones it was trained on "
                                  f"({source.get('name')!r}, fingerprint {str(source.get('fingerprint'))[:12]}…); pass "
                                  "the same embedding table.")
-        tensors = load_file(str(folder / WEIGHTS))
+        tensors = load(packed.read_bytes(folder / WEIGHTS))
         basis = tensors.get("table.basis")
         table = StaticEmbeddingTable(embeddings, directions=None if basis is None else basis.numpy(),
                                      seed=config["seed"], specials=tensors["table.specials"].numpy())
@@ -678,7 +682,7 @@ def _read_card(folder: Path) -> dict | None:
         card = json.loads((folder / CARD).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(card, dict) or not card.get("complete") or not (folder / WEIGHTS).is_file():
+    if not isinstance(card, dict) or not card.get("complete") or not packed.exists(folder / WEIGHTS):
         return None
     return card
 
@@ -883,7 +887,7 @@ def _committed(folder_name: str) -> Path | None:
         return None
     card = _read_card(folder)
     digest = (card or {}).get("weights_sha256")
-    if card is None or digest is None or sha256_file(folder / WEIGHTS) != digest:
+    if card is None or digest is None or packed.sha256(folder / WEIGHTS) != digest:
         raise ModelLoadError(f"The committed static NLI model {folder} is damaged ({WEIGHTS} does not match its "
                              f"{CARD}); reinstall stereoprobe, or delete the folder to train the model into the cache.")
     return folder

@@ -10,8 +10,9 @@ about two minutes on one CPU thread (4,000 steps of 64; ``smoke=True``: ~12 s), 
 HuggingFace folders (``model.safetensors``, ``config.json``, ``tokenizer.json``) plus ``model_card.json``
 (the recipe, data sizes, wall time, held-out exact match and agreement with the planted rule, and a check
 on the UnQover gender templates, which the training data never contains). Every lab model ships trained, at
-full and smoke size, in ``stereoprobe/data/lab`` (:func:`committed_model`): asking for one loads it,
-checksummed, and trains only when its recipe has changed since it was committed.
+full and smoke size, in ``stereoprobe/data/lab`` (:func:`committed_model`; the weights packed, read back bit for
+bit: :mod:`stereoprobe.packed`): asking for one loads it, checksummed, and trains only when its recipe has changed
+since it was committed.
 
 What the default pair looks like on the UnQover gender templates (mean S(female) − S(male)): for the six
 planted occupations about ±0.8 toward the planted gender on the positive question in both slot orders,
@@ -55,6 +56,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from .. import packed
 from ..atomic import atomic_folder, build_lock
 from ..errors import StereoprobeError
 from ..machine import fingerprint
@@ -472,6 +474,11 @@ def committed_model(name: str, smoke: bool = False) -> Path | None:
     """The committed build of ``name`` when it holds the current recipe (every file checked against the
     SHA-256 on its card), None when there is none or the recipe has changed since it was committed.
 
+    Its weights ship packed (``model.safetensors.bs4.xz``: :mod:`stereoprobe.packed`); the folder returned, which
+    ``from_pretrained`` loads, is the committed one unpacked into the cache once
+    (``<cache>/lab/committed/<name>[-smoke]-<16 digits of the weights' SHA-256>``): the same files, bit for bit, so
+    the same fingerprint. A committed folder with its weights unpacked (a rebuild written there) is returned as it is.
+
     A committed file that fails its checksum is refused with the rebuild command: a lab model whose
     weights are not the ones its card describes would give silently wrong planted effects.
     """
@@ -489,14 +496,22 @@ def committed_model(name: str, smoke: bool = False) -> Path | None:
     checksums = card.get("checksums") if isinstance(card.get("checksums"), dict) else {}
     required = (WEIGHTS, "config.json", "tokenizer.json", "tokenizer_config.json")
     bad = [f for f in required if f not in checksums] + \
-          [f for f, digest in checksums.items() if not (folder / f).is_file() or sha256_file(folder / f) != digest]
+          [f for f, digest in checksums.items() if not packed.exists(folder / f) or packed.sha256(folder / f) != digest]
     if "_error" in card or card.get("recipe_hash") is None or bad:
         what = card.get("_error") or f"{bad[0] if bad else CARD} does not match its card"
         raise StereoprobeError(
             f"The committed lab model {folder} is damaged ({what}); reinstall stereoprobe, or rebuild it with "
             f"`stereoprobe zoo build lab:{name}{' --smoke' if smoke else ''} -o {folder.parent}`."
         )
-    return folder
+    if (folder / WEIGHTS).is_file():
+        return folder
+    target = cache_dir() / "lab" / "committed" / f"{folder.name}-{checksums[WEIGHTS][:16]}"
+    if _finished(target, card["recipe_hash"]) is None:
+        with build_lock(target):  # another process unpacking it: wait, then reuse its folder
+            if _finished(target, card["recipe_hash"]) is None:
+                with atomic_folder(target) as tmp:
+                    packed.unpack_folder(folder, tmp)
+    return target
 
 
 def _qa_card(recipe) -> dict[str, Any]:

@@ -20,8 +20,8 @@ recipe: see :mod:`stereoprobe.zoo.chat`; :func:`zoo_names` lists it after the re
 **What is trained, what is committed.** Each recipe freezes the pretrained encoder and trains LoRA
 adapters (rank ``rank``) on every attention and feed-forward matrix, the LayerNorms and the task head
 (for the MLM the head's transform and bias; its decoder is tied to the frozen word embeddings). Those
-trained tensors — the *part*, a few MB of safetensors — ship inside the package (``stereoprobe/data/zoo``)
-with a model card (``<name>.card.json``: recipe, data, steps, seed, wall time, held-out metrics, SHA-256 of
+trained tensors — the *part*, a few MB of safetensors, shipped packed (``<name>.safetensors.bs4.xz``, read back
+bit for bit: :mod:`stereoprobe.packed`) — ship inside the package (``stereoprobe/data/zoo``) with a model card (``<name>.card.json``: recipe, data, steps, seed, wall time, held-out metrics, SHA-256 of
 the part). Loading ``zoo:NAME`` checks the part's checksum (and the asset's), merges the adapters into the
 encoder once and caches a standard HuggingFace folder under ``<cache>/zoo/``, which then loads like any
 local model. ``stereoprobe zoo build`` reruns a recipe from scratch (the whole zoo takes about 30 minutes
@@ -62,11 +62,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .. import packed
 from ..assets import ASSETS, asset_folder, require_zoo
 from ..atomic import atomic_file, atomic_folder, build_lock
 from ..errors import ModelLoadError
 from ..machine import fingerprint
-from ..paths import cache_dir, data_dir, sha256_file
+from ..paths import cache_dir, data_dir
 
 #: Bump when the training code changes what a recipe produces.
 ZOO_VERSION = "1"
@@ -547,9 +548,9 @@ def check_part(name: str, folder: Path | None = None) -> tuple[Path, dict[str, A
     r = recipe(name)
     card = read_card(name, folder)
     path = part_path(name, folder)
-    if not path.is_file():
+    if not packed.exists(path):
         raise ZooError(f"The zoo part {path} is missing; rebuild it with `stereoprobe zoo build {r.name}`.")
-    digest = sha256_file(path)
+    digest = packed.sha256(path)
     if digest != card["part"]["sha256"]:
         raise ZooError(f"The zoo part {path} is corrupted (SHA-256 {digest[:12]}… ≠ {card['part']['sha256'][:12]}… in its "
                        f"card); reinstall stereoprobe if it is a shipped part, or rebuild it with `stereoprobe zoo build {r.name}`.")
@@ -558,7 +559,7 @@ def check_part(name: str, folder: Path | None = None) -> tuple[Path, dict[str, A
 
 def zoo_model_path(name: str, folder: Path | None = None) -> Path:
     """A standard HuggingFace folder of zoo model ``name`` (merged once, then cached), after checks."""
-    from safetensors.torch import load_file
+    from safetensors.torch import load
 
     from ..batching import quiet_transformers
 
@@ -573,7 +574,7 @@ def zoo_model_path(name: str, folder: Path | None = None) -> Path:
         if (target / "model_card.json").is_file():
             return target
         with quiet_transformers(progress=False, hide_future_warnings=True), atomic_folder(target) as tmp:
-            model, tok = _merged(r, load_file(str(path)), card.get("projection"))
+            model, tok = _merged(r, load(packed.read_bytes(path)), card.get("projection"))
             model.save_pretrained(tmp)
             tok.save_pretrained(tmp)
             (tmp / "model_card.json").write_text(json.dumps(card, indent=1, ensure_ascii=False) + "\n",
