@@ -378,10 +378,11 @@ def lab_effect(vectors, *, n_boot: int = 1000, seed: int = 0, smoke: bool = Fals
 def ensure_zoo_models(names: Sequence[str | None]) -> None:
     """Train the zoo variants among ``names`` that have no part yet (only ``minilm-nli-proj`` and
     ``minilm-nli-rand0`` are committed; the others take about 8 minutes each on 2 CPU cores)."""
+    from stereoprobe import packed
     from stereoprobe.zoo import recipes
 
     for name in names:
-        if name and name.startswith("zoo:") and not recipes.part_path(name).is_file():
+        if name and name.startswith("zoo:") and not packed.exists(recipes.part_path(name)):  # shipped packed
             print(f"{name}: no committed part, training it (about 8 minutes on 2 CPU cores) …")
             recipes.train(name, threads=None)
 
