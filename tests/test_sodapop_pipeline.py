@@ -76,6 +76,9 @@ class FakeMasker:
         words = [f"w{i}" for i in ids]
         return [""] + words[:-1] if self.delete else words
 
+    def fills_many(self, top):
+        return [self.fills(row) for row in top]
+
 
 @pytest.mark.parametrize("L", [1, 2, 3])
 def test_counts_follow_the_scale_formula(L):

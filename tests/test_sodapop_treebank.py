@@ -132,3 +132,21 @@ if __name__ == "__main__":  # regenerate the golden file under nltk 3.7
         rows += [{"group": g, "text": t, "tokens": k} for t, k in v["cases"]]
     FIXTURE.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     print(f"wrote {FIXTURE}: " + ", ".join(f"{g}: {v['n']} strings, {len(v['cases'])} stored" for g, v in groups.items()))
+
+
+def test_skipping_rules_that_cannot_match_changes_no_token() -> None:
+    """:func:`tokenize` skips a rule whose needed characters are absent; every rule applied gives the same tokens:
+    on the golden corpus, on every rule's trigger characters in random company, and on case-insensitive lookalikes
+    (the Kelvin sign, the long s and the dotless i match k, s and i in a case-insensitive rule)."""
+    import random
+
+    from stereoprobe.sodapop import treebank
+
+    texts = [*TRICKY, *(t for group in corpus().values() for t in group)]
+    pieces = [*"«“‘„`\"'.:,;@#$%&?!*[]{}()<>-–— \t", "''", "``", "...", "--", "n't", "N'T", "'s", "'S", "'ll", "'re",
+              "cannot", "CanNot", "d'ye", "gimme", "gonna", "GOTTA", "lemme", "more'n", "wanna", " 'tis", " 'Twas",
+              "'tiſ", "\u212aan", "gonnaı", "ſ", "ı", "\u0130", "a", "Bethany", "is", "3", "10", "x"]
+    rng = random.Random(0)
+    texts += ["".join(rng.choice(pieces) for _ in range(rng.randint(1, 12))) for _ in range(20_000)]
+    for text in texts:
+        assert treebank.tokenize(text) == treebank.tokenize_every_rule(text), repr(text)

@@ -22,6 +22,12 @@ Decoding of the M fills (``decoding``):
   skipped; ``drop_original`` removes the correct answer from its own distractors. Not comparable with
   the paper.
 
+Both are computed without a tokenizer call per row or fill (``FillMasker.fills_many``): every vocabulary id is
+decoded once per tokenizer, and a row is the first id's string followed by what each later id adds (exact for
+WordPiece and byte-level BPE, whose decoders work token by token; a byte-level piece that is not UTF-8 on its own,
+an added or special token, and other decoders send their row to the tokenizer), or, clean, the ids' words filtered
+with numpy. ``FillMasker.fills`` keeps the per-row path, which ``tests/test_sodapop_fills.py`` checks it against.
+
 Then, as the authors' ``generate_distractors.py`` does but for the sort (book appendix *Where the code and
 the paper differ*, SODAPOP: order of the distractors): deduplicate (``dedup``), **sort** (the authors'
 ``list(set(...))`` order depended on ``PYTHONHASHSEED``), shuffle with ``random.Random(10)``, cap at
@@ -56,6 +62,7 @@ import hashlib
 import json
 import random
 import string
+import weakref
 from collections import Counter
 from dataclasses import asdict, dataclass
 from functools import lru_cache
@@ -179,6 +186,73 @@ def pieces_compat(decoded: str, top_m: int = 10) -> list[str]:
 _PUNCT = set(string.punctuation)
 
 
+def _decode(tok, ids: list[int]) -> str:
+    """The joint decoding of the authors' code: special tokens kept, no clean-up of tokenization spaces."""
+    return tok.decode(ids, skip_special_tokens=False, clean_up_tokenization_spaces=False)
+
+
+def _clean_word(tok, bpe: bool, i: int) -> str | None:
+    """The clean decoding of one id: its word, or None for a sub-word continuation, a special token or punctuation."""
+    piece = tok.convert_ids_to_tokens(i)
+    if i in tok.all_special_ids or piece.startswith("##") or not (piece.startswith(("Ġ", "▁")) or not bpe):
+        return None
+    w = tok.decode([i]).strip()
+    return w if w and not all(c in _PUNCT for c in w) else None
+
+
+#: Decoders (tokenizers library) that decode token by token: ``decode(ids)`` is the first id's string followed by what
+#: each later id adds, whatever precedes it (WordPiece: "##" glued, else a space; byte-level: the token's bytes).
+_PER_TOKEN_DECODERS = ("WordPiece", "ByteLevel")
+
+
+class _Vocab:
+    """Per-id strings of one tokenizer, each id decoded once, on first sight (both decodings of :class:`FillMasker`).
+
+    compat: ``head[i]`` is ``decode([i])`` and ``tail[i]`` what ``i`` adds after an anchor id (``decode([a, i])``
+    less ``decode([a])``), so a row decodes as ``head[ids[0]] + tail[ids[1]] + …`` — exactly, for a per-token decoder
+    (:data:`_PER_TOKEN_DECODERS`) behind the library's own ``_decode``. ``joinable`` is false (the row then goes
+    through the tokenizer) for any other tokenizer, added and special tokens, and a byte-level piece that is not
+    UTF-8 on its own (joint decoding may complete its character). clean: ``word[i]`` (:func:`_clean_word`).
+    """
+
+    def __init__(self, tok):
+        self.size = len(tok)
+        self.seen = {"compat": np.zeros(self.size, bool), "clean": np.zeros(self.size, bool)}
+        self.head, self.tail, self.word = (np.full(self.size, None, dtype=object) for _ in range(3))
+        self.joinable = np.zeros(self.size, bool)
+        decoder = getattr(getattr(tok, "backend_tokenizer", None), "decoder", None)
+        anchor = tok.encode("a", add_special_tokens=False)
+        self.per_token = (type(decoder).__name__ in _PER_TOKEN_DECODERS and len(anchor) == 1
+                          and type(tok)._decode.__qualname__.split(".")[0] in ("TokenizersBackend", "PreTrainedTokenizerFast"))
+        self.anchor = anchor[0] if self.per_token else None
+        self.unjoinable = set(tok.all_special_ids) | set(getattr(tok, "added_tokens_decoder", {}))
+
+    def learn(self, tok, bpe: bool, top: np.ndarray, decoding: str) -> None:
+        seen = self.seen[decoding]
+        new = np.unique(top)
+        new = new[new < self.size]
+        new = new[~seen[new]]
+        prefix = _decode(tok, [self.anchor]) if self.per_token and decoding == "compat" else None
+        for i in new.tolist():
+            if decoding == "clean":
+                self.word[i] = _clean_word(tok, bpe, i)
+            elif prefix is not None and i not in self.unjoinable:
+                head, pair = _decode(tok, [i]), _decode(tok, [self.anchor, i])
+                if "\ufffd" not in head and pair.startswith(prefix):
+                    self.head[i], self.tail[i], self.joinable[i] = head, pair[len(prefix):], True
+        seen[new] = True
+
+
+_VOCABS = weakref.WeakKeyDictionary()
+
+
+def _vocab(tok) -> _Vocab:
+    """The :class:`_Vocab` of ``tok``, one per tokenizer object (shared by its maskers)."""
+    if tok not in _VOCABS:
+        _VOCABS[tok] = _Vocab(tok)
+    return _VOCABS[tok]
+
+
 class FillMasker:
     """Top-M fills at one mask, batched over many masked inputs, with the two decodings."""
 
@@ -197,21 +271,14 @@ class FillMasker:
         self._bpe = any(t.startswith(("Ġ", "▁")) for t in tok.get_vocab())  # word-initial marks: BPE/sentencepiece
 
     def _decode_compat(self, ids: Sequence[int]) -> list[str]:
-        return pieces_compat(self.tok.decode(list(ids), skip_special_tokens=False, clean_up_tokenization_spaces=False),
-                             self.top_m)
+        """The authors' decoding of one row of ids, a tokenizer call per row (the reference of :meth:`fills_many`)."""
+        return pieces_compat(_decode(self.tok, list(ids)), self.top_m)
 
     def _decode_clean(self, ids: Sequence[int]) -> list[str]:
         out = []
         for i in ids:
             if i not in self._single:
-                piece = self.tok.convert_ids_to_tokens(int(i))
-                word = None
-                if (i not in self.tok.all_special_ids and not piece.startswith("##")
-                        and (piece.startswith(("Ġ", "▁")) or not self._bpe)):
-                    w = self.tok.decode([int(i)]).strip()
-                    if w and not all(c in _PUNCT for c in w):
-                        word = w
-                self._single[i] = word
+                self._single[i] = _clean_word(self.tok, self._bpe, int(i))
             if self._single[i] is not None:
                 out.append(self._single[i])
         return out
@@ -244,7 +311,25 @@ class FillMasker:
         return out
 
     def fills(self, ids: Sequence[int]) -> list[str]:
+        """The fills of one row of ids, decoded one row (compat) or one id (clean) at a time: the reference path."""
         return self._decode_compat(ids) if self.decoding == "compat" else self._decode_clean(ids)
+
+    def fills_many(self, top: np.ndarray) -> list[list[str]]:
+        """:meth:`fills` of every row of ``top`` (n, top_m), the same lists, without a tokenizer call per row or fill.
+
+        Every id is decoded once per tokenizer (:class:`_Vocab`); a row is then joined from the per-id strings
+        (compat) or filtered with numpy (clean). A row with an id the table cannot join goes through :meth:`fills`.
+        """
+        vocab = _vocab(self.tok)
+        top = np.asarray(top, dtype=np.int64).reshape(len(top), -1)
+        vocab.learn(self.tok, self._bpe, top, self.decoding)
+        safe = (top < vocab.size).all(axis=1)
+        if self.decoding == "clean":
+            words = iter(vocab.word[top[safe]].tolist())
+            return [[w for w in next(words) if w is not None] if ok else self.fills(row) for ok, row in zip(safe, top)]
+        safe[safe] = vocab.joinable[top[safe]].all(axis=1)
+        joined = iter(map("".join, np.concatenate([vocab.head[top[safe, :1]], vocab.tail[top[safe, 1:]]], axis=1).tolist()))
+        return [pieces_compat(next(joined), self.top_m) if ok else self.fills(row) for ok, row in zip(safe, top)]
 
 
 @dataclass
@@ -269,10 +354,32 @@ def _masked(prefix: str, tokens: tuple[str, ...], i: int) -> str:
     return f"{prefix} {' '.join(tokens[:i] + (MASK,) + tokens[i + 1:])}"
 
 
-def _neighbours(prefix: str, tokens: tuple[str, ...], i: int, fills: list[str]) -> list[str]:
+def _neighbours_full(prefix: str, tokens: tuple[str, ...], i: int, fills: list[str]) -> list[str]:
+    """The authors' step: each fill put in the masked text, the whole text re-tokenized, its last L words kept."""
     text = _masked(prefix, tokens, i)
     L = len(tokens)
     return [" ".join(word_tokenize(text.replace(MASK, d))[-L:]) for d in fills]
+
+
+def _neighbours(prefix: str, tokens: tuple[str, ...], i: int, fills: list[str]) -> list[str]:
+    """:func:`_neighbours_full`'s words, re-tokenizing the answer's words behind the prefix's last word only.
+
+    Exact in line mode where that last word is ASCII letters (the prompt's "is"): a rule of the word tokenizer
+    (:mod:`treebank`) sees at most one character and the space before the answer (the space stays: rules only add
+    spaces, and the end-anchored ones act at the answer's end), and such a word is tokenized alike in any context,
+    so the answer's tokens are the same behind it as behind the whole prefix. Where the answer's tokens are fewer
+    than L, or Punkt splits sentences (the whole text decides where), every fill takes the full path. The tail
+    texts repeat across names (every prefix ends "… is"), so :func:`word_tokenize`'s cache serves them."""
+    guard = prefix.rpartition(" ")[2]
+    if tokenizer_mode() != "line" or not (guard.isascii() and guard.isalpha()):
+        return _neighbours_full(prefix, tokens, i, fills)
+    text = _masked(guard, tokens, i)
+    L, g = len(tokens), len(treebank.tokenize(guard))
+    out = []
+    for d in fills:
+        words = word_tokenize(text.replace(MASK, d))
+        out.append(" ".join(words[-L:]) if len(words) - g >= L else _neighbours_full(prefix, tokens, i, [d])[0])
+    return out
 
 
 def generate_units(units: list[Unit], masker: FillMasker, config: GenerationConfig, desc: str | None = None) -> None:
@@ -299,8 +406,7 @@ def generate_units(units: list[Unit], masker: FillMasker, config: GenerationConf
         if todo:
             texts = list(todo)
             top = masker.top_ids(texts, progress_desc=desc and f"{desc}: level {level + 1}/{config.depth}")
-            for text, ids in zip(texts, top):
-                fills = masker.fills(ids)
+            for text, fills in zip(texts, masker.fills_many(top)):
                 for k, s, i in todo[text]:
                     pending[k, s][i] = _neighbours(units[k].prefix, word_tokenize(s), i, fills)
         for (k, s), per_position in pending.items():
