@@ -121,7 +121,7 @@ DEFAULTS = {
 #: section may use what the budget leaves after the later sections' expected seconds and a quarter of their time
 #: limits (a time limit shrinks to fit); one left with less than a quarter of its expected seconds is skipped. The
 #: budget steers, it does not stop a section that runs over.
-EXPECTED = {"machine": (10, 4), "causal": (90, 8), "memory": (20, 3), "qa": (60, 6), "gender_qa": (15, 2),
+EXPECTED = {"machine": (10, 4), "causal": (100, 10), "memory": (20, 3), "qa": (60, 6), "gender_qa": (15, 2),
             "distractors": (30, 6), "nli": (35, 4)}
 SECTIONS = tuple(EXPECTED)
 
@@ -735,9 +735,32 @@ def section_causal(run: Run, data: dict, seconds: float) -> None:
                                   "requests": len(reqs), "precision": "bf16"}
     run.log("causal", f"ours {data['runs']['ours']['ratio_to_baseline']:.2f}x the baseline; packed vs separate "
             f"max |Δ log p| {diff:.3g} (tolerance {tolerance})")
+    row_widths(run, data, loaded, encoded, n_body, hidden, vocab)
     whole_gender(run, data, encoded[:n_unq], ours.row_tokens)
     run.save()
     fp32_reference(run, data, loaded, encoded, scores, budget, pad, ours)
+
+
+def row_widths(run: Run, data: dict, loaded, encoded, n_body: int, hidden: int, vocab: int) -> None:
+    """The packed rows' width, the one knob of the scorer's attention cost: a row of W nodes attends over W positions
+    through a 4-D mask (no flash kernel takes one), so narrower rows spend less on attention and the mask and more on
+    padding and rows. Ours at W = 512, 1,024 (the GPU default) and 2,048 on the same requests: seconds, TFLOP/s."""
+    from stereoprobe.causal import CausalScorer
+
+    args, out = run.args, {}
+    for width in args.row_widths:
+        scorer = CausalScorer(loaded, batch_tokens=args.batch_tokens, precision="bf16", row_tokens=width)
+        scorer.score_encoded(encoded[:8])  # warm-up: this width's shapes
+        best, _, peak, times = repeated(run, lambda scorer=scorer: scorer.score_encoded(encoded).logprob,
+                                        args.causal_repeats)
+        c = plan_counts(encoded, True, width, args.batch_tokens)
+        tflops = (2 * n_body * c["padded_tokens"] + 2 * hidden * vocab * c["head_positions"]) / best / 1e12
+        out[str(width)] = {"seconds": best, "times": times, **c, "tflops": tflops,
+                           "utilisation": utilisation(run, tflops), "peak_gib": gib(peak)}
+        run.log("causal", f"rows of {width} nodes: {best:.2f} s, {c['rows']} rows, {c['padded_tokens']:,} padded "
+                f"tokens, {tflops:.1f} TFLOP/s")
+        run.save()
+    data["row_widths"] = out
 
 
 def whole_gender(run: Run, data: dict, unqover, row_tokens: int) -> None:
@@ -926,7 +949,9 @@ def qa_family(run: Run, entry: dict, folder: Path, shape: str, passes: list) -> 
     args, dev = run.args, str(run.device)
     models = {p: load(str(folder), "qa", device=dev, precision=p) for p in ("fp32", "bf16")}
     fp32 = models["fp32"]
+    t = time.perf_counter()
     lengths = QAScorer(fp32, "compat").encode(passes).lengths
+    entry["encode_seconds"] = time.perf_counter() - t  # the host's share of ours: tokenizing and span search
     flops = encoder_flops(fp32.model.config, lengths)
     entry.update(mean_tokens=float(np.mean(lengths)), flops=flops)
     reference_scores(fp32, passes[:200])  # warm-up of every path
@@ -950,6 +975,22 @@ def qa_family(run: Run, entry: dict, folder: Path, shape: str, passes: list) -> 
             "max_abs_diff_vs_authors_loop": float(np.abs(scores - base).max())}
         run.log("qa", f"{shape}: compat {precision} {len(passes) / best:,.0f} passes/s, {base_s / best:.1f}x the "
                 f"authors' loop, max |Δ| {result['max_abs_diff_vs_authors_loop']:.2g}")
+        run.save()
+    for chunk in args.qa_chunks:  # the host encodes the next chunk while the GPU computes the last
+        def chunked(loaded=models["bf16"], chunk=chunk):
+            return QAScorer(loaded, "compat", batch_tokens=args.batch_tokens, precision="bf16").score(passes,
+                                                                                                      chunk=chunk)
+
+        chunked()  # warm-up: the chunks' batch shapes
+        with matmul_precision("highest"):
+            best, scores, _, times = repeated(run, chunked, args.repeats)
+        tflops = flops / best / 1e12
+        result = entry[f"compat_bf16_chunk_{chunk}"] = {
+            "seconds": best, "times": times, "passes_per_s": len(passes) / best, "ratio": base_s / best,
+            "tflops": tflops, "utilisation": utilisation(run, tflops, "bf16"),
+            "max_abs_diff_vs_authors_loop": float(np.abs(scores - base).max())}
+        run.log("qa", f"{shape}: compat bf16 in chunks of {chunk}: {len(passes) / best:,.0f} passes/s, "
+                f"{base_s / best:.1f}x the authors' loop, max |Δ| {result['max_abs_diff_vs_authors_loop']:.2g}")
         run.save()
 
 
@@ -1210,7 +1251,15 @@ def parse(argv=None) -> argparse.Namespace:
     for name, (gpu, tiny) in DEFAULTS.items():
         sizes.add_argument("--" + name.replace("_", "-"), type=type(gpu), default=None,
                            help=f"{help_[name]}: {gpu} [{tiny}]")
+    p.add_argument("--qa-chunks", type=int, nargs="*", default=None,
+                   help="chunk sizes of the pipelined QA scoring the qa section compares: 2000 [100]")
+    p.add_argument("--row-widths", type=int, nargs="*", default=None,
+                   help="packed row widths the causal section compares: 512 1024 2048 [64 128]")
     args = p.parse_args(argv)
+    if args.qa_chunks is None:
+        args.qa_chunks = [100] if args.tiny else [2000]
+    if args.row_widths is None:
+        args.row_widths = [64, 128] if args.tiny else [512, 1024, 2048]
     for name, (gpu, tiny) in DEFAULTS.items():
         if getattr(args, name) is None:
             setattr(args, name, tiny if args.tiny else gpu)
