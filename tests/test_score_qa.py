@@ -126,19 +126,6 @@ def test_compat_reproduces_the_authors_loop(family, bert, roberta):
     assert np.all((ours > 0) & (ours <= 1))
 
 
-@pytest.mark.parametrize("mode", ["compat", "clean"])
-def test_chunked_scoring_gives_the_same_scores(mode, roberta):
-    """Passes encoded and queued 100 at a time (the host encodes while the GPU computes) score as in one go: compat
-    pads each pass as the authors' batch of 100 did either way; a chunk that is not a multiple of 100 is refused."""
-    passes = _passes(n=170)  # 340 passes: four chunks of 100, the last one partial
-    sc = QAScorer(roberta, mode, batch_tokens=700)
-    whole, pieces = sc.score(passes), sc.score(passes, chunk=100)
-    np.testing.assert_allclose(pieces, whole, rtol=1e-5, atol=1e-7)
-    assert pieces.shape == (340, 4) and np.all(pieces > 0)
-    with pytest.raises(StereoprobeError, match="chunk=150 must be a multiple of 100"):
-        sc.score(passes, chunk=150)
-
-
 def test_clean_scores_do_not_depend_on_the_batch(bert):
     passes = _passes(n=120)
     sc = QAScorer(bert, "clean", batch_tokens=4000)

@@ -324,42 +324,18 @@ class QAScorer:
         return _Encoded(ids, types, starts, ends, lengths)
 
     # -- forward ------------------------------------------------------------------------------
-    def score(self, passes: Sequence[tuple[str, str, str, str]], pad_to: np.ndarray | None = None,
-              chunk: int | None = None) -> np.ndarray:
+    def score(self, passes: Sequence[tuple[str, str, str, str]], pad_to: np.ndarray | None = None) -> np.ndarray:
         """(n, 4) float32 array of start1, end1, start2, end2 for the passes.
 
         ``pad_to`` (compat mode) gives the padded length of each pass (its batch length in the authors'
         run); passes are grouped by it. Without it, compat pads like the authors' batches of 100 in order.
-        ``chunk`` (a multiple of the authors' 100): encode and queue that many passes at a time, so that the host
-        encodes the next chunk while the GPU computes the last (kernels are queued, not waited for); batches are
-        then formed within each chunk. The same scores (in bf16 within its rounding: other batch shapes).
         """
-        import torch
-
-        n = len(passes)
-        if chunk and chunk % AUTHORS_BATCH:
-            raise StereoprobeError(f"chunk={chunk} must be a multiple of {AUTHORS_BATCH} (the authors' batches "
-                                   "decide compat padding); e.g. 2000.")
-        step = chunk if chunk else max(n, 1)
-        index, results = [], []  # results stay on the device until every chunk is queued: one wait, at the end
-        for first in range(0, n, step):
-            batches, queued = self._queue(passes[first : first + step],
-                                          None if pad_to is None else pad_to[first : first + step])
-            index += [b + first for b in batches]
-            results += queued
-        out = np.empty((n, 4), dtype=np.float32)
-        if index:
-            out[np.concatenate(index)] = torch.cat(results).cpu().numpy()
-        return out
-
-    def _queue(self, passes: Sequence[tuple[str, str, str, str]], pad_to: np.ndarray | None) -> tuple[list, list]:
-        """Encode ``passes`` and queue their batches on the model's device: (batches of indices, results on the
-        device), nothing waited for."""
         import torch
 
         from ..batching import inference_context, token_budget_batches
 
         enc = self.encode(passes)
+        n = len(passes)
         if self.mode == "compat":
             if pad_to is None:
                 pad_to = authors_pad_lengths(enc.lengths)
@@ -394,7 +370,10 @@ class QAScorer:
                 s = ps.gather(1, sidx).view(len(batch), 2, 4).amax(-1)
                 e = pe.gather(1, eidx).view(len(batch), 2, 2).amax(-1)
                 results.append(torch.stack([s[:, 0], e[:, 0], s[:, 1], e[:, 1]], 1))
-        return batches, results
+        out = np.empty((n, 4), dtype=np.float32)
+        if batches:
+            out[np.concatenate(batches)] = torch.cat(results).cpu().numpy()
+        return out
 
 
 def _find(seq: list[int], sub: list[int], start: int = 0) -> int:
