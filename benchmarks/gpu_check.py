@@ -976,22 +976,6 @@ def qa_family(run: Run, entry: dict, folder: Path, shape: str, passes: list) -> 
         run.log("qa", f"{shape}: compat {precision} {len(passes) / best:,.0f} passes/s, {base_s / best:.1f}x the "
                 f"authors' loop, max |Δ| {result['max_abs_diff_vs_authors_loop']:.2g}")
         run.save()
-    for chunk in args.qa_chunks:  # the host encodes the next chunk while the GPU computes the last
-        def chunked(loaded=models["bf16"], chunk=chunk):
-            return QAScorer(loaded, "compat", batch_tokens=args.batch_tokens, precision="bf16").score(passes,
-                                                                                                      chunk=chunk)
-
-        chunked()  # warm-up: the chunks' batch shapes
-        with matmul_precision("highest"):
-            best, scores, _, times = repeated(run, chunked, args.repeats)
-        tflops = flops / best / 1e12
-        result = entry[f"compat_bf16_chunk_{chunk}"] = {
-            "seconds": best, "times": times, "passes_per_s": len(passes) / best, "ratio": base_s / best,
-            "tflops": tflops, "utilisation": utilisation(run, tflops, "bf16"),
-            "max_abs_diff_vs_authors_loop": float(np.abs(scores - base).max())}
-        run.log("qa", f"{shape}: compat bf16 in chunks of {chunk}: {len(passes) / best:,.0f} passes/s, "
-                f"{base_s / best:.1f}x the authors' loop, max |Δ| {result['max_abs_diff_vs_authors_loop']:.2g}")
-        run.save()
 
 
 # -- 4. the gender QA set, timed --------------------------------------------------------------------------------
@@ -1081,6 +1065,16 @@ def section_distractors(run: Run, data: dict, seconds: float) -> None:
         t_ours, _, _ = measured(run, lambda: D.generate_units(units, masker, config))
         t_ref, reference, _ = measured(run, lambda: [reference_generate(loaded, u, config) for u in units])
     same = all(r == u.candidates for r, u in zip(reference, units))
+    # where they differ, by how much, and whether the masked LM itself answers a masked input batched as it does
+    # alone (near-tied logits of a random model can swap places between a batch and a single input)
+    differing = sum(sum(((r - u.candidates) + (u.candidates - r)).values()) for r, u in zip(reference, units))
+    level1 = [D._masked(u.prefix, D.word_tokenize(u.answer), i) for u in units for i in range(len(D.word_tokenize(
+        u.answer)))]
+    with matmul_precision("highest"):
+        batched = masker.top_ids(level1)
+        alone = [masker.top_ids([t])[0] for t in level1]
+    data.update(differing_candidates=differing, level1_inputs=len(level1),
+                level1_topk_rows_differing_batched_vs_alone=int(sum((b != a).any() for b, a in zip(batched, alone))))
     data.update(names=len(units), context=3, depth=args.depth, sentence_tokenizer=D.tokenizer_mode(),
                 baseline_calls=sum(u.compat_passes for u in units), baseline_seconds=t_ref,
                 ours_masked_inputs=masker.passes, ours_seconds=t_ours, ratio=t_ref / t_ours, identical_multisets=same,
@@ -1251,13 +1245,9 @@ def parse(argv=None) -> argparse.Namespace:
     for name, (gpu, tiny) in DEFAULTS.items():
         sizes.add_argument("--" + name.replace("_", "-"), type=type(gpu), default=None,
                            help=f"{help_[name]}: {gpu} [{tiny}]")
-    p.add_argument("--qa-chunks", type=int, nargs="*", default=None,
-                   help="chunk sizes of the pipelined QA scoring the qa section compares: 2000 [100]")
     p.add_argument("--row-widths", type=int, nargs="*", default=None,
                    help="packed row widths the causal section compares: 512 1024 2048 [64 128]")
     args = p.parse_args(argv)
-    if args.qa_chunks is None:
-        args.qa_chunks = [100] if args.tiny else [2000]
     if args.row_widths is None:
         args.row_widths = [64, 128] if args.tiny else [512, 1024, 2048]
     for name, (gpu, tiny) in DEFAULTS.items():
