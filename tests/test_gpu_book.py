@@ -110,3 +110,18 @@ def test_every_chapter_runs_in_the_dry_run(tmp_path: Path) -> None:
         assert sum(cell["seconds"] for cell in c["cells"]) <= c["wall_seconds"]
     assert doc["chapters"]["gender_occupations"]["glued"]["n_examples"]  # the chapter's glued values recorded
     assert set(doc["world"]["hub"]) >= {"tli8hf/unqover-roberta-large-squad", "meta-llama/Llama-3.1-8B-Instruct"}
+
+
+def test_the_entry_points_travel_as_metadata(tmp_path: Path) -> None:
+    """The lent machine runs src/ uninstalled: the zoo's zoo:, lab: and asset: names and its corpora must be found
+    through the metadata gpu_book writes beside the asset stand-ins (the first H200 run had none: every zoo: and lab:
+    model was refused)."""
+    import importlib.metadata as md
+    import tomllib
+
+    G.entry_points(tmp_path)
+    (dist,) = md.distributions(path=[str(tmp_path)])
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["entry-points"]
+    found = {group: {e.name: e.value for e in dist.entry_points if e.group == group} for group in declared}
+    assert found == declared and set(found["stereoprobe.providers"]) == {"zoo", "lab", "asset"}
+    assert dist.metadata["Name"] == "stereoprobe"
