@@ -374,7 +374,7 @@ def _neighbours(prefix: str, tokens: tuple[str, ...], i: int, fills: list[str]) 
     if tokenizer_mode() != "line" or not (guard.isascii() and guard.isalpha()):
         return _neighbours_full(prefix, tokens, i, fills)
     text = _masked(guard, tokens, i)
-    L, g = len(tokens), len(treebank.tokenize(guard))
+    L, g = len(tokens), len(word_tokenize(guard))
     out = []
     for d in fills:
         words = word_tokenize(text.replace(MASK, d))

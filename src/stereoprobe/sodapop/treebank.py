@@ -75,19 +75,31 @@ _STARTING_NEEDS = [tuple("«“‘„`"), ('"',), ("``",), ('"', "''"), ("'",)]
 _PUNCTUATION_NEEDS = [(".",), (":", ","), (":", ","), ("..",), tuple(";@#$%&"), (".",), ("?", "!"), ("' ",), ("*",)]
 _ENDING_NEEDS = [tuple("»”’"), ("''",), ('"',), ("'",), ("'", "n't", "N'T")]
 _CONTRACTION_NEEDS = ["cannot", "d'ye", "gimme", "gonna", "gotta", "lemme", "more'n", "wanna", "'tis", "'twas"]
-_RULES = list(zip(_STARTING_QUOTES + _PUNCTUATION + [_PARENS_BRACKETS, _DOUBLE_DASHES],
-                  _STARTING_NEEDS + _PUNCTUATION_NEEDS + [tuple("[]{}()<>"), ("--",)]))
+def _with_firsts(rules, needs) -> list:
+    """(regexp, substitution, needed strings, their first characters) per rule: a rule none of whose first characters
+    is in the text is skipped after one set operation."""
+    return [(regexp, substitution, need, frozenset(n[0] for n in need)) for (regexp, substitution), need in
+            zip(rules, needs)]
+
+
+_RULES = _with_firsts(_STARTING_QUOTES + _PUNCTUATION + [_PARENS_BRACKETS, _DOUBLE_DASHES],
+                      _STARTING_NEEDS + _PUNCTUATION_NEEDS + [tuple("[]{}()<>"), ("--",)])
+_ENDING = _with_firsts(_ENDING_QUOTES, _ENDING_NEEDS)
 
 
 def tokenize(text: str) -> list[str]:
     """The tokens of one sentence, as nltk 3.7's ``NLTKWordTokenizer().tokenize(text)``."""
-    for (regexp, substitution), needs in _RULES:
-        if any(n in text for n in needs):
+    present = set(text)
+    for regexp, substitution, needs, firsts in _RULES:
+        if not firsts.isdisjoint(present) and any(n in text for n in needs):
             text = regexp.sub(substitution, text)
+            present = set(text)
     text = f" {text} "
-    for (regexp, substitution), needs in zip(_ENDING_QUOTES, _ENDING_NEEDS):
-        if any(n in text for n in needs):
+    present.add(" ")
+    for regexp, substitution, needs, firsts in _ENDING:
+        if not firsts.isdisjoint(present) and any(n in text for n in needs):
             text = regexp.sub(substitution, text)
+            present = set(text)
     lower = text.lower() if text.isascii() else None  # outside ASCII, case-insensitive matching has its own pairs
     for regexp, needs in zip(_CONTRACTIONS, _CONTRACTION_NEEDS):
         if lower is None or needs in lower:
