@@ -108,7 +108,8 @@ gpu-assets: $(STAMP)
 # every profile of params/ as its user runs it (stereoprobe book --profile P), on the CPU at the smoke profile's
 # sizes, with tiny stand-ins of its hub models read offline from a Hugging Face cache (tests/test_profiles_hub.py):
 # 6 to 9 minutes on 2 CPU cores (two runs beside other work), which would take make test to an estimated 11 to 14
-# minutes; the publish workflow runs it before building the book
+# minutes; and make gpu-book's dry run, every chapter with the gpu profile's stand-ins at tiny shapes on the CPU
+# (tests/test_gpu_book.py, about 10 minutes more); the publish workflow runs it before building the book
 test-profiles: $(STAMP)
 	$(PY) -m pytest -q -m profiles tests/test_profiles_hub.py tests/test_gpu_book.py --durations=5
 
