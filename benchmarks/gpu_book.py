@@ -475,7 +475,7 @@ class Glue:
     def __init__(self):
         self.values: dict = {}
 
-    def glue(self, key, value, display=True):  # noqa: ARG002 - myst_nb's signature
+    def glue(self, key, value, display=True):  # myst_nb's signature (display is always off here)
         self.values[key] = value if isinstance(value, (int, float, str, bool)) or value is None else str(value)
 
 
@@ -523,7 +523,7 @@ def child(job_path: Path) -> int:
                 f"{k} = {v!r}" for k, v in job["parameters"].items())
         t = time.perf_counter()
         try:
-            exec(compile(source, f"<{job['stem']} cell {i}>", "exec"), namespace)  # noqa: S102 - the chapter's code
+            exec(compile(source, f"<{job['stem']} cell {i}>", "exec"), namespace)  # the chapter's own code
         except BaseException as err:  # noqa: BLE001 - reported, the chapter stops as papermill stops it
             result["error"] = {"cell": i, "type": type(err).__name__, "message": str(err)[:2000],
                                "traceback": traceback.format_exc()[-6000:]}

@@ -1046,16 +1046,14 @@ def section_gender(run: Run, data: dict, seconds: float) -> None:
 
 # -- 5. distractor generation -------------------------------------------------------------------------------------
 def section_distractors(run: Run, data: dict, seconds: float) -> None:
-    from sodapop import reference_generate
+    from sodapop import reference_generate, round_robin_names
     from stereoprobe.models import load
-    from stereoprobe.sodapop import contexts, names
+    from stereoprobe.sodapop import contexts
     from stereoprobe.sodapop import distractors as D
 
     args = run.args
     loaded = load(str(encoder_folder(run, "bert", "mlm")), "mlm", device=str(run.device), precision="fp32")
-    groups = names.load_groups()
-    pool = [n for k in range(max(map(len, groups.values()))) for g in groups.values() if k < len(g) for n in [g[k]]]
-    chosen = pool[: args.names]
+    chosen = round_robin_names(args.names)
     (context,) = contexts.probe_contexts(indices=[3])
     config = D.GenerationConfig(depth=args.depth, cap=10_000)
     masker = D.FillMasker(loaded, config.top_m, config.decoding, args.batch_tokens, "fp32")

@@ -24,6 +24,15 @@ from collections import Counter
 import numpy as np
 
 
+def round_robin_names(n: int) -> list[str]:
+    """The first ``n`` names taken round-robin from the groups (every group's first name, then every second, …)."""
+    from stereoprobe.sodapop import names
+
+    groups = names.load_groups()
+    pool = [g[k] for k in range(max(map(len, groups.values()))) for g in groups.values() if k < len(g)]
+    return pool[:n]
+
+
 def reference_generate(loaded, unit, config) -> Counter:
     """GEN(answer, depth) of the authors' code, one masked input per forward pass (no memo, no batching)."""
     import torch
@@ -77,14 +86,12 @@ def main() -> None:
 
     from stereoprobe.batching import resolve_device
     from stereoprobe.models import load
-    from stereoprobe.sodapop import contexts, names
+    from stereoprobe.sodapop import contexts
     from stereoprobe.sodapop import distractors as D
     from stereoprobe.sodapop import score_mcq as S
 
     device = resolve_device(args.device)
-    groups = names.load_groups()
-    pool = [n for k in range(max(map(len, groups.values()))) for g in groups.values() if k < len(g) for n in [g[k]]]
-    chosen = pool[: args.names]
+    chosen = round_robin_names(args.names)
     (context,) = contexts.probe_contexts(indices=[args.context])
     config = D.GenerationConfig(depth=args.depth, cap=args.cap)
     loaded = load(args.mlm, "mlm", device=str(device), precision="fp32")  # SODAPOP runs fp32 (the authors' too)

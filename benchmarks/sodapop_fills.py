@@ -62,13 +62,12 @@ def main() -> None:
 
     from stereoprobe.batching import resolve_device
     from stereoprobe.models import load
-    from stereoprobe.sodapop import contexts, names
+    from sodapop import round_robin_names
+    from stereoprobe.sodapop import contexts
     from stereoprobe.sodapop import distractors as D
 
     device = resolve_device(args.device)
-    groups = names.load_groups()
-    pool = [n for k in range(max(map(len, groups.values()))) for g in groups.values() if k < len(g) for n in [g[k]]]
-    chosen = pool[: args.names]
+    chosen = round_robin_names(args.names)
     (context,) = contexts.probe_contexts(indices=[args.context])
     loaded = load(args.mlm, "mlm", device=str(device), precision="fp32")
     print(f"writer {args.mlm} ({type(loaded.tokenizer).__name__}) on {device} · context {args.context} "
