@@ -112,7 +112,9 @@ def test_default_cache_folder_and_skipped_rebuild(smoke_dir, cache_root, monkeyp
     assert lab.build_lab_model("qa-biased", smoke=True, progress=False) == cached
     assert lab.build_lab_model("qa-biased", cached, smoke=True, progress=False) == cached
     assert (cached / "model.safetensors").stat().st_mtime_ns == mtime
-    assert lab.lab_model_path("qa-biased", smoke=True) == smoke_dir  # the committed build comes first
+    committed = lab.lab_model_path("qa-biased", smoke=True)  # the committed build comes first, unpacked once
+    assert committed == cache_root / "lab" / "committed" / f"{smoke_dir.name}"  # into this cache folder
+    assert (committed / "model.safetensors").read_bytes() == (smoke_dir / "model.safetensors").read_bytes()
 
 
 def test_corrupted_copy_is_rebuilt_and_reproduces_the_committed_build(smoke_dir, tmp_path, reproduces):
