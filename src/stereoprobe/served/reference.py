@@ -167,8 +167,10 @@ class ReferenceServer:
 
     A request naming another model than ``model_name`` gets 404 ``model_not_found``; a missing model 400.
 
-    Records (thread-safe): ``requests``, a list of (path, parsed JSON body or None, headers with lower-case names)
-    of every request received; counters ``post_count`` (POST requests), ``failures_sent`` (answers of
+    Records (thread-safe): ``requests``, a copy, taken under the lock, of the list of (path, parsed JSON body or
+    None, headers with lower-case names) of every request received whole (a request whose client went away before
+    its body arrived is counted in ``cut_requests``, not recorded or answered; an answer its client did not stay
+    for, in ``answers_lost``); counters ``post_count`` (POST requests), ``failures_sent`` (answers of
     ``fail_first``), ``prompt_tokens`` and ``completion_tokens`` (summed over the answered requests: each prompt
     once, every choice's generated tokens), ``in_flight`` and ``max_in_flight`` (POST requests being answered at
     once, and the most there were); ``errors``, the tracebacks of requests the server failed on (answered 500).
@@ -194,15 +196,28 @@ class ReferenceServer:
         self.system_fingerprint, self.default_max_tokens = system_fingerprint, default_max_tokens
         self.reasoning_field, self.template_kwargs = reasoning_field, template_kwargs
 
-        self.requests: list[tuple[str, Any, dict[str, str]]] = []
+        self._requests: list[tuple[str, Any, dict[str, str]]] = []
         self.errors: list[str] = []
         self.post_count = self.failures_sent = self.prompt_tokens = self.completion_tokens = 0
+        self.cut_requests = self.answers_lost = 0
         self.in_flight = self.max_in_flight = 0
         self._state = threading.Lock()  # the records and counters
         self._model_lock = threading.Lock()  # one forward pass (one request's work) at a time
         self._byte_level_decoder: bool | None = None
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+
+    @property
+    def requests(self) -> list[tuple[str, Any, dict[str, str]]]:
+        """The requests received whole so far (a copy: the handler threads append while a test reads)."""
+        with self._state:
+            return list(self._requests)
+
+    def lost(self, what: str) -> None:
+        """Count a request cut before its body arrived (``"cut_requests"``) or an answer its client did not stay
+        for (``"answers_lost"``): a client killed mid-request, which the server survives."""
+        with self._state:
+            setattr(self, what, getattr(self, what) + 1)
 
     # ----------------------------------------------------------------------------------------------- lifecycle
 
@@ -263,7 +278,7 @@ class ReferenceServer:
             except ValueError:
                 bad_json = True
         with self._state:
-            self.requests.append((path, body, dict(headers)))
+            self._requests.append((path, body, dict(headers)))
         try:
             self._check_key(headers)
             if method == "GET":
@@ -642,16 +657,29 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _serve(self, method: str) -> None:
         """Read the body (Content-Length), answer, write the answer with its Content-Length."""
+        reference = self.server.reference  # type: ignore[attr-defined]
         length = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(length) if length else b""
+        try:
+            raw = self.rfile.read(length) if length else b""
+        except ConnectionError:
+            raw = b""
+        if len(raw) < length:  # the client went away mid-request (killed): nothing to answer, nothing recorded
+            reference.lost("cut_requests")
+            self.close_connection = True
+            return
         headers = {name.lower(): value for name, value in self.headers.items()}
-        status, payload, extra = self.server.reference.handle(method, self.path, headers, raw)  # type: ignore[attr-defined]
-        self.send_response(status)
-        for name, value in extra.items():
-            self.send_header(name, value)
-        self.send_header("Content-Length", str(len(payload)))
-        self.end_headers()
-        self.wfile.write(payload)
+        status, payload, extra = reference.handle(method, self.path, headers, raw)
+        try:
+            self.send_response(status)
+            for name, value in extra.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+            self.wfile.flush()
+        except ConnectionError:  # BrokenPipeError, ConnectionResetError: the client did not stay for its answer
+            reference.lost("answers_lost")
+            self.close_connection = True
 
     def do_GET(self) -> None:
         """A GET request."""
