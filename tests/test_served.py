@@ -14,6 +14,7 @@ from stereoprobe.errors import StereoprobeError, StereoprobeWarning
 from stereoprobe.modelref import RowKey, resolve_model, resolve_models
 from stereoprobe.served.client import _retry_after, request_key
 from stereoprobe.served.endpoint import EndpointError, claims, parse, redact, variable
+from stereoprobe.unqover.api import resolve as unqover_resolve
 
 
 def test_a_served_model_is_named_as_inspect_names_one(monkeypatch):
@@ -38,6 +39,10 @@ def test_a_served_model_resolves_once_to_its_kind(monkeypatch):
     assert [r.kind for r in refs] == ["served", "served"]
     with pytest.raises(StereoprobeError, match="not what --variant qa asks for"):
         resolve_model("openai-api/vllm/m", native="qa", asked="qa")
+    # a served model is a causal LM read through prompts: --variant causal holds it beside local causal LMs
+    assert resolve_model("openai-api/vllm/m", native="qa", asked="causal").kind == "served"
+    assert [r.kind for r in unqover_resolve(["openai-api/vllm/m", "lab:causal-biased"], "causal", smoke=True)] == [
+        "served", "causal"]
 
 
 @pytest.mark.parametrize("name, culprit", [

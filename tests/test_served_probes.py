@@ -278,8 +278,8 @@ def _cli(*args, env=None, **kw):
 
 
 def test_a_budget_stops_cleanly_and_the_same_command_goes_on(server, tmp_path):
-    args = ["unqover", "report", "-m", NAME, "--sample", "6", "--template", "qa", "--rung", "exact", "--n-boot",
-            "20", "--store", str(tmp_path / "store"), "--max-requests", "10", "--device", "cpu"]
+    args = ["unqover", "report", "-m", NAME, "--variant", "causal", "--sample", "6", "--template", "qa", "--rung",
+            "exact", "--n-boot", "20", "--store", str(tmp_path / "store"), "--max-requests", "10", "--device", "cpu"]
     env = {"REF_BASE_URL": server.base_url, "STEREOPROBE_PROGRESS": "0"}
     first = _cli(*args, env=env)
     assert first.returncode == 2 and "stopped at the budget of 10 requests" in first.stderr, first.stderr

@@ -188,7 +188,8 @@ class ModelKind:
     """A kind of model the core resolves beside files and hub ids (module doc): ``claims(name)`` says whether a
     name is one of its models; ``location`` is what :attr:`ModelRef.location` says of them; ``fingerprint(ref)`` and
     ``tokenizer(ref)`` replace reading files (None: read them as for any model); ``describe`` names the kind in
-    messages."""
+    messages; ``answers``, the kinds a probe may ask for (``--variant``) that its models also are (a served model
+    is a causal LM read through prompts: ``("causal",)``)."""
 
     name: str
     claims: Callable[[str], bool]
@@ -196,6 +197,7 @@ class ModelKind:
     fingerprint: Callable[[ModelRef], str] | None = None
     tokenizer: Callable[[ModelRef], Any] | None = None
     describe: str = ""
+    answers: tuple[str, ...] = ()
 
 
 _KINDS: dict[str, ModelKind] = {}
@@ -235,7 +237,7 @@ def _builtin_kinds() -> None:
         return parse(ref.name, warn=False).fingerprint
 
     register_kind(ModelKind(SERVED, claims, location=SERVED, fingerprint=fingerprint, tokenizer=lambda ref: None,
-                            describe="served"))
+                            describe="served", answers=("causal",)))
 
 
 def _location(name: str, path: str) -> str:
@@ -267,7 +269,7 @@ def resolve_model(name: str, *, native: str, asked: str | None = None, option: s
     _builtin_kinds()
     for kind in _KINDS.values():
         if kind.claims(name):
-            if asked is not None and asked != kind.name:
+            if asked is not None and asked != kind.name and asked not in kind.answers:
                 raise ModelLoadError(f"{name!r} is a {kind.describe or kind.name} model, not what {option} {asked} "
                                      f"asks for; leave {option} out.")
             if allowed is not None and kind.name not in allowed:
