@@ -671,6 +671,7 @@ def test_smollm2_reads_from_its_cached_copy_as_from_its_file(smollm2, smollm2_co
 
     import gguf
     import torch
+    import transformers
 
     from stereoprobe import gguf_files, models
 
@@ -681,6 +682,17 @@ def test_smollm2_reads_from_its_cached_copy_as_from_its_file(smollm2, smollm2_co
     direct, direct_tokenizer = models._read_gguf(SMOLLM2, path.parent, path.name, torch.float32)
     mine, theirs = smollm2.model.state_dict(), direct.state_dict()
     assert mine.keys() == theirs.keys() and all(torch.equal(mine[k], theirs[k]) for k in mine)
+    # a standard checkpoint (issue 51): the tensors transformers saves, the tied embedding by the name it is tied to,
+    # read by a second loader (safetensors' own, and transformers' from the folder without stereoprobe)
+    from safetensors import safe_open
+
+    with safe_open(str(copy / "model.safetensors"), "pt") as f:
+        saved = set(f.keys())
+    assert saved == set(mine) - {"lm_head.weight"} and "model.embed_tokens.weight" in saved
+    assert type(smollm2.model)._tied_weights_keys == {"lm_head.weight": "model.embed_tokens.weight"}
+    plain = transformers.AutoModelForCausalLM.from_pretrained(copy, dtype=torch.float32).state_dict()
+    assert plain.keys() == mine.keys() and all(torch.equal(plain[k], mine[k]) for k in mine)
+    del plain
     assert smollm2.tokenizer.get_vocab() == direct_tokenizer.get_vocab()
     assert smollm2.tokenizer.chat_template == direct_tokenizer.chat_template
     texts = [QUESTION, " A, B or C.\n\tnaïve café 日本 🙂", "<|im_start|>user\nHi<|im_end|>"]

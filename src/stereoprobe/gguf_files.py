@@ -135,31 +135,52 @@ def _content_hash(file: str, size: int) -> str:
 
 
 def gguf_copy_folder(file: Path) -> Path | None:
-    """Where the cache keeps the transformers copy of a GGUF file (``gguf/<hash>/transformers``), or None when the
-    model is too large to keep one (:data:`COPY_MAX_BYTES`). The folder exists once the copy is whole."""
+    """Where the cache keeps the transformers copy of a GGUF file (``gguf/<hash>/checkpoint``), or None when the
+    model is too large to keep one (:data:`COPY_MAX_BYTES`). The folder exists once the copy is whole. (Copies
+    written before the tied embedding was saved, ``gguf/<hash>/transformers``, are not read.)"""
     from .paths import cache_dir
 
     key = _file_key(Path(file))
     if 4 * _header(*key)[3] > COPY_MAX_BYTES:
         return None
-    return cache_dir() / "gguf" / _content_hash(*key[:2]) / "transformers"
+    return cache_dir() / "gguf" / _content_hash(*key[:2]) / "checkpoint"
 
 
 def save_gguf_copy(folder: Path, model, tokenizer) -> None:
-    """Write ``model`` (dequantized from a GGUF file, float32) and its tokenizer to ``folder`` as transformers reads
+    """Write ``model`` (dequantized from a GGUF file, float32) and its tokenizer to ``folder`` as transformers writes
     a checkpoint (transformers refuses ``save_pretrained`` of a model loaded from GGUF; its weights are plain
-    tensors here, so they are written as they are)."""
+    tensors here, so they are written as they are): a standard folder that any loader reads (vLLM serves it)."""
     import copy
 
-    from safetensors.torch import save_model
+    from safetensors.torch import save_file
 
     config = copy.deepcopy(model.config)
     if hasattr(config, "quantization_config"):
         del config.quantization_config
     config.save_pretrained(folder)
     model.generation_config.save_pretrained(folder)
-    save_model(model, str(Path(folder) / "model.safetensors"), metadata={"format": "pt"})
+    save_file(checkpoint_tensors(model), str(Path(folder) / "model.safetensors"), metadata={"format": "pt"})
     tokenizer.save_pretrained(folder)
+
+
+def checkpoint_tensors(model) -> dict:
+    """``model``'s state dict as transformers saves it: of tensors that share storage (a tied embedding), the one
+    a tie points FROM is left out (``lm_head.weight``; the model's ``_tied_weights_keys``), the one it points to
+    kept (``model.embed_tokens.weight``), which the config's ``tie_word_embeddings`` restores. (safetensors'
+    ``save_model`` keeps an arbitrary one of them: it kept ``lm_head.weight`` only, and a loader that does not tie,
+    such as vLLM's for this folder, then has no embedding.)"""
+    tied = getattr(model, "_tied_weights_keys", None) or {}
+    followers = set(tied) if isinstance(tied, (dict, list, tuple, set)) else set()
+    groups: dict = {}
+    state = model.state_dict()
+    for name, tensor in state.items():
+        groups.setdefault((tensor.device, tensor.untyped_storage().data_ptr(), tensor.storage_offset(),
+                           tuple(tensor.shape)), []).append(name)
+    out = {}
+    for names in groups.values():
+        kept = [n for n in names if n not in followers] or names[:1]
+        out[kept[0]] = state[kept[0]].detach().contiguous()
+    return dict(sorted(out.items()))
 
 
 def gguf_is_chat(file: Path) -> bool:
