@@ -297,13 +297,13 @@ def generate_cmd(
 
 
 def _run_options(batch_tokens, device, precision, store, engine="local", workers=None, concurrency=None,
-                 max_requests=None, samples=1, temperature=None):
+                 max_requests=None, samples=1, temperature=None, tokenizer=None):
     """The command's :class:`~stereoprobe.options.RunOptions` (checked before any work)."""
     from .options import RunOptions
 
     return RunOptions(device=device, precision=precision, batch_tokens=batch_tokens, engine=engine, workers=workers,
                       store=store, concurrency=concurrency, max_requests=max_requests, samples=samples,
-                      temperature=temperature)
+                      temperature=temperature, tokenizer=tokenizer)
 
 
 def _show_report(rep) -> None:
@@ -327,6 +327,9 @@ SamplesOpt = typer.Option(1, "--samples", min=1, help="Served models, generated 
                           "greedy; more: sampled at --temperature, S the share naming each subject).")
 TemperatureOpt = typer.Option(None, "--temperature", min=0.0, max=2.0, help="Served models, generated rung: the "
                               "sampling temperature (default 0 for one sample, 1.0 for several).")
+TokenizerOpt = typer.Option(None, "--tokenizer", help="Served chat models, exact rung: the model's own tokenizer (hub "
+                            "id or folder) whose chat template is applied here, for a server that does not apply it "
+                            "(default: the server's, through its /tokenize).")
 BatchOpt = typer.Option(None, "--batch-tokens", min=1, show_default=False,
                          help="Token budget per batch (padded tokens); default 2048 on a CPU, 65536 on a GPU.")
 
@@ -386,6 +389,7 @@ def score_cmd(
     rung: Optional[Rung] = RungOpt,
     concurrency: Optional[int] = ConcurrencyOpt,
     max_requests: Optional[int] = MaxRequestsOpt,
+    tokenizer: Optional[str] = TokenizerOpt,
     samples: int = SamplesOpt,
     temperature: Optional[float] = TemperatureOpt,
 ):
@@ -396,7 +400,7 @@ def score_cmd(
     runs = api.score(model, dataset, sample=_sample(sample), seed=seed, mode=mode, newsqa=newsqa, variant=variant,
                      shard_passes=shard_passes, scorers=[str(x) for x in scorer] if scorer else None, templates=template or None, chat=chat, rung=rung,
                      options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
-                                          max_requests, samples, temperature))
+                                          max_requests, samples, temperature, tokenizer))
     for name, run in runs.items():
         typer.echo(f"{name}: {run.n_rows():,} passes stored in {run.path}")
 
@@ -427,6 +431,7 @@ def report_cmd(
     rung: Optional[Rung] = RungOpt,
     concurrency: Optional[int] = ConcurrencyOpt,
     max_requests: Optional[int] = MaxRequestsOpt,
+    tokenizer: Optional[str] = TokenizerOpt,
     samples: int = SamplesOpt,
     temperature: Optional[float] = TemperatureOpt,
     thinking: Optional[Thinking] = typer.Option(None, "--thinking", help="Reasoning models: thinking on, off, or "
@@ -465,7 +470,7 @@ def report_cmd(
                      thinking={"on": True, "off": False, "both": "both", None: None}[thinking],
                      long=long_csv is not None,
                      options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
-                                          max_requests, samples, temperature))
+                                          max_requests, samples, temperature, tokenizer))
     long = rep.tables.pop("long", None)
     _show_report(rep)
     _write_tables(out, rep)
@@ -539,6 +544,7 @@ def nli_score_cmd(
     rung: Optional[Rung] = RungOpt,
     concurrency: Optional[int] = ConcurrencyOpt,
     max_requests: Optional[int] = MaxRequestsOpt,
+    tokenizer: Optional[str] = TokenizerOpt,
     samples: int = SamplesOpt,
     temperature: Optional[float] = TemperatureOpt,
 ):
@@ -551,7 +557,7 @@ def nli_score_cmd(
     runs = api.score(model, [str(p) for p in probe], sample=_sample(sample), seed=seed, label_order=label_order,
                      variant=variant, templates=template or None, words=words, chat=chat, rung=rung,
                      options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
-                                          max_requests, samples, temperature))
+                                          max_requests, samples, temperature, tokenizer))
     for (name, probe_name), run in runs.items():
         typer.echo(f"{name} · {probe_name}: {run.n_rows():,} pairs stored in {run.path}")
 
@@ -579,6 +585,7 @@ def nli_report_cmd(
     rung: Optional[Rung] = RungOpt,
     concurrency: Optional[int] = ConcurrencyOpt,
     max_requests: Optional[int] = MaxRequestsOpt,
+    tokenizer: Optional[str] = TokenizerOpt,
     samples: int = SamplesOpt,
     temperature: Optional[float] = TemperatureOpt,
 ):
@@ -598,7 +605,7 @@ def nli_report_cmd(
     rep = api.report(model, list(specs), sample=_sample(sample), seed=seed, n_boot=n_boot, label_order=label_order,
                      variant=variant, templates=template or None, words=words, chat=chat, rung=rung,
                      options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
-                                          max_requests, samples, temperature))
+                                          max_requests, samples, temperature, tokenizer))
     _show_report(rep)
     _write_tables(out, rep)
 
@@ -677,6 +684,7 @@ def sodapop_report_cmd(
     rung: Optional[Rung] = RungOpt,
     concurrency: Optional[int] = ConcurrencyOpt,
     max_requests: Optional[int] = MaxRequestsOpt,
+    tokenizer: Optional[str] = TokenizerOpt,
     samples: int = SamplesOpt,
     temperature: Optional[float] = TemperatureOpt,
 ):
@@ -705,7 +713,7 @@ def sodapop_report_cmd(
                      cap=None if caps is None else caps[0], dedup=dedup, pairs=pairs, min_count=min_count,
                      n_perm=n_perm, seed=seed, variant=variant, template=template, chat=chat, rung=rung,
                      options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
-                                          max_requests, samples, temperature))
+                                          max_requests, samples, temperature, tokenizer))
     typer.echo(rep.title)
     _show_report(rep)
     _write_tables(out, rep)

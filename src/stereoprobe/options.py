@@ -66,6 +66,9 @@ class RunOptions:
     * ``samples`` / ``temperature`` — served models on the generated rung: answers per question (1: greedy) and
       their temperature (None: 0 for one sample, 1.0 for several); S is then the share of the answers naming a
       subject.
+    * ``tokenizer`` — served chat models on the exact rung: the model's own tokenizer (a hub id or a folder), whose
+      chat template is applied here, for a server that does not apply it itself (None: the server's, through its
+      ``/tokenize``; :mod:`stereoprobe.served.chat_exact`).
     """
 
     device: str = "auto"
@@ -81,6 +84,7 @@ class RunOptions:
     max_requests: int | None = None
     samples: int = 1
     temperature: float | None = None
+    tokenizer: str | None = None
 
     def __post_init__(self):
         from .engine import check_engine
@@ -102,6 +106,9 @@ class RunOptions:
             raise StereoprobeError(f"RunOptions temperature={self.temperature!r} is not a number from 0 to 2; pass e.g. "
                                    "1.0, or None (greedy for one sample, 1.0 for several).")
         check_engine(self.engine, self.workers)
+        if self.tokenizer is not None and (not isinstance(self.tokenizer, (str, os.PathLike)) or not str(self.tokenizer)):
+            raise StereoprobeError(f"RunOptions tokenizer={self.tokenizer!r} is not a name; pass a hub id or a folder "
+                                   "with the served model's tokenizer files, or None for the server's chat template.")
         if self.store is not None and not isinstance(self.store, (str, os.PathLike)) and not hasattr(self.store, "run"):
             raise StereoprobeError(f"RunOptions store={self.store!r} is neither a folder path nor a ScoreStore; pass "
                                    "a path, or None for the cache folder's scores/.")

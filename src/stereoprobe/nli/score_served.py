@@ -82,11 +82,9 @@ def frame(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOptio
     plus ``label_mass`` (exact and next-token); ``attrs["served"]`` as UnQover's
     (:func:`stereoprobe.unqover.score_served.frame`)."""
     from ..served import session
+    from ..served.chat_exact import chat_requests, uses_chat
     from ..served.ladder import exact_logprobs, label_probabilities
 
-    if ask.chat and row.rung == "exact":
-        raise StereoprobeError(f"{ref.name!r} is read on the exact rung through plain prompts (a completion request "
-                               "does not apply the chat template); leave chat out.")
     s = session(ref, options)
     template = _template(ask, row)
     pairs = list(iter_pairs(spec, 0, count(spec).pairs))
@@ -96,8 +94,16 @@ def frame(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOptio
     before = s.counts()
     keep = np.ones(len(pairs), dtype=bool)
     if row.rung == "exact":
-        reqs = [r for p in pairs for r in pair_requests(template, None, False, p.premise, p.hypothesis)]
-        probs, mass = renormalised(exact_logprobs(s.client, s.journal, reqs, **s.ask(desc)).reshape(-1, 3))
+        chat = uses_chat(s.client, s.journal, ask.chat, options.tokenizer)
+
+        def build(tok):
+            return [r for p in pairs for r in pair_requests(template, tok, chat, p.premise, p.hypothesis)]
+
+        reqs = (chat_requests(s.client, s.journal, build, options.tokenizer, **s.ask(f"{desc} · chat template"))
+                if chat else build(None))
+        probs, mass = renormalised(exact_logprobs(s.client, s.journal, reqs, chat=chat,
+                                                  **s.ask(desc)).reshape(-1, 3))
+        facts["chat"] = chat
         meta["label_mass"] = mass
         facts["label_mass"] = float(mass.mean())
     elif row.rung == "next-token":

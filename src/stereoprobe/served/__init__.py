@@ -111,13 +111,13 @@ def session(ref, options) -> Session:
 
 
 #: The columns of a report's ``served`` table.
-SERVED_COLUMNS = ("model", "rung", "passes", "label_mass", "bounded", "unknown", "unparsed", "requests", "retries",
+SERVED_COLUMNS = ("model", "rung", "chat", "passes", "label_mass", "bounded", "unknown", "unparsed", "requests", "retries",
                   "from_store", "prompt_tokens", "completion_tokens", "served_as", "system_fingerprint")
 
 
 def served_table(frames: dict):
     """A report's ``served`` table: for every row read from a served model (a frame with ``attrs["served"]``), the
-    rung that produced it, how many items it asked, the mass on the labels and the share of labels only bounded
+    rung that produced it, whether an exact row read the chat template (empty on the chat rungs), how many items it asked, the mass on the labels and the share of labels only bounded
     (next-token), the shares of abstentions and unparsed answers (generated), what it cost (requests sent, retries
     among them, answers taken from the store, prompt and completion tokens the server reported), and the model id
     and system fingerprint the server reported (a hosted model can change under one name). None when no row is

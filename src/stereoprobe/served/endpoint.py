@@ -97,7 +97,11 @@ class Endpoint:
         return hashlib.sha256(text.encode()).hexdigest()
 
     def url(self, path: str) -> str:
-        return self.base_url + "/" + path.lstrip("/")
+        """The address of ``path``: under the base URL (``completions``), or, led by ``/``, under the server's root:
+        the base URL without its ``/v1`` (vLLM's ``/tokenize`` and ``/detokenize``)."""
+        if path.startswith("/"):
+            return self.base_url.removesuffix("/v1") + path
+        return self.base_url + "/" + path
 
 
 def _clean_url(url: str, var: str) -> str:

@@ -89,8 +89,12 @@ class Capabilities:
 
 
 def completion_body(endpoint: Endpoint, prompt: str, *, max_tokens: int = 1, echo: bool = False,
-                    logprobs: int | None = 1, prompt_logprobs: int | None = None) -> dict:
+                    logprobs: int | None = 1, prompt_logprobs: int | None = None, chat: bool = False) -> dict:
+    """A completions request; ``chat``: ``prompt`` is a rendered chat template, tokenized without adding special
+    tokens (``add_special_tokens``, vLLM's field; the template writes its own)."""
     body = {"model": endpoint.model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "seed": SEED}
+    if chat:
+        body["add_special_tokens"] = False
     if echo:
         body["echo"] = True
     if logprobs is not None:
@@ -100,11 +104,12 @@ def completion_body(endpoint: Endpoint, prompt: str, *, max_tokens: int = 1, ech
     return body
 
 
-def exact_body(endpoint: Endpoint, text: str, via: str) -> dict:
-    """The completion request that gives the log-probabilities of ``text``'s tokens from source ``via``."""
+def exact_body(endpoint: Endpoint, text: str, via: str, chat: bool = False) -> dict:
+    """The completion request that gives the log-probabilities of ``text``'s tokens from source ``via`` (``chat``:
+    ``text`` is a rendered chat template, :func:`completion_body`)."""
     if via == "echo":
-        return completion_body(endpoint, text, echo=True, logprobs=1)
-    return completion_body(endpoint, text, logprobs=None, prompt_logprobs=0)
+        return completion_body(endpoint, text, echo=True, logprobs=1, chat=chat)
+    return completion_body(endpoint, text, logprobs=None, prompt_logprobs=0, chat=chat)
 
 
 #: Tokens a reply may take after its reasoning (a thinking budget adds the budget to it).
@@ -384,15 +389,17 @@ def choose(caps: Capabilities, fits: Sequence[str], forced: str | None, name: st
 
 
 # -- the rungs ---------------------------------------------------------------------------------------------------
-def exact_logprobs(client: Client, journal, pairs: Sequence[tuple[str, str]], **ask) -> np.ndarray:
+def exact_logprobs(client: Client, journal, pairs: Sequence[tuple[str, str]], *, chat: bool = False,
+                   **ask) -> np.ndarray:
     """log P of each continuation after its prompt (the exact rung), the prompt's trailing whitespace moved to the
     continuation as the local scorer moves it; read from the source the probe chose (:attr:`Capabilities.exact_via`:
-    echo, or vLLM's prompt_logprobs)."""
+    echo, or vLLM's prompt_logprobs). ``chat``: the prompts are rendered chat templates
+    (:mod:`stereoprobe.served.chat_exact`)."""
     from ..causal import split_whitespace
 
     via = probe(client, journal).exact_via
     split = [split_whitespace(p, c) for p, c in pairs]
-    requests = [("completions", exact_body(client.endpoint, p + c, via)) for p, c in split]
+    requests = [("completions", exact_body(client.endpoint, p + c, via, chat)) for p, c in split]
     answers = ask_all(client, journal, requests, **ask)
     return np.array([continuation_logprob(a, p, p + c, via) for a, (p, c) in zip(answers, split)], dtype=np.float64)
 

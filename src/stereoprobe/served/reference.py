@@ -101,7 +101,8 @@ class ReferenceServer:
       (default ``default_max_tokens``; 0: no generation), ``echo``, ``logprobs`` (an int, the number of top
       alternatives, or null), ``temperature`` (0: greedy; above 0: sampled from softmax(logits / temperature) with
       a ``torch.Generator`` seeded by ``seed`` when given), ``seed``, ``n``, ``ignore_eos`` (vLLM's).
-      The prompt is ``tokenizer(prompt)["input_ids"]`` (its BOS included when the tokenizer adds one). With
+      The prompt is ``tokenizer(prompt)["input_ids"]`` (its BOS included when the tokenizer adds one;
+      ``"add_special_tokens": false``, vLLM's field, leaves it out, as for a rendered chat template). With
       ``logprobs``, the first prompt token has a null logprob and null top_logprobs, prompt token i > 0 has
       log P(token_i | tokens < i) and the ``logprobs`` most likely tokens of that distribution as
       {text: logprob} (distinct texts: where two ids decode to the same text the higher one counts, and the list
@@ -117,6 +118,11 @@ class ReferenceServer:
       tokenizer has a ``chat_template``; else as plain text, each message's content joined by "\\n\\n" and a
       final "\\n", tokenized with the tokenizer's special tokens (its BOS). ``chat_template_kwargs`` (a JSON
       object, vLLM's field) is passed to ``apply_chat_template`` as keyword arguments (``enable_thinking``).
+
+    * ``POST /tokenize`` and ``POST /detokenize`` (vLLM's, at the root, not under ``/v1``; only with ``tokenize``):
+      ``messages`` (and ``chat_template_kwargs``) rendered as for chat completions → ``{"count", "max_model_len",
+      "tokens"}``; or ``prompt`` (``add_special_tokens``, default true) → its ids; ``tokens`` → ``{"prompt": the
+      ids decoded, special tokens kept}``.
 
     Generation stops after ``max_tokens`` tokens (finish_reason "length") or at an end-of-sequence token (the
     tokenizer's eos token, and those of the model's generation config; finish_reason "stop"), which is not part of
@@ -159,6 +165,8 @@ class ReferenceServer:
     * ``context`` (None): a prompt (after chat rendering) of more tokens than this is a 400
       ``context_length_exceeded``.
     * ``system_fingerprint`` ("fp_reference"), ``default_max_tokens`` (16).
+    * ``tokenize`` (True): False answers ``/tokenize`` and ``/detokenize`` with 404, as servers without them do
+      (llama-cpp-python's, SGLang's OpenAI routes, hosted APIs).
     * ``reasoning_field`` (None): a field name (vLLM's ``reasoning_content`` or ``reasoning``) moves a chat answer's
       ``<think>…</think>`` block out of ``content`` into that field of the message, as a server started with a
       reasoning parser does (an unclosed block: all of the text is reasoning, the content empty).
@@ -183,7 +191,7 @@ class ReferenceServer:
                  retry_after: int | float | str | None = None, delay: float = 0.0, malformed: bool = False,
                  context: int | None = None, system_fingerprint: str = "fp_reference",
                  default_max_tokens: int = 16, reasoning_field: str | None = None,
-                 template_kwargs: bool = True) -> None:
+                 template_kwargs: bool = True, tokenize: bool = True) -> None:
         """Keep the model and the switches (documented on the class); nothing is served before :meth:`start`."""
         if echo not in ECHO_MODES:
             raise ValueError(f"echo must be one of {ECHO_MODES}, not {echo!r}")
@@ -195,6 +203,7 @@ class ReferenceServer:
         self.delay, self.malformed, self.context = delay, malformed, context
         self.system_fingerprint, self.default_max_tokens = system_fingerprint, default_max_tokens
         self.reasoning_field, self.template_kwargs = reasoning_field, template_kwargs
+        self.tokenize = tokenize
 
         self._requests: list[tuple[str, Any, dict[str, str]]] = []
         self.errors: list[str] = []
@@ -312,7 +321,9 @@ class ReferenceServer:
                 raise self._failure()
             if self.malformed:
                 return 200, b'{"choices": [', {"Content-Type": "application/json"}
-            route = {"/v1/completions": self._completions, "/v1/chat/completions": self._chat}.get(path.rstrip("/"))
+            route = {"/v1/completions": self._completions, "/v1/chat/completions": self._chat,
+                     **({"/tokenize": self._tokenize, "/detokenize": self._detokenize} if self.tokenize else {})
+                     }.get(path.rstrip("/"))
             if route is None:
                 raise _invalid(f"Not found: {path}", status=404)
             if bad_json or not isinstance(body, dict):
@@ -347,13 +358,16 @@ class ReferenceServer:
 
     # ------------------------------------------------------------------------------------------- validation
 
-    def _common(self, body: dict) -> tuple[int, float, int | None, int, bool]:
-        """The checks and parameters both endpoints share: model, stream, max_tokens, temperature, seed, n."""
+    def _check_model(self, body: dict) -> None:
         if "model" not in body:
             raise _invalid("you must provide a model parameter", param="model")
         if body["model"] != self.model_name:
             raise _invalid(f"The model `{body['model']}` does not exist.", status=404, code="model_not_found",
                            param="model")
+
+    def _common(self, body: dict) -> tuple[int, float, int | None, int, bool]:
+        """The checks and parameters both endpoints share: model, stream, max_tokens, temperature, seed, n."""
+        self._check_model(body)
         if body.get("stream"):
             raise _invalid("stream is not supported by the reference server", param="stream")
         max_tokens = body.get("max_tokens")
@@ -410,7 +424,10 @@ class ReferenceServer:
         if prompt_k is not None:
             prompt_k = self._top_count(prompt_k, "prompt_logprobs")
 
-        encoding = self.tokenizer(prompt, return_offsets_mapping=True)
+        special = body.get("add_special_tokens", True)
+        if not isinstance(special, bool):
+            raise _invalid("add_special_tokens must be a boolean", param="add_special_tokens")
+        encoding = self.tokenizer(prompt, return_offsets_mapping=True, add_special_tokens=special)
         ids = list(encoding["input_ids"])
         if not ids:
             raise _invalid("the prompt is empty (no tokens)", param="prompt")
@@ -489,6 +506,29 @@ class ReferenceServer:
             top, size = {}, dist.numel()
 
     # -------------------------------------------------------------------------------------------------- chat
+
+    def _tokenize(self, body: dict) -> dict:
+        """``POST /tokenize`` (vLLM's): a chat's ``messages`` as its chat completions render them, or a ``prompt``."""
+        self._check_model(body)
+        if "messages" in body:
+            kwargs = body.get("chat_template_kwargs")
+            if kwargs is not None and not isinstance(kwargs, dict):
+                raise _invalid("chat_template_kwargs must be an object", param="chat_template_kwargs")
+            ids = self.render_chat(_messages(body["messages"]), kwargs)[1]
+        elif isinstance(body.get("prompt"), str):
+            ids = list(self.tokenizer(body["prompt"], add_special_tokens=bool(body.get("add_special_tokens", True)))
+                       ["input_ids"])
+        else:
+            raise _invalid("messages or prompt is required", param="messages")
+        return {"count": len(ids), "max_model_len": self.context or 0, "tokens": ids, "token_strs": None}
+
+    def _detokenize(self, body: dict) -> dict:
+        """``POST /detokenize`` (vLLM's): the ids' text, special tokens kept."""
+        self._check_model(body)
+        tokens = body.get("tokens")
+        if not isinstance(tokens, list) or not all(_is_int(t) and 0 <= t < len(self.tokenizer) for t in tokens):
+            raise _invalid("tokens must be a list of token ids", param="tokens")
+        return {"prompt": self.tokenizer.decode(tokens, skip_special_tokens=False)}
 
     def render_chat(self, messages: list[dict], kwargs: dict | None = None) -> tuple[str, list[int]]:
         """The prompt text of ``messages`` and its token ids (the rules are in the class docstring)."""

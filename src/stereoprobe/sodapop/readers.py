@@ -149,7 +149,7 @@ class ServedReader(CausalReader):
         rung = rung_of(ref, ask.rung)
         if rung != "exact":
             return letter_frame(ref, units, config, template(ask.template), rung, options=options)
-        return score_served_choices(ref, units, config, template(ask.template), options=options)
+        return score_served_choices(ref, units, config, template(ask.template), chat=ask.chat, options=options)
 
 
 def template(asked):

@@ -1,7 +1,8 @@
 """SODAPOP with a model behind a server or an API as the multiple-choice model, on each rung of the served ladder.
 
 * **exact** (:mod:`stereoprobe.served.ladder`) — each distinct (name, context, choice) gets the log-probability of
-  the choice after the ``mcq`` template's plain prompt, as a local causal LM gives it
+  the choice after the ``mcq`` template's prompt (through the chat template where the model has one,
+  :mod:`stereoprobe.served.chat_exact`), as a local causal LM gives it
   (:mod:`stereoprobe.sodapop.score_causal`): ``acc`` (summed) and ``acc_norm`` (per character, the whitespace moved
   from the prompt counted as lm-evaluation-harness counts it); the analysis follows unchanged.
 * **next-token** and **generated** — the letter rungs: one chat request per multiple-choice question, the
@@ -51,34 +52,38 @@ def rung_of(ref: ModelRef, rung: str | None) -> str:
 def check(ref: ModelRef, rung: str | None, chat: bool | None) -> str:
     """Refuse, before any distractor is written, an endpoint, a forced rung or a chat setting SODAPOP cannot read;
     the rung it will be read on."""
-    chosen = rung_of(ref, rung)
-    if chat and chosen == "exact":
-        raise StereoprobeError(f"{ref.name!r} is read on the exact rung through a plain prompt (a completion request "
-                               "does not apply the chat template); leave chat out.")
-    return chosen
+    return rung_of(ref, rung)
 
 
 def score_served_choices(ref: ModelRef, units: Sequence[Unit], config: GenerationConfig, template, *,
-                         options: RunOptions | None = None) -> pd.DataFrame:
+                         chat: bool | None = None, options: RunOptions | None = None) -> pd.DataFrame:
     """Log-likelihood of every distinct (name, context, choice) under the served model ``ref`` through ``template``
-    (task ``mcq``, a plain prompt), asking the server what its journal lacks: the frame of
-    :func:`stereoprobe.sodapop.score_causal.score_causal_choices` (``logit``, ``logit_norm``), ``attrs["served"]``
-    as UnQover's."""
+    (task ``mcq``; through the chat template as a local chat model is read, unless ``chat`` is False or the server
+    cannot give it: :func:`stereoprobe.served.chat_exact.uses_chat`), asking the server what its journal lacks: the
+    frame of :func:`stereoprobe.sodapop.score_causal.score_causal_choices` (``logit``, ``logit_norm``),
+    ``attrs["served"]`` as UnQover's."""
     from ..causal import split_whitespace
     from ..served import session
+    from ..served.chat_exact import chat_requests, uses_chat
     from ..served.ladder import exact_logprobs
 
     run = as_options(options)
     s = session(ref, run)
     before = s.counts()
-    reqs = [r for u in units for r in unit_requests(u, config, template, None, False)]
-    lp = exact_logprobs(s.client, s.journal, reqs, **s.ask(f"{ref.label} · mcq:{template.name}"))
+    use_chat = uses_chat(s.client, s.journal, chat, run.tokenizer)
+
+    def build(tok):
+        return [r for u in units for r in unit_requests(u, config, template, tok, use_chat)]
+
+    reqs = (chat_requests(s.client, s.journal, build, run.tokenizer,
+                          **s.ask(f"{ref.label} · mcq:{template.name} · chat template")) if use_chat else build(None))
+    lp = exact_logprobs(s.client, s.journal, reqs, chat=use_chat, **s.ask(f"{ref.label} · mcq:{template.name}"))
     chars = np.array([len(split_whitespace(p, c)[1]) for p, c in reqs], dtype=np.float64)
     frame = pd.DataFrame([(k, u.name, u.context.index, c) for k, u in enumerate(units)
                           for c in unit_choices(u, mcqs_of(u, config))], columns=["unit", "name", "context", "choice"])
     frame["logit"], frame["logit_norm"] = lp, lp / np.maximum(chars, 1)
-    frame.attrs["served"] = s.finish(f"{ref.label} · mcq:{template.name}", {"rung": "exact", "passes": len(reqs)},
-                                     before)
+    frame.attrs["served"] = s.finish(f"{ref.label} · mcq:{template.name}", {"rung": "exact", "passes": len(reqs),
+                                                                            "chat": use_chat}, before)
     return frame
 
 

@@ -2,8 +2,10 @@
 
 S(x | τ) of the two subjects of every pass, read three ways, each report row saying which:
 
-* **exact** — the subjects' log-probabilities after the template's plain prompt, exactly as a local causal LM
-  gives them (:mod:`stereoprobe.unqover.score_causal`: the same requests, ``answer`` and ``choice`` templates),
+* **exact** — the subjects' log-probabilities after the template's prompt, exactly as a local causal LM gives
+  them: through the model's chat template (the server's or the one of ``--tokenizer``, checked at first use,
+  :mod:`stereoprobe.served.chat_exact`) where it has one and chat is not switched off, as a local chat model is
+  read, else the plain prompt (:mod:`stereoprobe.unqover.score_causal`: the same requests, ``answer`` and ``choice`` templates),
   normalised over the two subjects (and the unknown option, for a template that lists one);
 * **next-token** — a ``choice`` template whose options carry letters: the letters' probabilities as the first token
   the model generates, normalised over the letters (the mass they take is reported);
@@ -104,11 +106,9 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
     share of bounded labels (next-token), of abstentions and of unparsed answers (generated), and the model ids and
     system fingerprints the server reported."""
     from ..served import session
+    from ..served.chat_exact import chat_requests, uses_chat
     from ..served.ladder import exact_logprobs, label_probabilities
 
-    if ask.chat and row.rung == "exact":
-        raise StereoprobeError(f"{ref.name!r} is read on the exact rung through plain prompts (a completion "
-                               "request does not apply the chat template); leave chat out.")
     template = _template(ask, row)
     if row.rung not in fits(template, ask.thinking):
         why = ("thinking on is read on the generated rung only (the answer comes after the reasoning)" if ask.thinking
@@ -123,7 +123,12 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
     before = s.counts()
     u = x = None
     if row.rung == "exact":
-        lp = exact_logprobs(s.client, s.journal, pass_requests(template, None, False, examples), **s.ask(desc))
+        chat = uses_chat(s.client, s.journal, ask.chat, options.tokenizer)
+        reqs = (chat_requests(s.client, s.journal, lambda tok: pass_requests(template, tok, True, examples),
+                              options.tokenizer, **s.ask(f"{desc} · chat template")) if chat
+                else pass_requests(template, None, False, examples))
+        lp = exact_logprobs(s.client, s.journal, reqs, chat=chat, **s.ask(desc))
+        facts["chat"] = chat
         lp = lp.reshape(-1, len(columns(template)))
         if template.unknown is None:
             s1, s2 = normalised(lp[:, 0], lp[:, 1])
