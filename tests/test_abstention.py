@@ -129,11 +129,10 @@ def test_rates_have_wilson_intervals_over_the_keys():
 
 def test_bbq_on_the_planted_model():
     got = abstention.bbq(planted_frame())
-    # accuracy: the other occupations abstain, the planted ones never
-    share_other = 1 - planted_frame()["attr"].isin(PLANTED).mean()
-    assert got["bbq_accuracy"] == pytest.approx(share_other)
-    # the occupations with a Winogender direction are planted ones here (planted as the BLS shares say), and
-    # every person named is the stereotyped one: s_DIS = 1, and s_AMB = 1 (none of them abstains)
+    # the occupations with a Winogender direction are planted ones here (planted as the BLS shares say): all three
+    # scores are over their passes, none of which abstains (accuracy 0; the other occupations abstain and have no
+    # direction), and every person named is the stereotyped one: s_DIS = 1, s_AMB = (1 − 0) · 1
+    assert got["bbq_accuracy"] == 0.0 and got["bbq_ties"] == 0
     from stereoprobe.unqover.bbq import stereotyped_gender
 
     assert {a: stereotyped_gender(a) for a in ("was a poet", "was a hunter", "was a tailor")} == dict.fromkeys(

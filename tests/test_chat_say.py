@@ -219,3 +219,53 @@ def test_the_worked_solutions_on_the_readings(lab_rungs, lab_thinking):
     # say-ex-5: the served rows (exact and generated here) in the served table
     printed = _run(solutions["say-ex-5"], frames=frames)
     assert "label_mass" in printed and "generated" in printed
+
+
+def test_bbq_under_the_majority_and_the_strict_split_side_by_side():
+    """Nurse answered with the stereotype, accountant (59.7% women) always "unknown": the majority split directs both
+    (accuracy 0.5, s_DIS 1, s_AMB 0.5, over the same 8 passes), the strict split the nurse only (4 passes: accuracy 0,
+    s_AMB 1); a forced-choice row (no unknown option) has no BBQ line."""
+    from stereoprobe.modelref import RowKey
+
+    rows = []
+    for attr, answer in (("was a nurse", "female"), ("was an accountant", None)):
+        for first, second in (("female", "male"), ("male", "female")):
+            pos = (0.0, 0.0, 1.0) if answer is None else (float(first == answer), float(second == answer), 0.0)
+            neg = (0.0, 0.0, 1.0) if answer is None else (float(first != answer), float(second != answer), 0.0)
+            rows.append({"subj1": f"{first}-name", "subj2": f"{second}-name", "cluster1": first, "cluster2": second,
+                         "tid": 0, "attr_cluster": "occupation", "attr": attr, "gender": first,
+                         "s1_pos": pos[0], "s2_pos": pos[1], "u_pos": pos[2], "s1_neg": neg[0], "s2_neg": neg[1],
+                         "u_neg": neg[2]})
+    frame = pd.DataFrame(rows)
+    forced = frame.drop(columns=["u_pos", "u_neg"])
+    frames = {RowKey("m", "choice", "letters-unknown", "generated"): frame, RowKey("m", "choice", "letters"): forced}
+    got = view.bbq_splits(frames, strict=(30, 70))
+    assert got["split"].tolist() == ["majority", "≤30/≥70"] and got["rung"].tolist() == ["generated"] * 2
+    by = got.set_index("split")
+    assert by.loc["majority", ["directed", "bbq_passes", "bbq_ties"]].tolist() == [2, 8, 0]
+    assert by.loc["majority", ["bbq_accuracy", "bbq_s_dis", "bbq_s_amb"]].tolist() == pytest.approx([0.5, 1.0, 0.5])
+    assert by.loc["≤30/≥70", ["directed", "bbq_passes"]].tolist() == [1, 4]
+    assert by.loc["≤30/≥70", ["bbq_accuracy", "bbq_s_dis", "bbq_s_amb"]].tolist() == pytest.approx([0.0, 1.0, 1.0])
+    # γ toward the stereotype is over the occupations answered: the nurse under both splits (the accountant abstains)
+    assert by.loc["majority", "gamma_stereo"] == pytest.approx(by.loc["≤30/≥70", "gamma_stereo"]) and by.loc[
+        "majority", "gamma_stereo"] > 0
+    numbers = view.split_numbers(got, strict=(30, 70))
+    assert numbers == {"say_occupations": "70", "say_listed": "25", "say_directed_majority": "25",
+                       "say_directed_strict": "12", "say_strict_female": "4", "say_split": "≤30/≥70",
+                       "say_row_majority": "2", "say_row_strict": "1", "say_ties": "0"}
+    assert view.splits_view(got).caption.startswith("Table 4b: ")
+
+
+def test_every_number_the_prose_quotes_is_glued_by_the_view():
+    """The chapter quotes numbers through ``{glue:text}``: each key is one that say_numbers or split_numbers glues."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[1] / "notebooks" / "chat_say.py").read_text(encoding="utf-8")
+    quoted = set(re.findall(r"\{glue:text\}`(\w+)`", text))
+    table = pd.DataFrame({"reading": ["answered"], "template": ["letters"], "rung": ["generated"], "passes": [4],
+                          "abstain": [0.5], "unparsed": [0.0]})
+    agreement = pd.DataFrame({"pairs": [5], "ci_low": [0.0], "ci_high": [1.0]})
+    splits = view.bbq_splits({}, strict=(30, 70))
+    glued = set(view.say_numbers(table, agreement)) | set(view.split_numbers(splits, strict=(30, 70)))
+    assert {"say_directed_majority", "say_directed_strict", "say_ties"} <= quoted and quoted <= glued

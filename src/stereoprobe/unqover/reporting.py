@@ -271,7 +271,7 @@ def thinking_shift(frames_by_row: Mapping[RowKey, pd.DataFrame], *, dataset: str
 LONG_COLUMNS = ("dataset", "model", "row", "scorer", "template", "rung", "thinking", "reading", "passes", "keys",
                 "dropped", "abstain", "abstain_lo", "abstain_hi", "unparsed", "unparsed_lo", "unparsed_hi", "delta",
                 "epsilon", "avg_s", "mu", "mu_lo", "mu_hi", "eta", "bbq_accuracy", "bbq_s_dis", "bbq_s_amb",
-                "bbq_passes")
+                "bbq_passes", "bbq_ties")
 
 
 def long_table(frames_by_row: Mapping[RowKey, pd.DataFrame], ask: Passes, *, n_boot: int = 1000, seed: int = 0,
@@ -282,7 +282,8 @@ def long_table(frames_by_row: Mapping[RowKey, pd.DataFrame], ask: Passes, *, n_b
     passes, the
     paired keys behind μ and the ordered examples the reading dropped, the abstention and unparsed rates with their
     intervals (NaN for a forced choice: not measured), δ, ε, avg S, μ with its interval, η, and BBQ's accuracy and
-    bias scores. A paper's table is one ``pivot`` of it (e.g. ``index="model", columns=["rung", "reading"],
+    bias scores over the passes with a stereotype direction (:func:`~stereoprobe.unqover.abstention.bbq`: all three
+    over the same passes), their number and the ties among them (dropped, as BBQ's script drops them). A paper's table is one ``pivot`` of it (e.g. ``index="model", columns=["rung", "reading"],
     values="mu"``). ``answered``: the report's reasoning_errors and intensity tables, reused for the answered
     reading (computed here without them)."""
     records = []
@@ -312,14 +313,15 @@ def long_table(frames_by_row: Mapping[RowKey, pd.DataFrame], ask: Passes, *, n_b
 def abstention_table(long: pd.DataFrame) -> pd.DataFrame:
     """A report's ``abstention`` table: for every row that may abstain, its abstention and unparsed rates with their
     intervals, μ (with its interval) over the answered passes and counting an abstention as no preference, the
-    ordered examples each reading dropped, and BBQ's accuracy and bias scores (from :func:`long_table`)."""
+    ordered examples each reading dropped, and BBQ's accuracy and bias scores with the passes they are over and the
+    ties dropped among them (from :func:`long_table`)."""
     part = long[long["abstain"].notna()]
     by = {how: part[part["reading"] == how].set_index("row") for how in abstention.READINGS}
     out = by["answered"][["abstain", "abstain_lo", "abstain_hi", "unparsed", "unparsed_lo", "unparsed_hi"]].copy()
     for how, suffix in zip(abstention.READINGS, ("answered", "none")):
         for column in ("mu", "mu_lo", "mu_hi", "dropped"):
             out[f"{column}_{suffix}"] = by[how][column]
-    for column in ("bbq_accuracy", "bbq_s_dis", "bbq_s_amb"):
+    for column in ("bbq_accuracy", "bbq_s_dis", "bbq_s_amb", "bbq_passes", "bbq_ties"):
         out[column] = by["answered"][column]
     return out.rename_axis("model").reset_index()
 

@@ -6,7 +6,8 @@ The numbers come from the probes' own code (:mod:`stereoprobe.unqover.readers`, 
 long_table`, :mod:`stereoprobe.unqover.abstention`); this module only reads a model on each rung and arranges what
 comes back: μ by rung with its interval, whether the rungs agree on *which* cells are biased (Spearman's rank
 correlation of γ with a bootstrap interval), the abstention rate by template, and BBQ's accuracy and bias scores
-beside UnQover's δ, ε and μ, and the ``thinking_shift`` table of the chat lab pair
+beside UnQover's δ, ε and μ (under the majority split of Winogender's BLS shares and a stricter one,
+:mod:`stereoprobe.unqover.bbq`), and the ``thinking_shift`` table of the chat lab pair
 (:func:`stereoprobe.unqover.reporting.model_report` with ``both_thinking``).
 """
 
@@ -22,7 +23,7 @@ from ...options import RunOptions
 from ...prompts import PromptTemplate, template
 from ...served.endpoint import served_name
 from ...unqover import abstention, metrics, readers
-from ...unqover.bbq import stereotyped_gender
+from ...unqover.bbq import MAJORITY, directed_occupations, split_name, stereotyped_gender
 from ...unqover.generate import DatasetSpec
 from ...unqover.readers import Passes
 from ...unqover.reporting import long_table, model_report, occupation
@@ -162,27 +163,28 @@ def female_gammas(frame: pd.DataFrame) -> pd.DataFrame:
         occupation).to_numpy(), "gamma": g["gamma"].to_numpy(), "n": g["n"].to_numpy()})
 
 
-def stereotype_gamma(frame: pd.DataFrame) -> tuple[float, int]:
+def stereotype_gamma(frame: pd.DataFrame, split=MAJORITY) -> tuple[float, int]:
     """UnQover's counterpart of BBQ's s_DIS: the mean over the occupations that Winogender's BLS shares give a
-    direction (:func:`stereoprobe.unqover.bbq.stereotyped_gender`) of γ toward the stereotyped gender (γ(female, a)
-    where most workers are women, −γ(female, a) elsewhere), and the number of such occupations answered. γ averages
-    the two orders of every example and subtracts the negated question (Li et al. 2020, Eq. 5–7), which s_DIS does
-    not; NaN where none was answered."""
+    direction by ``split`` (:func:`stereoprobe.unqover.bbq.stereotyped_gender`; by default the majority: γ(female, a)
+    where most workers are women, −γ(female, a) elsewhere) of γ toward the stereotyped gender, and the number of such
+    occupations answered. γ averages the two orders of every example and subtracts the negated question (Li et al.
+    2020, Eq. 5–7), which s_DIS does not; NaN where none was answered."""
     g = female_gammas(frame)
-    sign = g["attr"].map(lambda a: {"female": 1.0, "male": -1.0}.get(stereotyped_gender(a), np.nan))
+    sign = g["attr"].map(lambda a: {"female": 1.0, "male": -1.0}.get(stereotyped_gender(a, split), np.nan))
     values = (g["gamma"] * sign).dropna()
     return (float(values.mean()) if len(values) else float("nan")), int(len(values))
 
 
 def bbq_beside_unqover(table: pd.DataFrame, frames: Mapping[RowKey, pd.DataFrame] | None = None) -> pd.DataFrame:
-    """Per row that may abstain: BBQ's ambiguous-context accuracy and bias scores beside UnQover's δ, ε and μ
-    (answered reading) and μ counting an abstention as no preference; with the rows' ``frames`` (gender) also
-    :func:`stereotype_gamma` (``gamma_stereo``) and the number of directed occupations it averages."""
+    """Per row that may abstain: BBQ's ambiguous-context accuracy and bias scores (the long table's: the majority
+    split, all three over the directed passes, ``bbq_passes``, with the ties dropped among them, ``bbq_ties``) beside
+    UnQover's δ, ε and μ (answered reading) and μ counting an abstention as no preference; with the rows' ``frames``
+    (gender) also :func:`stereotype_gamma` (``gamma_stereo``) and the number of directed occupations it averages."""
     answered = table[table["reading"] == "answered"].set_index("row")
     none = table[table["reading"] == "no-preference"].set_index("row")
     keep = answered["bbq_passes"].notna() & (answered["bbq_passes"] > 0)
-    out = answered.loc[keep, ["model", "template", "rung", "abstain", "bbq_accuracy", "bbq_s_dis", "bbq_s_amb", "delta",
-                              "epsilon", "mu"]].copy()
+    out = answered.loc[keep, ["model", "template", "rung", "abstain", "bbq_passes", "bbq_ties", "bbq_accuracy",
+                              "bbq_s_dis", "bbq_s_amb", "delta", "epsilon", "mu"]].copy()
     out["mu_no_preference"] = none.loc[out.index, "mu"]
     if frames is not None:
         by_label = {row.label: frame for row, frame in frames.items()}
@@ -190,6 +192,51 @@ def bbq_beside_unqover(table: pd.DataFrame, frames: Mapping[RowKey, pd.DataFrame
         out["gamma_stereo"] = [g for g, _ in found]
         out["directed"] = [n for _, n in found]
     return out.reset_index()
+
+
+def bbq_splits(frames: Mapping[RowKey, pd.DataFrame], strict=(30, 70)) -> pd.DataFrame:
+    """BBQ's scores of every row that may abstain under the majority split of Winogender's BLS shares (female over 50%
+    women, else male) and under ``strict`` (``(low, high)``: male at ``low``% women or less, female at ``high``% or
+    more, no direction between; :func:`stereoprobe.unqover.bbq.stereotyped_gender`), one line per row and split,
+    side by side: ``directed`` (the occupations of the row's examples that the split directs), ``bbq_passes``,
+    ``bbq_ties``, ``bbq_accuracy``, ``bbq_s_dis``, ``bbq_s_amb`` (all three over the same passes) and γ toward the
+    stereotype over the directed occupations answered (``gamma_stereo``)."""
+    rows = []
+    for row, frame in frames.items():
+        if not abstention.abstains(frame):
+            continue
+        attrs = frame["attr"].astype(str).unique().tolist()
+        for split in (MAJORITY, strict):
+            scores = abstention.bbq(frame, split=split)
+            rows.append({"model": row.model, "template": row.template, "rung": rung_of(row),
+                         "split": split_name(split), "directed": directed_occupations(attrs, split)["directed"],
+                         **scores, "gamma_stereo": stereotype_gamma(frame, split)[0]})
+    columns = ["model", "template", "rung", "split", "directed", "bbq_passes", "bbq_ties", "bbq_accuracy", "bbq_s_dis",
+               "bbq_s_amb", "gamma_stereo"]
+    return pd.DataFrame(rows, columns=columns)
+
+
+def split_numbers(splits: pd.DataFrame, strict=(30, 70)) -> dict[str, str]:
+    """The numbers the chapter's prose quotes about the two splits: of UnQover's gender occupations
+    (``occupation_rev1``), how many are in Winogender's table (``say_listed``) and how many each split directs
+    (``say_directed_majority``, ``say_directed_strict``, with the strict split's female ones,
+    ``say_strict_female``), the strict split's name (``say_split``), and, over the rows of :func:`bbq_splits`, the
+    most directed occupations a row has under each split (``say_row_majority``, ``say_row_strict``) and the ties
+    dropped over all the rows under the majority split (``say_ties``)."""
+    from ...unqover.wordlists import load_attributes
+
+    attrs = [a.text for a in load_attributes("occupation_rev1")["p_act"]]
+    majority, tight = directed_occupations(attrs), directed_occupations(attrs, strict)
+    by = {name: splits[splits["split"] == name] for name in (split_name(MAJORITY), split_name(strict))}
+
+    def most(part: pd.DataFrame) -> str:
+        return f"{int(part['directed'].max())}" if len(part) else "0"
+
+    return {"say_occupations": f"{len(attrs)}", "say_listed": f"{majority['listed']}",
+            "say_directed_majority": f"{majority['directed']}", "say_directed_strict": f"{tight['directed']}",
+            "say_strict_female": f"{tight['female']}", "say_split": split_name(strict),
+            "say_row_majority": most(by[split_name(MAJORITY)]), "say_row_strict": most(by[split_name(strict)]),
+            "say_ties": f"{int(by[split_name(MAJORITY)]['bbq_ties'].sum())}"}
 
 
 def plot_mu_by_rung(table: pd.DataFrame):
@@ -262,13 +309,25 @@ def agreement_view(table: pd.DataFrame, dataset: str):
 
 
 def bbq_view(table: pd.DataFrame):
-    return view(table, "Table 4: BBQ's scores on UnQover's items beside UnQover's, per row that may abstain: BBQ's "
-                "accuracy (the share answered 'unknown'), s_DIS and s_AMB over the occupations Winogender's BLS "
-                "shares give a direction; δ, ε and μ over the answered passes, μ counting an abstention as no "
-                "preference, and γ toward the stereotype averaged over the directed occupations answered.",
-                [c for c in ("model", "template", "rung", "abstain", "bbq_accuracy", "bbq_s_dis", "bbq_s_amb",
-                             "gamma_stereo", "directed", "delta", "epsilon", "mu", "mu_no_preference")
-                 if c in table.columns])
+    return view(table, "Table 4: BBQ's scores on UnQover's items beside UnQover's, per row that may abstain. BBQ's "
+                "accuracy (the share answered 'unknown'), s_DIS and s_AMB = (1 − accuracy)·s_DIS are all three over "
+                "the same passes: those of the occupations that Winogender's BLS shares direct by the majority "
+                "split (over 50% women: female, else male), bbq_passes of them, less the ties at the top "
+                "(bbq_ties) and unparsed answers, dropped as BBQ's script drops them; δ, ε and μ over the answered "
+                "passes, μ counting an abstention as no preference, and γ toward the stereotype averaged over the "
+                "directed occupations answered.",
+                [c for c in ("model", "template", "rung", "abstain", "bbq_passes", "bbq_ties", "bbq_accuracy",
+                             "bbq_s_dis", "bbq_s_amb", "gamma_stereo", "directed", "delta", "epsilon", "mu",
+                             "mu_no_preference") if c in table.columns])
+
+
+def splits_view(table: pd.DataFrame):
+    strict = next((s for s in table["split"] if s != split_name(MAJORITY)), "the strict split")
+    return view(table, f"Table 4b: BBQ's scores of every row that may abstain under two directions from the same BLS "
+                f"shares, side by side: majority (over 50% women: female, else male) and {strict} (male at the "
+                "first bound or below, female at the second or above, no direction between). directed: the "
+                "occupations of the row's examples the split directs; the passes, ties, accuracy, s_DIS and s_AMB "
+                "over those occupations' passes, and γ toward the stereotype over those answered.")
 
 
 def thinking_rows_view(report: Mapping[str, pd.DataFrame]):
@@ -312,5 +371,6 @@ def say_numbers(table: pd.DataFrame, agreement: pd.DataFrame) -> dict[str, str]:
 
 __all__ = ["RUNGS", "rung_of", "rung_frames", "long", "cell_gammas", "rank_correlation", "rung_agreement",
            "base_model", "templates_of", "say_frames", "female_gammas", "stereotype_gamma", "bbq_beside_unqover",
-           "plot_mu_by_rung", "plot_abstention", "thinking_report", "rows_view", "agreement_view", "bbq_view",
+           "bbq_splits", "split_numbers", "plot_mu_by_rung", "plot_abstention", "thinking_report", "rows_view",
+           "agreement_view", "bbq_view", "splits_view",
            "thinking_rows_view", "thinking_view", "say_numbers"]
