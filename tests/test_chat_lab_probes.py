@@ -135,16 +135,19 @@ def test_served_on_every_rung(model, tmp_path):
         assert abs(shift["delta_abstain"]) < 0.05, shift.to_dict()
 
 
-def test_served_exact_rung_is_the_local_plain_reading(tmp_path):
-    """The exact rung reads plain prompts; locally the same plain prompts (chat=False) give the same shares."""
+@pytest.mark.parametrize("chat", [None, False])
+def test_served_exact_rung_is_the_local_reading(chat, tmp_path):
+    """The exact rung reads a chat model as it is read locally: through its chat template by default (the server's,
+    issue 51), through plain prompts with chat off; the same shares either way."""
     from stereoprobe import unqover
     from stereoprobe.served.reference import serving
 
     run = opts(tmp_path)
-    kw = dict(sample=40, seed=5, templates=["letters-unknown"], n_boot=50, long=True, options=run)
-    local = unqover.report(BIASED, "gender", chat=False, **kw)
+    kw = dict(sample=40, seed=5, templates=["letters-unknown"], n_boot=50, long=True, chat=chat, options=run)
+    local = unqover.report(BIASED, "gender", **kw)
     with serving(BIASED, service="chatlab", smoke=True) as name:
         served = unqover.report(name, "gender", rung="exact", **kw)
+    assert served["served"]["chat"].tolist() == [chat is None]
     cols = ["abstain", "mu_answered", "mu_none", "bbq_accuracy", "bbq_s_dis"]
     np.testing.assert_allclose(served["abstention"][cols].to_numpy(float), local["abstention"][cols].to_numpy(float),
                                atol=2e-4)

@@ -23,7 +23,8 @@ def test_a_served_model_is_named_as_inspect_names_one(monkeypatch):
     assert (ep.service, ep.model, ep.base_url) == ("vllm", "meta-llama/Llama-3.1-8B-Instruct",
                                                    "http://127.0.0.1:8000/v1")
     assert (ep.url_variable, ep.key_variable) == ("VLLM_BASE_URL", "VLLM_API_KEY")
-    assert ep.url("/completions") == "http://127.0.0.1:8000/v1/completions"
+    assert ep.url("completions") == "http://127.0.0.1:8000/v1/completions"
+    assert ep.url("/tokenize") == "http://127.0.0.1:8000/tokenize"  # vLLM's routes at the root
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     assert parse("openai-api/openai/gpt-4o-mini").base_url == "https://api.openai.com/v1"
     assert variable("my-lab.gpu", "API_KEY") == "MY_LAB_GPU_API_KEY"

@@ -110,14 +110,24 @@ def chat_requests(client, journal, build: Callable, tokenizer: str | None = None
         return build(tok)
     server = ServerTemplate()
     build(server)
-    server.render(client, journal, **ask)
+    server.render(_aside(client), journal, progress=ask.get("progress", False), desc=ask.get("desc", ""))
     return build(server)
+
+
+def _aside(client):
+    """A client of the same endpoint whose requests are not the run's: rendering a template and the check are
+    tokenizer calls and a probe, not model calls of the rows, so they count neither against ``--max-requests`` nor in
+    the served table's requests (as the first-use probe's do not)."""
+    from .client import Client
+
+    return Client(client.endpoint, concurrency=client.concurrency)
 
 
 def uses_chat(client, journal, chat: bool | None, tokenizer: str | None = None) -> bool:
     """Whether an exact row reads the chat template: ``chat`` False never, True always (:func:`check` refuses in one
     line where it cannot be), None where the check passes — as a local model is read through its chat template
-    when it has one — else through plain prompts, with one warning saying why."""
+    when it has one — else through plain prompts: quietly where the server applies no template (a base model, or no
+    ``/tokenize``), with one warning where its template does not check out."""
     if chat is False:
         return False
     try:
@@ -128,6 +138,8 @@ def uses_chat(client, journal, chat: bool | None, tokenizer: str | None = None) 
     except EndpointError as e:
         if chat or tokenizer is not None:
             raise
+        if isinstance(e, NoTemplate):  # a base model, or a server that does not say: plain, as for a local base model
+            return False
         key = (client.endpoint.fingerprint, "warned")
         if key not in _CHECKED:
             import warnings
@@ -138,6 +150,10 @@ def uses_chat(client, journal, chat: bool | None, tokenizer: str | None = None) 
             warnings.warn(f"{e} Its exact rung reads plain prompts (pass chat=False to say so, or --tokenizer).",
                           StereoprobeWarning, stacklevel=2)
         return False
+
+
+class NoTemplate(EndpointError):
+    """The server does not apply a chat template for the exact rung (no ``/tokenize``, or no template)."""
 
 
 _CHECKED: dict[tuple, str] = {}
@@ -154,7 +170,7 @@ def check(client, journal, tokenizer: str | None = None, tok=None) -> str:
             raise _CHECKED[key]
         return _CHECKED[key]
     try:
-        evidence = _check(client, journal, tokenizer, tok)
+        evidence = _check(_aside(client), journal, tokenizer, tok)
     except Unusable:
         raise
     except StereoprobeError as e:
@@ -200,8 +216,8 @@ def _check(client, journal, tokenizer: str | None, tok) -> str:
         except Unusable:
             raise
         except EndpointError as e:
-            raise EndpointError(f"{ep.name!r} does not apply its chat template for the exact rung ({str(e).rstrip('.')}"
-                                "); name the model's tokenizer (--tokenizer), or leave chat out.") from None
+            raise NoTemplate(f"{ep.name!r} does not apply a chat template for the exact rung ({str(e).rstrip('.')}"
+                             "); name the model's tokenizer (--tokenizer), or leave chat out.") from None
         prompt = chat_prompt(server, PROBE_CHAT)
     else:
         prompt = chat_prompt(tok, PROBE_CHAT)

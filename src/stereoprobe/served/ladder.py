@@ -5,8 +5,9 @@ What an OpenAI-compatible endpoint really gives is found at first use, by a smal
 force one (``RunOptions(rung=…)``, ``--rung``); a forced rung the endpoint lacks is refused, never emulated.
 
 * **exact** — log-probabilities of the prompt's tokens (legacy completions with ``echo`` and ``logprobs``): the same
-  continuation scores as a local causal LM, through the same prompt templates (plain prompts: the chat template is
-  the server's, and a completion request does not apply it). The continuation's tokens are cut by ``text_offset``
+  continuation scores as a local causal LM, through the same prompt templates (a completion request does not apply
+  the chat template: a chat model's prompts are rendered first, by the server's ``/tokenize`` or the model's own
+  tokenizer, and checked, :mod:`stereoprobe.served.chat_exact`). The continuation's tokens are cut by ``text_offset``
   at the character where the continuation starts, as the local scorer cuts them
   (:func:`stereoprobe.causal.continuation_tokens`, lm-evaluation-harness's whitespace rule). The probe checks the
   echo against generation: it asks the server for one greedy token after a prompt, then echoes prompt + that token

@@ -63,10 +63,13 @@ seems more likely``) does not override an abstention stated first (rule 4). The 
 parse, so a reader who prefers the other reading can redo it.
 
 ``unparsed`` (``empty``, ``reasoning-unfinished``, ``ambiguous``, ``no-match``) is a class of its own, never
-folded into an option or into unknown. The peers differ: lm-evaluation-harness's BBQ folds an unparsable answer
-into "unknown" (``lm_eval/tasks/bbq/utils.py``); HELM matches the letter exactly after "Answer with only a single
-letter." and counts anything else as a wrong, non-unknown answer; BBQ's own analysis drops it; Inspect reads the
-last ``ANSWER: X`` only. The caller stores the raw text beside each parse, so any other reading can be redone.
+folded into an option or into unknown. The peers differ: lm-evaluation-harness's generated BBQ
+(``lm_eval/tasks/bbq/utils.py``, ``process_results_generate_until``) gives an unparsable answer the index −1, which
+scores it wrong for the accuracy and, the index landing on its last unknown phrasing, leaves it out of s_DIS's
+denominator as it does an "unknown" (the accuracy that scales s_AMB keeps it); HELM (``bbq_metrics.py``) compares
+the stripped completion with the option letters exactly, drops an empty one and counts anything else as a wrong,
+non-unknown answer that is not biased; BBQ's own analysis script drops it (``filter(!is.na(pred_label))``); Inspect
+reads the last ``ANSWER: X`` only. The caller stores the raw text beside each parse, so any other reading can be redone.
 
 The rules are measured on a labelled corpus of 622 answers written for this project in the styles of the main
 chat-model families (``stereoprobe/data/served/parse_corpus.jsonl``, its README says how it was made):

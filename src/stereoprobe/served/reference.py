@@ -120,7 +120,8 @@ class ReferenceServer:
       object, vLLM's field) is passed to ``apply_chat_template`` as keyword arguments (``enable_thinking``).
 
     * ``POST /tokenize`` and ``POST /detokenize`` (vLLM's, at the root, not under ``/v1``; only with ``tokenize``):
-      ``messages`` (and ``chat_template_kwargs``) rendered as for chat completions → ``{"count", "max_model_len",
+      ``messages`` (and ``chat_template_kwargs``) rendered as for chat completions (400 where the tokenizer has no
+      chat template, as on vLLM) → ``{"count", "max_model_len",
       "tokens"}``; or ``prompt`` (``add_special_tokens``, default true) → its ids; ``tokens`` → ``{"prompt": the
       ids decoded, special tokens kept}``.
 
@@ -514,6 +515,9 @@ class ReferenceServer:
             kwargs = body.get("chat_template_kwargs")
             if kwargs is not None and not isinstance(kwargs, dict):
                 raise _invalid("chat_template_kwargs must be an object", param="chat_template_kwargs")
+            if not getattr(self.tokenizer, "chat_template", None):  # vLLM's refusal (transformers has no default)
+                raise _invalid("As of transformers v4.44, default chat template is no longer allowed, so you must "
+                               "provide a chat template if the tokenizer does not define one.")
             ids = self.render_chat(_messages(body["messages"]), kwargs)[1]
         elif isinstance(body.get("prompt"), str):
             ids = list(self.tokenizer(body["prompt"], add_special_tokens=bool(body.get("add_special_tokens", True)))

@@ -64,7 +64,10 @@ def rung_frames(model: str, spec: DatasetSpec, templates: Sequence, *, options: 
         given = capabilities(name).rungs()
         for rung in rungs:
             if rung in given:
-                out.update(readers.frames([ref], Passes(spec, templates=templates, rung=rung), options))
+                # the exact rung with chat off: the local reading's plain prompts (a served chat model's exact rung
+                # reads its chat template by default, stereoprobe.served.chat_exact)
+                plain = {"chat": False} if rung == "exact" else {}
+                out.update(readers.frames([ref], Passes(spec, templates=templates, rung=rung, **plain), options))
     return out
 
 
