@@ -16,8 +16,9 @@ tokens (``"add_special_tokens": false``, as its chat completions tokenize a rend
   folder), applied here, for a server without ``/tokenize`` (llama.cpp's, SGLang's, hosted APIs).
 
 Either is checked at first use, as the echo is (:mod:`stereoprobe.served.ladder`): the server's own chat completion
-of the probe's question, one greedy token with its log-probability, against the exact rung's reading of that token
-after the rendered prompt. They must agree within :data:`~stereoprobe.served.ladder.ECHO_TOLERANCE`; a template that
+of the probe's question, one greedy token with its log-probability and its top alternatives, against the exact
+rung's reading of that token (and the echo's alternatives at its position) after the rendered prompt. They must
+agree within :data:`~stereoprobe.served.ladder.ECHO_TOLERANCE`; a template that
 differs from the server's (another tokenizer named, a BOS added twice) gives another number and is refused in one
 line, never used.
 """
@@ -152,6 +153,25 @@ def uses_chat(client, journal, chat: bool | None, tokenizer: str | None = None) 
         return False
 
 
+#: Alternatives compared by the check (the chat completion's ``top_logprobs`` against the echo's at the same
+#: position): a confident model gives its greedy token a log-probability near 0 after almost any template, so its
+#: alternatives, which a changed context moves, are compared too, down to :data:`ALTERNATIVE_FLOOR` nats.
+CHECK_TOP = 5
+ALTERNATIVE_FLOOR = -10.0
+
+
+def _alternatives(answer: dict, at: int) -> dict[str, float]:
+    """The echo's top alternatives at the token that starts at character ``at`` ({} where it gives none)."""
+    from .ladder import _choice
+
+    lp = _choice(answer).get("logprobs") or {}
+    offsets, tops = lp.get("text_offset") or [], lp.get("top_logprobs") or []
+    for offset, top in zip(offsets, tops):
+        if offset >= at:
+            return {str(k): float(v) for k, v in top.items()} if isinstance(top, dict) else {}
+    return {}
+
+
 class NoTemplate(EndpointError):
     """The server does not apply a chat template for the exact rung (no ``/tokenize``, or no template)."""
 
@@ -197,7 +217,8 @@ def _check(client, journal, tokenizer: str | None, tok) -> str:
     messages = [{"role": "user", "content": PROBE_CHAT}]
     try:
         (answer,) = ask_all(client, journal, [("chat/completions", chat_body(ep, messages, max_tokens=1,
-                                                                             top_logprobs=1))], progress=False)
+                                                                             top_logprobs=CHECK_TOP))],
+                            progress=False)
     except Unusable:
         raise
     except EndpointError as e:
@@ -221,17 +242,26 @@ def _check(client, journal, tokenizer: str | None, tok) -> str:
         prompt = chat_prompt(server, PROBE_CHAT)
     else:
         prompt = chat_prompt(tok, PROBE_CHAT)
+    body = exact_body(ep, prompt + token, caps.exact_via, chat=True)
+    if caps.exact_via == "echo":
+        body["logprobs"] = CHECK_TOP  # the alternatives at the token's position too
     try:
-        (echoed,) = ask_all(client, journal, [("completions", exact_body(ep, prompt + token, caps.exact_via,
-                                                                         chat=True))], progress=False)
+        (echoed,) = ask_all(client, journal, [("completions", body)], progress=False)
         value = continuation_logprob(echoed, prompt, prompt + token, caps.exact_via)
     except Unusable:
         raise
     except EndpointError as e:
         raise EndpointError(f"{ep.name!r}: {source} could not be checked on the exact rung ({str(e).rstrip('.')}); "
                             "leave chat out.") from None
-    evidence = f"{token!r} after the chat prompt: {reported:.4f} chat completion, {value:.4f} exact"
-    if abs(value - reported) > ECHO_TOLERANCE:
+    gap = abs(value - reported)
+    theirs = _alternatives(echoed, len(prompt)) if caps.exact_via == "echo" else {}
+    tops = {str(t.get("token")): float(t["logprob"]) for t in (content[0].get("top_logprobs") or [])
+            if isinstance(t, dict) and isinstance(t.get("logprob"), (int, float))}
+    common = [k for k, v in tops.items() if k in theirs and v >= ALTERNATIVE_FLOOR]
+    gap = max([gap] + [abs(theirs[k] - tops[k]) for k in common])
+    evidence = (f"{token!r} after the chat prompt: {reported:.4f} chat completion, {value:.4f} exact"
+                + (f"; {len(common)} alternatives within {gap:.4f}" if common else ""))
+    if gap > ECHO_TOLERANCE:
         raise EndpointError(f"{ep.name!r}: {source} reads otherwise than the server's chat completions ({evidence}): "
                             "another template or other special tokens; name the served model's own tokenizer, or "
                             "leave chat out.")
