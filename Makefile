@@ -124,10 +124,11 @@ test-profiles: $(STAMP)
 test-portability: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) -m portability --durations=5
 
-# served models against real servers (tests/test_served_real.py): llama.cpp's OpenAI-compatible server (llama-cpp-python,
-# compiled from source on first install: about 20 minutes on 2 busy cores, then pip's cached wheel) and `transformers
-# serve`, both serving the zoo's SmolLM2; the publish workflow runs it. make test runs the same probes against the
-# reference server of tests/served_reference.py.
+# served models against real servers (tests/test_served_real.py, tests/test_served_vllm.py): llama.cpp's
+# OpenAI-compatible server (llama-cpp-python, compiled from source on first install: about 20 minutes on 2 busy cores,
+# then pip's cached wheel), `transformers serve` and vLLM 0.32 (its own venv, below; its start compiles for 2 minutes
+# on 2 AVX2 cores; the vLLM tests take 6.5 minutes), all serving the zoo's SmolLM2; the publish workflow runs it.
+# make test runs the same probes against the reference server of tests/served_reference.py.
 test-served: $(STAMP) $(VLLM_STAMP)
 	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PY) -m pip install --quiet -c constraints.txt -e '.[dev,serving]' && STEREOPROBE_VLLM=$(CURDIR)/$(VLLM_VENV)/bin/vllm $(PY) -m pytest -q -m served tests/test_served_real.py tests/test_served_vllm.py --durations=5
 

@@ -117,3 +117,17 @@ def test_a_tokenizer_whose_template_differs_is_refused_in_one_line(chat_lm, monk
         assert not (tmp_path / "out").exists()
     finally:
         server.__exit__(None, None, None)
+
+
+def test_a_chat_exact_rung_forced_on_a_server_without_prompt_log_probabilities_is_refused(chat_lm, monkeypatch,
+                                                                                          tmp_path):
+    """Bad input: chat and the exact rung asked of a server whose completions give no prompt log-probabilities (echo
+    refused, no prompt_logprobs): one line, before anything is scored."""
+    server = serve(chat_lm, monkeypatch, echo="refuse")
+    try:
+        with pytest.raises(StereoprobeError, match="does not give the exact rung") as err:
+            unqover.report(NAME, "gender", chat=True, rung="exact", options=_run(tmp_path), **KW)
+        assert "\n" not in str(err.value)
+        assert not [r for r in server.requests if r[0] == "/tokenize"]  # refused before any rendering
+    finally:
+        server.__exit__(None, None, None)
