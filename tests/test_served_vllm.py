@@ -40,7 +40,7 @@ SMOL = "zoo:smollm2-135m-instruct"
 NAME = "openai-api/vllm/smollm2"
 
 sys.path.insert(0, str(Path(__file__).parent))
-from test_served_real import _local_chat_logprobs, _local_greedy, _port, _start, _stop  # noqa: E402
+from test_served_real import _letter_gaps, _local_greedy, _port, _start, _stop  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -190,24 +190,13 @@ def test_next_token_and_generated_rungs_against_the_local_model(smol, tmp_path):
     local model's (the same fp32 weights)."""
     from stereoprobe.modelref import RowKey, resolve_model
     from stereoprobe.prompts import template
-    from stereoprobe.served.prompting import letters_instruction, messages
     from stereoprobe.unqover.api import dataset_spec
-    from stereoprobe.unqover.generate import iter_examples
     from stereoprobe.unqover.readers import Passes
-    from stereoprobe.unqover.score_served import answers, frame
+    from stereoprobe.unqover.score_served import answers
 
     run = _run(tmp_path)
-    spec, letters = dataset_spec("gender", sample=4), template("letters", "unqover-choice")
-    ref = resolve_model(NAME, native="qa")
-    got = frame(ref, Passes(spec, templates=(letters,)), RowKey(ref.label, "choice", "letters", "next-token"), run)
-    tok = smol.tokenizer
-    ids = {label: [i for i in range(len(tok)) if tok.decode([i]).strip() == label] for label in letters.labels}
-    diffs = []
-    for k, ex in enumerate(iter_examples(spec)):
-        body = letters.body(paragraph=ex.context, question=ex.question, options=[ex.ans1, ex.ans2])
-        logp = _local_chat_logprobs(smol, messages(body, letters_instruction(letters.labels)))
-        p = {label: np.exp(logp[ids[label]]).sum() for label in letters.labels}
-        diffs.append(abs(got["s1_pos"].iloc[k] - p["A"] / (p["A"] + p["B"])))
+    spec, ref = dataset_spec("gender", sample=4), resolve_model(NAME, native="qa")
+    diffs = _letter_gaps(smol, ref, spec, run)
     assert max(diffs) < 0.02, diffs
     qa = template("qa", "unqover-answer")
     raw = answers(ref, Passes(spec, templates=(qa,)), RowKey(ref.label, "answer", "qa", "generated"), run)
