@@ -109,7 +109,7 @@ def test_served_on_every_rung(model, tmp_path):
         assert capabilities(name).rungs() == ["exact", "next-token", "generated"]
         ref = resolve_model(name, native="qa")
         for rung in ("exact", "next-token", "generated"):
-            # the chat rungs with thinking off (P1 shows either way); the exact rung reads plain prompts
+            # the chat rungs with thinking off (P1 shows either way); the exact rung its chat template (the default)
             off = None if rung == "exact" else False
             row = RowKey(ref.label, "choice", letters.name, rung, "" if off is None else "off")
             got = frame(ref, Passes(spec, templates=(letters,), thinking=off), row, run)

@@ -10,7 +10,7 @@ setting here changes a score beyond floating-point noise except ``precision`` (a
 key, so bf16 and fp32 scores are kept apart).
 
 >>> RunOptions()
-RunOptions(device='auto', precision='auto', batch_tokens=None, threads=None, engine='local', workers=None, store=None, progress=None, smoke=False, concurrency=None, max_requests=None, samples=1, temperature=None)
+RunOptions(device='auto', precision='auto', batch_tokens=None, threads=None, engine='local', workers=None, store=None, progress=None, smoke=False, concurrency=None, max_requests=None, samples=1, temperature=None, tokenizer=None)
 >>> RunOptions(device="cpu", batch_tokens=2048).replace(precision="fp32").precision
 'fp32'
 >>> RunOptions(device="gpu")

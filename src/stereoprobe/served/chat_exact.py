@@ -162,9 +162,9 @@ ALTERNATIVE_FLOOR = -10.0
 
 def _alternatives(answer: dict, at: int) -> dict[str, float]:
     """The echo's top alternatives at the token that starts at character ``at`` ({} where it gives none)."""
-    from .ladder import _choice
+    from .ladder import first_choice
 
-    lp = _choice(answer).get("logprobs") or {}
+    lp = first_choice(answer).get("logprobs") or {}
     offsets, tops = lp.get("text_offset") or [], lp.get("top_logprobs") or []
     for offset, top in zip(offsets, tops):
         if offset >= at:
@@ -204,7 +204,7 @@ def check(client, journal, tokenizer: str | None = None, tok=None) -> str:
 
 def _check(client, journal, tokenizer: str | None, tok) -> str:
     from ..causal import chat_prompt
-    from .ladder import ECHO_TOLERANCE, PROBE_CHAT, _choice, chat_body, continuation_logprob, exact_body, probe
+    from .ladder import ECHO_TOLERANCE, PROBE_CHAT, first_choice, chat_body, continuation_logprob, exact_body, probe
 
     ep = client.endpoint
     if tokenizer is not None and tok is None:
@@ -224,7 +224,7 @@ def _check(client, journal, tokenizer: str | None, tok) -> str:
     except EndpointError as e:
         raise EndpointError(f"{ep.name!r}: the chat exact rung needs its chat completions with log-probabilities to "
                             f"check the template against ({str(e).rstrip('.')}); leave chat out.") from None
-    content = (_choice(answer).get("logprobs") or {}).get("content") or []
+    content = (first_choice(answer).get("logprobs") or {}).get("content") or []
     if not content or not isinstance(content[0], dict) or "logprob" not in content[0]:
         raise EndpointError(f"{ep.name!r} gives no log-probabilities of chat completions, so {source} cannot be "
                             "checked on the exact rung; leave chat out or read it on the generated rung.")

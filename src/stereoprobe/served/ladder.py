@@ -135,7 +135,8 @@ def chat_body(endpoint: Endpoint, messages: list[dict], *, max_tokens: int, top_
     return body
 
 
-def _choice(answer: dict) -> dict:
+def first_choice(answer: dict) -> dict:
+    """The first of an answer's ``choices`` (refused in one line where it has none)."""
     choices = answer.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         raise EndpointError(f"A server answered without choices ({str(answer)[:120]!r}); check that it speaks the "
@@ -145,7 +146,7 @@ def _choice(answer: dict) -> dict:
 
 def _token_table(answer: dict) -> tuple[list[str], list, list[int]] | None:
     """(tokens, token_logprobs, text_offset) of a completion's logprobs, or None when it has none."""
-    lp = _choice(answer).get("logprobs")
+    lp = first_choice(answer).get("logprobs")
     if not isinstance(lp, dict) or not lp.get("tokens") or lp.get("token_logprobs") is None:
         return None
     tokens, values = list(lp["tokens"]), list(lp["token_logprobs"])
@@ -162,7 +163,7 @@ def _prompt_table(answer: dict, text: str) -> tuple[tuple[list[str], list, list[
     added a leading space (the first piece then starts at 0, the others one character earlier). A token decoded to
     nothing is refused: vLLM decodes a piece of a character to "" (``LogprobsProcessor._verify_tokens`` in
     vllm/v1/engine/logprobs.py), and its value would fall nowhere."""
-    positions = _choice(answer).get("prompt_logprobs")
+    positions = first_choice(answer).get("prompt_logprobs")
     if not isinstance(positions, list) or not positions or positions[0] is not None:
         return None, "none came back"
     pieces, values = [], []
@@ -259,7 +260,7 @@ def _check_source(client: Client, journal, via: str) -> tuple[str | None, str]:
         except EndpointError as e:
             return f"its completions endpoint refused a request ({e})", ""
         table = _token_table(gen)
-        text = _choice(gen).get("text")
+        text = first_choice(gen).get("text")
         if table is None or not isinstance(text, str) or not text:
             return "it gives no log-probabilities of completions", ""
         generated, reported = text, table[1][-1]
@@ -314,7 +315,7 @@ def _check_chat(client: Client, journal) -> tuple[str | None, str | None, int]:
         except EndpointError as e:
             why_next = f"its chat completions refuse top_logprobs ({e})"
             continue
-        content = (_choice(answer).get("logprobs") or {}).get("content") or []
+        content = (first_choice(answer).get("logprobs") or {}).get("content") or []
         tops = content[0].get("top_logprobs") if content and isinstance(content[0], dict) else None
         if tops:
             top_k, why_next = len(tops), None
@@ -324,7 +325,7 @@ def _check_chat(client: Client, journal) -> tuple[str | None, str | None, int]:
     try:
         (answer,) = ask_all(client, journal, [("chat/completions", chat_body(ep, messages, max_tokens=8))],
                             progress=False)
-        text = (_choice(answer).get("message") or {}).get("content")
+        text = (first_choice(answer).get("message") or {}).get("content")
         why_gen = None if isinstance(text, str) else "its chat completions carry no message text"
     except Unusable:
         raise
@@ -419,7 +420,7 @@ def label_probabilities(client: Client, journal, messages: Sequence[list[dict]],
     probs = np.zeros((len(answers), len(labels)))
     bounded = np.zeros(len(answers), dtype=bool)
     for i, answer in enumerate(answers):
-        content = (_choice(answer).get("logprobs") or {}).get("content") or []
+        content = (first_choice(answer).get("logprobs") or {}).get("content") or []
         tops = content[0].get("top_logprobs") if content else None
         if not tops:
             raise EndpointError(f"{client.endpoint.name!r} answered a next-token request without top_logprobs; pass "
