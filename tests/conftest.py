@@ -17,6 +17,22 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     os.environ.setdefault("OMP_NUM_THREADS",
                           str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
 
+#: The test files that take longest (worker-seconds of one fresh-clone `make test`, 2 AVX2 cores, 2026-12-05), longest
+#: first: they are collected first, so that `--dist loadfile` hands them out before the many short files and no
+#: worker is left with a long file at the end while the other idles (longest-first scheduling). Order only: every
+#: test still runs, each file's tests in their own order.
+LONGEST_FIRST = ("test_chat_lab_probes.py", "test_lab_causal.py", "test_install.py", "test_zoo.py",
+                 "test_served_probes.py", "test_engine.py", "test_causal.py", "test_survival.py",
+                 "test_causal_probes.py", "test_lab.py", "test_gpu_check.py", "test_precision.py", "test_chat_say.py",
+                 "test_served_book.py", "test_served_chat_exact.py", "test_nli_lab.py", "test_book.py",
+                 "test_profiles_hub.py")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.path.name, len(rank)))  # stable: the rest keep their order
+
+
 def _helper_module(name: str, filename: str):
     """Load a helper module of the tests (a file beside this one that is no test file) once, as ``name``."""
     if name not in sys.modules:
