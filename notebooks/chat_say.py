@@ -94,7 +94,8 @@ lab_gender = DatasetSpec("gender", mode=mode, sample=lab_sample, seed=seed)
 # ## One model, four readings
 #
 # Every template is read four ways: **local** (the plain prompt scored in this process, as {doc}`chat_models`
-# does), and on the three rungs of the served model. The exact rung sends the same plain prompts to the server and
+# does), and on the three rungs of the served model. The exact rung sends the same plain prompts to the server (asked
+# with chat off: by default a served chat model's exact rung reads its chat template, as a local one is read) and
 # reads back their log-probabilities, so it must reproduce the local reading up to floating-point rounding; that is
 # the check that the server and the client are right. The next-token and generated rungs send the question as a chat
 # message, through the model's chat template, and ask for the answer's letter: a different input, so a different
