@@ -82,8 +82,8 @@ def frame(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOptio
     plus ``label_mass`` (exact and next-token); ``attrs["served"]`` as UnQover's
     (:func:`stereoprobe.unqover.score_served.frame`)."""
     from ..served import session
-    from ..served.chat_exact import chat_requests, uses_chat
-    from ..served.ladder import exact_logprobs, label_probabilities
+    from ..served.chat_exact import exact_reading
+    from ..served.ladder import label_probabilities
 
     s = session(ref, options)
     template = _template(ask, row)
@@ -94,16 +94,10 @@ def frame(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOptio
     before = s.counts()
     keep = np.ones(len(pairs), dtype=bool)
     if row.rung == "exact":
-        chat = uses_chat(s.client, s.journal, ask.chat, options.tokenizer)
-
-        def build(tok):
-            return [r for p in pairs for r in pair_requests(template, tok, chat, p.premise, p.hypothesis)]
-
-        reqs = (chat_requests(s.client, s.journal, build, options.tokenizer, **s.ask(f"{desc} · chat template"))
-                if chat else build(None))
-        probs, mass = renormalised(exact_logprobs(s.client, s.journal, reqs, chat=chat,
-                                                  **s.ask(desc)).reshape(-1, 3))
-        facts["chat"] = chat
+        _, lp, facts["chat"] = exact_reading(
+            s, lambda tok, chat: [r for p in pairs for r in pair_requests(template, tok, chat, p.premise,
+                                                                            p.hypothesis)], ask.chat, desc)
+        probs, mass = renormalised(lp.reshape(-1, 3))
         meta["label_mass"] = mass
         facts["label_mass"] = float(mass.mean())
     elif row.rung == "next-token":

@@ -32,7 +32,7 @@ from ..errors import StereoprobeError
 from .client import Unusable, ask_all
 from .endpoint import EndpointError
 
-__all__ = ["SOURCES", "ServerTemplate", "chat_requests", "check", "uses_chat"]
+__all__ = ["SOURCES", "ServerTemplate", "chat_requests", "check", "exact_reading", "uses_chat"]
 
 #: Where the exact rung's chat text comes from (module doc).
 SOURCES = ("server", "tokenizer")
@@ -113,6 +113,21 @@ def chat_requests(client, journal, build: Callable, tokenizer: str | None = None
     build(server)
     server.render(_aside(client), journal, progress=ask.get("progress", False), desc=ask.get("desc", ""))
     return build(server)
+
+
+def exact_reading(session, build: Callable, chat: bool | None, desc: str):
+    """The exact rung's reading of a served model's requests, the one home of the three probes' exact rows:
+    ``(requests, log-probabilities, whether they read the chat template)``. ``build(tokenizer, chat)`` makes the
+    probe's (prompt, continuation) requests as for a local causal LM (``tokenizer`` None for plain prompts);
+    ``chat`` as :func:`uses_chat` reads it; the tokenizer named in the run's options renders the template
+    client-side."""
+    from .ladder import exact_logprobs
+
+    tokenizer = getattr(session.options, "tokenizer", None)
+    use = uses_chat(session.client, session.journal, chat, tokenizer)
+    reqs = (chat_requests(session.client, session.journal, lambda tok: build(tok, True), tokenizer,
+                          **session.ask(f"{desc} · chat template")) if use else build(None, False))
+    return reqs, exact_logprobs(session.client, session.journal, reqs, chat=use, **session.ask(desc)), use
 
 
 def _aside(client):

@@ -64,20 +64,14 @@ def score_served_choices(ref: ModelRef, units: Sequence[Unit], config: Generatio
     ``attrs["served"]`` as UnQover's."""
     from ..causal import split_whitespace
     from ..served import session
-    from ..served.chat_exact import chat_requests, uses_chat
-    from ..served.ladder import exact_logprobs
+    from ..served.chat_exact import exact_reading
 
     run = as_options(options)
     s = session(ref, run)
     before = s.counts()
-    use_chat = uses_chat(s.client, s.journal, chat, run.tokenizer)
-
-    def build(tok):
-        return [r for u in units for r in unit_requests(u, config, template, tok, use_chat)]
-
-    reqs = (chat_requests(s.client, s.journal, build, run.tokenizer,
-                          **s.ask(f"{ref.label} · mcq:{template.name} · chat template")) if use_chat else build(None))
-    lp = exact_logprobs(s.client, s.journal, reqs, chat=use_chat, **s.ask(f"{ref.label} · mcq:{template.name}"))
+    reqs, lp, use_chat = exact_reading(
+        s, lambda tok, chat: [r for u in units for r in unit_requests(u, config, template, tok, chat)], chat,
+        f"{ref.label} · mcq:{template.name}")
     chars = np.array([len(split_whitespace(p, c)[1]) for p, c in reqs], dtype=np.float64)
     frame = pd.DataFrame([(k, u.name, u.context.index, c) for k, u in enumerate(units)
                           for c in unit_choices(u, mcqs_of(u, config))], columns=["unit", "name", "context", "choice"])

@@ -106,8 +106,8 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
     share of bounded labels (next-token), of abstentions and of unparsed answers (generated), and the model ids and
     system fingerprints the server reported."""
     from ..served import session
-    from ..served.chat_exact import chat_requests, uses_chat
-    from ..served.ladder import exact_logprobs, label_probabilities
+    from ..served.chat_exact import exact_reading
+    from ..served.ladder import label_probabilities
 
     template = _template(ask, row)
     if row.rung not in fits(template, ask.thinking):
@@ -123,12 +123,8 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
     before = s.counts()
     u = x = None
     if row.rung == "exact":
-        chat = uses_chat(s.client, s.journal, ask.chat, options.tokenizer)
-        reqs = (chat_requests(s.client, s.journal, lambda tok: pass_requests(template, tok, True, examples),
-                              options.tokenizer, **s.ask(f"{desc} · chat template")) if chat
-                else pass_requests(template, None, False, examples))
-        lp = exact_logprobs(s.client, s.journal, reqs, chat=chat, **s.ask(desc))
-        facts["chat"] = chat
+        _, lp, facts["chat"] = exact_reading(s, lambda tok, chat: pass_requests(template, tok, chat, examples),
+                                             ask.chat, desc)
         lp = lp.reshape(-1, len(columns(template)))
         if template.unknown is None:
             s1, s2 = normalised(lp[:, 0], lp[:, 1])
