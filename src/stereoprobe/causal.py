@@ -458,21 +458,17 @@ def scorer_for(name: str, *, device: str = "auto", smoke: bool = False, batch_to
     return CausalScorer(_RECENT[key], batch_tokens=batch_tokens, precision=precision)
 
 
-def generate(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: int, batch_size: int = 16,
-             progress: bool = False, desc: str = "generating") -> list[str]:
-    """Greedy continuations of ``prompts`` (texts that already hold the chat template's tokens: no special tokens
-    are added), up to ``max_new_tokens`` or the end-of-sequence token, decoded without special tokens; batched with
-    left padding, longest prompts first. The local counterpart of a server's greedy chat completion (the generated
-    reading of a causal LM: :func:`stereoprobe.unqover.score_causal.generated_frame`)."""
+def _left_padded(model, tokenizer, prompts: Sequence[str], batch_size: int, progress: bool, desc: str):
+    """``prompts`` in batches, longest first: (the prompts' indices, input ids left-padded, attention mask); texts
+    that already hold the chat template's tokens, so no special tokens are added. The batching of :func:`generate`
+    and :func:`first_token_logprobs`."""
     import torch
 
     from .batching import progress as bar
 
     tok = tokenizer
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    eos = tok.eos_token_id
     order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
-    out: list[str] = [""] * len(prompts)
     device = next(model.parameters()).device
     for start in bar(range(0, len(order), batch_size), total=-(-len(order) // batch_size), desc=desc,
                      disable=not progress):
@@ -481,12 +477,60 @@ def generate(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: int, b
         width = max(map(len, ids))
         input_ids = torch.tensor([[pad] * (width - len(x)) + x for x in ids], device=device)
         mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids], device=device)
+        yield batch, input_ids, mask
+
+
+def generate(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: int, batch_size: int = 16,
+             progress: bool = False, desc: str = "generating", samples: int = 1, temperature: float = 0.0,
+             seed: int = 0) -> list[list[str]] | list[str]:
+    """Continuations of ``prompts`` (texts that already hold the chat template's tokens: no special tokens are
+    added), up to ``max_new_tokens`` or the end-of-sequence token, decoded without special tokens; batched with left
+    padding, longest prompts first. Greedy with ``samples`` 1 and ``temperature`` 0 (a list of texts), else
+    ``samples`` sampled continuations per prompt at ``temperature`` (default 1.0), seeded per batch with ``seed`` (a
+    list of lists). The local counterpart of a server's chat completion (:class:`stereoprobe.backends.Local`)."""
+    import torch
+
+    tok = tokenizer
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    sampled = samples > 1 or temperature > 0
+    out: list = [None] * len(prompts)
+    for batch, input_ids, mask in _left_padded(model, tok, prompts, batch_size, progress, desc):
+        kw = dict(do_sample=False)
+        if sampled:
+            torch.manual_seed(seed)
+            kw = dict(do_sample=True, temperature=float(temperature or 1.0), top_p=1.0, top_k=0,
+                      num_return_sequences=samples)
         with torch.no_grad():
             new = model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                                 do_sample=False, pad_token_id=pad, eos_token_id=eos)[:, width:]
-        for i, row in zip(batch, new.tolist()):
-            out[i] = tok.decode(row, skip_special_tokens=True)
+                                 pad_token_id=pad, eos_token_id=tok.eos_token_id, **kw)[:, input_ids.shape[1]:]
+        texts = [tok.decode(row, skip_special_tokens=True) for row in new.tolist()]
+        for j, i in enumerate(batch):
+            out[i] = texts[j * samples:(j + 1) * samples] if sampled else texts[j]
     return out
+
+
+def first_token_logprobs(model, tokenizer, prompts: Sequence[str], *, batch_size: int = 16,
+                         progress: bool = False, desc: str = "next token"):
+    """log P of every vocabulary token as the first token generated after each of ``prompts`` (rendered chat
+    templates, as for :func:`generate`): a [prompts, vocabulary] float32 array, from the unprocessed logits of the
+    first generated position (``output_logits``: no temperature, no penalty). The local next-token rung
+    (:class:`stereoprobe.backends.Local`)."""
+    import numpy as np
+    import torch
+
+    tok = tokenizer
+    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
+    out = None
+    for batch, input_ids, mask in _left_padded(model, tok, prompts, batch_size, progress, desc):
+        with torch.no_grad():
+            gen = model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=1, do_sample=False,
+                                 pad_token_id=pad, eos_token_id=tok.eos_token_id, output_logits=True,
+                                 return_dict_in_generate=True)
+        logp = torch.log_softmax(gen.logits[0].float(), dim=-1).cpu().numpy()
+        if out is None:
+            out = np.empty((len(prompts), logp.shape[1]), dtype=np.float32)
+        out[batch] = logp
+    return out if out is not None else np.empty((0, 0), dtype=np.float32)
 
 
 @dataclass(kw_only=True)

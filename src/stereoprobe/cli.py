@@ -317,15 +317,16 @@ def _show_report(rep) -> None:
 ModelOpt = typer.Option(..., "--model", "-m", help="Hub id, local folder, zoo: or lab: name (zoo:minilm-qa, lab:qa-biased "
                         "…), or a served model: openai-api/<service>/<model> with <SERVICE>_BASE_URL (and "
                         "<SERVICE>_API_KEY) set.")
-RungOpt = typer.Option(None, "--rung", help="Served models: force the rung of the ladder they are read on (exact, "
-                       "next-token, generated); default: the best each endpoint gives.")
+RungOpt = typer.Option(None, "--rung", help="Causal, chat and served models: force the rung of the ladder they are "
+                       "read on (exact, next-token, generated; the last two ask a chat question, so a local model "
+                       "needs a chat template); default: the best each gives (a local model: exact).")
 ConcurrencyOpt = typer.Option(None, "--concurrency", min=1, help="Served models: requests in flight at once "
                               "(default 16).")
 MaxRequestsOpt = typer.Option(None, "--max-requests", min=1, help="Served models: stop cleanly after this many "
                               "requests (the answers are stored; the same command goes on).")
-SamplesOpt = typer.Option(1, "--samples", min=1, help="Served models, generated rung: answers per question (1: "
+SamplesOpt = typer.Option(1, "--samples", min=1, help="Generated rung: answers per question (1: "
                           "greedy; more: sampled at --temperature, S the share naming each subject).")
-TemperatureOpt = typer.Option(None, "--temperature", min=0.0, max=2.0, help="Served models, generated rung: the "
+TemperatureOpt = typer.Option(None, "--temperature", min=0.0, max=2.0, help="Generated rung: the "
                               "sampling temperature (default 0 for one sample, 1.0 for several).")
 TokenizerOpt = typer.Option(None, "--tokenizer", help="Served chat models, exact rung: the model's own tokenizer (hub "
                             "id or folder) whose chat template is applied here, for a server that does not apply it "

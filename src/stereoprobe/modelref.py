@@ -140,10 +140,17 @@ class Readers(dict):
         self[kind] = reader
 
     def of(self, ref: "ModelRef"):
-        """The reader of ``ref``'s kind."""
+        """The reader of ``ref``'s kind; a kind with no reader of its own but a backend
+        (:func:`stereoprobe.backends.register_backend`) is read by the probe's prompted reader, as causal and served
+        models are."""
         try:
             return self[ref.kind]
         except KeyError:
+            from .backends import has_backend
+
+            prompted = [r for r in self.values() if getattr(r, "prompted", False)]
+            if prompted and has_backend(ref.kind):
+                return prompted[0]
             raise StereoprobeError(f"{self.probe} has no reader for {ref.name!r}, a model of kind {ref.kind!r}; "
                                    f"register one ({self.register_name}).") from None
 
@@ -260,7 +267,7 @@ def resolve_model(name: str, *, native: str, asked: str | None = None, option: s
     registered kind claims is of that kind; any other is looked up once (:func:`stereoprobe.models.resolve`) and is
     ``causal`` or ``native`` from its config (``asked`` None), or as asked, a model of the other kind refused in one
     sentence naming ``option`` (:func:`stereoprobe.models.choose_kind`). ``allowed``: the kinds the probe has
-    readers for (a registered kind without one is refused)."""
+    readers for (a registered kind without one, or without a backend, is refused)."""
     from .models import choose_kind, resolve
 
     if not isinstance(name, str) or not name:
@@ -272,13 +279,20 @@ def resolve_model(name: str, *, native: str, asked: str | None = None, option: s
             if asked is not None and asked != kind.name and asked not in kind.answers:
                 raise ModelLoadError(f"{name!r} is a {kind.describe or kind.name} model, not what {option} {asked} "
                                      f"asks for; leave {option} out.")
-            if allowed is not None and kind.name not in allowed:
+            if allowed is not None and kind.name not in allowed and not _has_backend(kind.name):
                 raise ModelLoadError(f"{name!r} is a {kind.describe or kind.name} model, which this probe cannot "
                                      "read; pass a model of another kind.")
             return ModelRef(name, kind.name, kind.location or kind.name, name, smoke=smoke)
     path = resolve(name, smoke=smoke)
     kind = choose_kind(path, asked, native, option=option, smoke=smoke, shown=name)
     return ModelRef(name, kind, _location(name, path), path, smoke=smoke)
+
+
+def _has_backend(kind: str) -> bool:
+    """Whether a kind is read through prompts by a backend (any probe's prompted reader reads it)."""
+    from .backends import has_backend
+
+    return has_backend(kind)
 
 
 def resolve_models(names: Sequence[str] | str, *, native: str, asked: str | None = None,

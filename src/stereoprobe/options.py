@@ -63,7 +63,7 @@ class RunOptions:
     * ``concurrency`` / ``max_requests`` — served models (:mod:`stereoprobe.served`): requests in flight at once
       (None: 16), and a budget of requests for the run (the requests answered under this object; None: none) that
       stops cleanly; the same call goes on.
-    * ``samples`` / ``temperature`` — served models on the generated rung: answers per question (1: greedy) and
+    * ``samples`` / ``temperature`` — the generated rung (local or served): answers per question (1: greedy) and
       their temperature (None: 0 for one sample, 1.0 for several); S is then the share of the answers naming a
       subject.
     * ``tokenizer`` — served chat models on the exact rung: the model's own tokenizer (a hub id or a folder), whose

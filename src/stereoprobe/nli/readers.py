@@ -6,10 +6,10 @@ probe's frame (one row per pair: :func:`stereoprobe.nli.scoring.load_probabiliti
 :mod:`stereoprobe.nli.measures`), through the score store:
 
 * ``nli`` — a three-way classifier, its labels found by name (:mod:`stereoprobe.nli.scoring`);
-* ``causal`` — a causal or chat LM asked zero-shot through NLI prompt templates, its label words renormalised, one
-  report row per template (:mod:`stereoprobe.nli.score_causal`);
-* ``served`` — a model behind a server or an API through the same templates, one row each on the rung of the ladder
-  that reads it (:mod:`stereoprobe.nli.score_served`).
+* ``causal`` and ``served`` — a causal or chat LM, local or behind a server, asked zero-shot through NLI prompt
+  templates, one report row per template on the rung of the ladder its backend reads it on
+  (:mod:`stereoprobe.backends`, :mod:`stereoprobe.nli.score_served`; a local model's exact rows through the score
+  store, :mod:`stereoprobe.nli.score_causal`).
 
 :func:`register_reader` adds a reader for a new kind of model (:func:`stereoprobe.modelref.register_kind`).
 """
@@ -26,8 +26,8 @@ from ..modelref import CAUSAL, SERVED, ModelRef, Readers, RowKey
 from ..options import RunOptions
 from .templates import TemplateSpec
 
-__all__ = ["Pairs", "Reader", "READERS", "register_reader", "reader_for", "ClassifierReader", "CausalReader",
-           "ServedReader", "prompted"]
+__all__ = ["Pairs", "Reader", "READERS", "register_reader", "reader_for", "ClassifierReader", "PromptedReader",
+           "prompted"]
 
 
 @dataclass(frozen=True)
@@ -74,37 +74,12 @@ class ClassifierReader:
         return load_probabilities(ref, spec, label_order=ask.label_orders.get(ref.name), options=options)
 
 
-class CausalReader:
-    """A causal or chat LM, zero-shot through every NLI template asked (:mod:`stereoprobe.nli.score_causal`): one row
-    ``(model, "nli", template)`` each, with the mass of the label words."""
+class PromptedReader:
+    """A causal or chat LM, local or behind a server, zero-shot through every NLI template asked: one row
+    ``(model, "nli", template)`` each on the rung its backend chooses (:mod:`stereoprobe.backends`,
+    :mod:`stereoprobe.nli.score_served`), with the mass of the label words."""
 
     prompted = True  # read through the report's prompt templates
-
-    def rows(self, ref: ModelRef, ask: Pairs) -> list[RowKey]:
-        return [RowKey(ref.label, "nli", t.name) for t in ask.templates]
-
-    def template(self, ask: Pairs, row: RowKey):
-        for t in ask.templates:
-            if t.name == row.template:
-                return t
-        raise StereoprobeError(f"No NLI template named {row.template!r} was asked for.")
-
-    def score(self, ref, ask, row, spec, options):
-        from .score_causal import score_causal_pairs
-
-        return score_causal_pairs(ref, spec, self.template(ask, row), chat=ask.chat, options=options)
-
-    def frame(self, ref, ask, row, spec, options):
-        from .score_causal import load_causal_probabilities
-
-        return load_causal_probabilities(ref, spec, self.template(ask, row), chat=ask.chat, options=options)
-
-
-class ServedReader:
-    """A model behind a server or an API through every NLI template asked, one row each on the rung of the ladder
-    that reads it (:mod:`stereoprobe.nli.score_served`)."""
-
-    prompted = True
 
     def rows(self, ref: ModelRef, ask: Pairs) -> list[RowKey]:
         from .score_served import rows
@@ -112,7 +87,14 @@ class ServedReader:
         return rows(ref, ask)
 
     def score(self, ref, ask, row, spec, options):
-        """Ask the server what the store lacks; returns the row's frame (a served model's store is its answers)."""
+        """A local model's exact row: the complete store run; any other row is read into its frame."""
+        from ..backends import backend_for
+        from .score_served import _template
+
+        if not row.rung and backend_for(ref, options).stores_exact:
+            from .score_causal import score_causal_pairs
+
+            return score_causal_pairs(ref, spec, _template(ask, row), chat=ask.chat, options=options)
         return self.frame(ref, ask, row, spec, options)
 
     def frame(self, ref, ask, row, spec, options):
@@ -124,8 +106,8 @@ class ServedReader:
 #: The reader of every kind of model Bias-NLI reads (:func:`register_reader` adds one).
 READERS = Readers("Bias-NLI", "stereoprobe.nli.register_reader", {
     "nli": ClassifierReader(),
-    CAUSAL: CausalReader(),
-    SERVED: ServedReader(),
+    CAUSAL: PromptedReader(),
+    SERVED: PromptedReader(),
 })
 #: Read models of a kind (a :class:`~stereoprobe.modelref.ModelKind`'s name) with a reader.
 register_reader = READERS.register

@@ -17,7 +17,15 @@ MEASURES = ("NN", "FN", "T:0.5", "T:0.7")
 
 
 def neutrality_row(probs: pd.DataFrame, *, n_boot: int = 1000, seed: int = 0, aggregate: str = "pair") -> dict:
-    """One table row: each measure's value and CI (``NN, NN_lo, NN_hi, …``) and the number of pairs."""
+    """One table row: each measure's value and CI (``NN, NN_lo, NN_hi, …``) and the number of pairs; a row with no
+    pair to measure (a generated reading whose every answer went unparsed: the pairs with no label are left out) has
+    0 pairs and no values, not an error.
+
+    >>> neutrality_row(pd.DataFrame(columns=list(measures.PROB_COLUMNS)))["pairs"]
+    0
+    """
+    if isinstance(probs, pd.DataFrame) and probs.empty and set(measures.PROB_COLUMNS) <= set(probs.columns):
+        return {"pairs": 0} | {f"{m}{end}": float("nan") for m in MEASURES for end in ("", "_lo", "_hi")}
     t = measures.neutrality(probs, aggregate=aggregate, n_boot=n_boot, seed=seed)
     row: dict = {"pairs": int(t["n"].iloc[0])}
     for m in MEASURES:

@@ -1,11 +1,14 @@
-"""Bias-NLI on a model behind a server or an API, on each rung of the ladder (:mod:`stereoprobe.served.ladder`).
+"""Bias-NLI on a causal or chat LM, local or behind a server, on each rung of the ladder its backend gives
+(:mod:`stereoprobe.backends`, :mod:`stereoprobe.served.ladder`).
 
 Every pair's entailment, neutral and contradiction probabilities, read three ways, each report row saying which:
 
-* **exact** — the log-probabilities of the template's three label words after its plain prompt, renormalised over
-  the three, exactly as a local causal LM gives them (:mod:`stereoprobe.nli.score_causal`), with their mass;
-* **next-token** — the label words' probabilities as the first token the model generates (a word the server spells
-  with more than one token is read by its first, which must differ between the three), renormalised;
+* **exact** — the log-probabilities of the template's three label words after its prompt, renormalised over
+  the three, with their mass (a local model's through the score store, :mod:`stereoprobe.nli.score_causal`; a
+  served model's the same requests);
+* **next-token** — the label words' probabilities as the first token the model generates, renormalised (a word a
+  server spells with more than one token is read by its first, which must differ between the three; a local model
+  needs each word to be one token of its vocabulary);
 * **generated** — the label word generated (greedy) and parsed (:func:`stereoprobe.served.parse.parse_answer`; the
   words themselves are the options, so "Neither" is the neutral word, not an abstention): the pair's probabilities
   are the shares of its answers. A pair whose answers are all unparsed has no label: it is left out of the
@@ -32,13 +35,17 @@ __all__ = ["rows", "frame", "answers"]
 FITS = ("exact", "next-token", "generated")
 
 
-def rows(ref: ModelRef, ask) -> list[RowKey]:
-    """One row per NLI template asked, on the rung the ladder chooses (``ask.rung`` when forced)."""
-    from ..served import capabilities
-    from ..served.ladder import choose
+def rows(ref: ModelRef, ask, options: RunOptions | None = None) -> list[RowKey]:
+    """One row per NLI template asked, on the rung its backend chooses (``ask.rung`` when forced); a local model's
+    exact rows keep their 0.9 labels (no rung named)."""
+    from ..backends import backend_for
 
-    caps = capabilities(ref)
-    return [RowKey(ref.label, "nli", t.name, choose(caps, FITS, ask.rung, ref.name)) for t in ask.templates]
+    backend = backend_for(ref, options)
+    out = []
+    for t in ask.templates:
+        rung = backend.choose(FITS, ask.rung)
+        out.append(RowKey(ref.label, "nli", t.name, "" if backend.stores_exact and rung == "exact" else rung))
+    return out
 
 
 def _template(ask, row: RowKey):
@@ -59,18 +66,20 @@ def _chats(template, pairs) -> list[list[dict]]:
 def answers(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOptions) -> pd.DataFrame:
     """The generated answers of a ``generated`` row: ``pass_id`` (the pair), ``sample``, the raw ``text`` and its
     parse (``kind``: option or unparsed; ``choice``: 0 entailment, 1 neutral, 2 contradiction; ``rule``)."""
-    from ..served import session
-    from ..served.ladder import generated_answers
+    from ..backends import backend_for
+
+    return _answers(backend_for(ref, options), ask, row, spec)
+
+
+def _answers(backend, ask, row: RowKey, spec: TemplateSpec) -> pd.DataFrame:
     from ..served.parse import parse_answer
 
-    s = session(ref, options)
     template = _template(ask, row)
     pairs = list(iter_pairs(spec, 0, count(spec).pairs))
-    texts = generated_answers(s.client, s.journal, _chats(template, pairs), samples=s.samples,
-                              temperature=s.temperature, **s.ask(f"{row.label} · Bias-NLI {spec.probe}"))
+    replies = backend.generate(_chats(template, pairs), desc=f"{row.label} · Bias-NLI {spec.probe}")
     records = []
-    for p, samples in zip(pairs, texts):
-        for j, text in enumerate(samples):
+    for p, samples in zip(pairs, replies):
+        for j, (text, _) in enumerate(samples):
             parsed = parse_answer(text, list(template.words), None, unknown=False)
             records.append({"pass_id": p.index, "sample": j, "text": text, "kind": parsed.kind,
                             "choice": -1 if parsed.choice is None else parsed.choice, "rule": parsed.rule})
@@ -79,35 +88,37 @@ def answers(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOpt
 
 def frame(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOptions) -> pd.DataFrame:
     """The per-pair probabilities of ``row`` in the frame of :func:`stereoprobe.nli.scoring.load_probabilities`,
-    plus ``label_mass`` (exact and next-token); ``attrs["served"]`` as UnQover's
+    plus ``label_mass`` (exact and next-token); a served row's ``attrs["served"]`` as UnQover's
     (:func:`stereoprobe.unqover.score_served.frame`)."""
-    from ..served import session
-    from ..served.chat_exact import exact_reading
-    from ..served.ladder import label_probabilities
+    from ..backends import backend_for
 
-    s = session(ref, options)
+    backend = backend_for(ref, options)
     template = _template(ask, row)
+    rung = row.rung or "exact"
+    if rung == "exact" and backend.stores_exact:  # the store-backed scorer (sharded, resumable, Ray-capable)
+        from .score_causal import load_causal_probabilities
+
+        return load_causal_probabilities(ref, spec, template, chat=ask.chat, options=options)
     pairs = list(iter_pairs(spec, 0, count(spec).pairs))
     meta = pairs_frame(spec)
     desc = f"{row.label} · Bias-NLI {spec.probe}"
-    facts: dict = {"rung": row.rung, "passes": len(pairs)}
-    before = s.counts()
+    facts: dict = {"rung": rung, "passes": len(pairs)}
+    before = backend.counts()
     keep = np.ones(len(pairs), dtype=bool)
-    if row.rung == "exact":
-        _, lp, facts["chat"] = exact_reading(
-            s, lambda tok, chat: [r for p in pairs for r in pair_requests(template, tok, chat, p.premise,
-                                                                            p.hypothesis)], ask.chat, desc)
+    if rung == "exact":
+        _, lp, facts["chat"] = backend.loglikelihood(
+            lambda tok, chat: [r for p in pairs for r in pair_requests(template, tok, chat, p.premise,
+                                                                        p.hypothesis)], ask.chat, desc)
         probs, mass = renormalised(lp.reshape(-1, 3))
         meta["label_mass"] = mass
         facts["label_mass"] = float(mass.mean())
-    elif row.rung == "next-token":
-        raw, mass, bounded = label_probabilities(s.client, s.journal, _chats(template, pairs), list(template.words),
-                                                 s.caps.top_k, **s.ask(desc))
+    elif rung == "next-token":
+        raw, mass, bounded = backend.label_probabilities(_chats(template, pairs), list(template.words), desc=desc)
         probs = raw / raw.sum(axis=1, keepdims=True)
         meta["label_mass"] = mass
         facts.update(label_mass=float(mass.mean()), bounded=float(bounded.mean()))
     else:
-        parsed = answers(ref, ask, row, spec, options)
+        parsed = _answers(backend, ask, row, spec)
         counts = np.zeros((len(pairs), 3))
         position = {p.index: i for i, p in enumerate(pairs)}
         for pid, choice in zip(parsed["pass_id"], parsed["choice"]):
@@ -119,5 +130,6 @@ def frame(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOptio
     for k, column in enumerate(PROB_COLUMNS):
         meta[column] = probs[:, k]
     meta = meta[keep].reset_index(drop=True)
-    meta.attrs["served"] = s.finish(desc, facts, before)
+    if hasattr(backend, "session"):  # a served row says what it cost and who answered (the report's served table)
+        meta.attrs["served"] = backend.session.finish(desc, facts, before)
     return meta

@@ -8,12 +8,11 @@ in stream order), through the score store, and says which columns are the model'
 
 * ``mcq`` — a multiple-choice encoder: one logit per choice (:mod:`stereoprobe.sodapop.score_mcq`), with its
   debiased variants when asked;
-* ``causal`` — a causal or chat LM through an ``mcq`` prompt template: each choice's log-likelihood, read two ways,
-  ``acc`` (summed) and ``acc_norm`` (per character, lm-evaluation-harness's), two rows
-  (:mod:`stereoprobe.sodapop.score_causal`);
-* ``served`` — a model behind a server or an API through the same template on a rung of the served ladder: on the
-  exact rung ``acc`` and ``acc_norm`` as for a local causal LM, on the next-token and generated rungs the letter it
-  answers each question with (:mod:`stereoprobe.sodapop.score_served`).
+* ``causal`` and ``served`` — a causal or chat LM, local or behind a server, through an ``mcq`` prompt template on
+  a rung of the ladder its backend gives (:mod:`stereoprobe.backends`): on the exact rung each choice's
+  log-likelihood read two ways, ``acc`` (summed) and ``acc_norm`` (per character, lm-evaluation-harness's), two rows
+  (a local model's through the score store, :mod:`stereoprobe.sodapop.score_causal`); on the next-token and
+  generated rungs the letter it answers each question with (:mod:`stereoprobe.sodapop.score_served`).
 
 :func:`register_reader` adds a reader for a new kind of model (:func:`stereoprobe.modelref.register_kind`).
 """
@@ -30,7 +29,7 @@ from ..modelref import CAUSAL, SERVED, ModelRef, Readers, RowKey
 from ..options import RunOptions
 
 __all__ = ["Choices", "Reading", "Reader", "READERS", "register_reader", "reader_for", "EncoderReader",
-           "CausalReader", "ServedReader"]
+           "PromptedReader"]
 
 
 @dataclass(frozen=True)
@@ -94,16 +93,26 @@ class EncoderReader:
         return score_choices(ref, units, config, variants=ask.variants, join=ask.join, options=options)
 
 
-class CausalReader:
-    """A causal or chat LM through an ``mcq`` template: ``acc`` and ``acc_norm``
-    (:func:`~stereoprobe.sodapop.score_causal.score_causal_choices`)."""
+class PromptedReader:
+    """A causal or chat LM, local or behind a server, through an ``mcq`` template on the rung its backend chooses or
+    the user forces (:mod:`stereoprobe.backends`, :mod:`stereoprobe.sodapop.score_served`): on the exact rung
+    ``acc`` and ``acc_norm`` (a local model's through the score store,
+    :func:`~stereoprobe.sodapop.score_causal.score_causal_choices`), on a letter rung one ``letter`` row
+    (:func:`~stereoprobe.sodapop.score_served.letter_frame`); a served model's rows marked with the rung, a local
+    model's exact rows as in 0.9 (no rung named)."""
+
+    prompted = True  # read through a prompt template
 
     def check(self, ref: ModelRef, ask: Choices) -> None:
+        from ..backends import backend_for
+        from .score_served import check
+
         if ask.variants or ask.join:
             raise StereoprobeError("Debiased variants and join are for multiple-choice encoders; a causal LM reads "
                                    "the prompt template's layout.")
         template(ask.template)
-        if ref.tokenizer() is not None:
+        check(ref, ask.rung, ask.chat)
+        if backend_for(ref, None).stores_exact and ref.tokenizer() is not None:
             ref.chat(ask.chat)
 
     def describe(self, ref: ModelRef, ask: Choices) -> str:
@@ -111,44 +120,27 @@ class CausalReader:
         return f" through the {template(ask.template).name} prompt"
 
     def readings(self, ref: ModelRef, ask: Choices) -> list[Reading]:
-        return [Reading(RowKey(ref.label, "acc"), "", None), Reading(RowKey(ref.label, "acc_norm"), "_norm", "norm")]
-
-    def logits(self, ref, units, config, ask, options):
-        from .score_causal import score_causal_choices
-
-        return score_causal_choices(ref, units, config, template(ask.template), chat=ask.chat, options=options)
-
-
-class ServedReader(CausalReader):
-    """A model behind a server or an API through an ``mcq`` template, on the rung the ladder chooses or the user
-    forces (:mod:`stereoprobe.sodapop.score_served`): on the exact rung ``acc`` and ``acc_norm``
-    (:func:`~stereoprobe.sodapop.score_served.score_served_choices`), on a letter rung one ``letter`` row
-    (:func:`~stereoprobe.sodapop.score_served.letter_frame`); rows marked with the rung."""
-
-    def check(self, ref: ModelRef, ask: Choices) -> None:
-        from .score_served import check
-
-        if ask.variants or ask.join:
-            raise StereoprobeError("Debiased variants and join are for multiple-choice encoders; a served model reads "
-                                   "the prompt template's layout.")
-        template(ask.template)
-        check(ref, ask.rung, ask.chat)
-
-    def readings(self, ref: ModelRef, ask: Choices) -> list[Reading]:
+        from ..backends import backend_for
         from .score_served import rung_of
 
         rung = rung_of(ref, ask.rung)
         if rung != "exact":
             return [Reading(RowKey(ref.label, "letter", "", rung), "", None)]
-        return [Reading(RowKey(ref.label, "acc", "", "exact"), "", None),
-                Reading(RowKey(ref.label, "acc_norm", "", "exact"), "_norm", "norm")]
+        tag = "" if backend_for(ref, None).stores_exact else "exact"
+        return [Reading(RowKey(ref.label, "acc", "", tag), "", None),
+                Reading(RowKey(ref.label, "acc_norm", "", tag), "_norm", "norm")]
 
     def logits(self, ref, units, config, ask, options):
+        from ..backends import backend_for
         from .score_served import letter_frame, rung_of, score_served_choices
 
-        rung = rung_of(ref, ask.rung)
+        rung = rung_of(ref, ask.rung, options)
         if rung != "exact":
             return letter_frame(ref, units, config, template(ask.template), rung, options=options)
+        if backend_for(ref, options).stores_exact:
+            from .score_causal import score_causal_choices
+
+            return score_causal_choices(ref, units, config, template(ask.template), chat=ask.chat, options=options)
         return score_served_choices(ref, units, config, template(ask.template), chat=ask.chat, options=options)
 
 
@@ -163,8 +155,8 @@ def template(asked):
 #: The reader of every kind of model SODAPOP's multiple-choice items are put to (:func:`register_reader` adds one).
 READERS = Readers("SODAPOP", "stereoprobe.sodapop.register_reader", {
     "mcq": EncoderReader(),
-    CAUSAL: CausalReader(),
-    SERVED: ServedReader(),
+    CAUSAL: PromptedReader(),
+    SERVED: PromptedReader(),
 })
 #: Read models of a kind (a :class:`~stereoprobe.modelref.ModelKind`'s name) with a reader.
 register_reader = READERS.register

@@ -1,17 +1,20 @@
-"""SODAPOP with a model behind a server or an API as the multiple-choice model, on each rung of the served ladder.
+"""SODAPOP with a causal or chat LM, local or behind a server, as the multiple-choice model, on each rung of the
+ladder its backend gives (:mod:`stereoprobe.backends`).
 
 * **exact** (:mod:`stereoprobe.served.ladder`) — each distinct (name, context, choice) gets the log-probability of
   the choice after the ``mcq`` template's prompt (through the chat template where the model has one,
   :mod:`stereoprobe.served.chat_exact`), as a local causal LM gives it
-  (:mod:`stereoprobe.sodapop.score_causal`): ``acc`` (summed) and ``acc_norm`` (per character, the whitespace moved
-  from the prompt counted as lm-evaluation-harness counts it); the analysis follows unchanged.
+  (:mod:`stereoprobe.sodapop.score_causal`, which reads a local model's through the score store): ``acc`` (summed)
+  and ``acc_norm`` (per character, the whitespace moved from the prompt counted as lm-evaluation-harness counts
+  it); the analysis follows unchanged.
 * **next-token** and **generated** — the letter rungs: one chat request per multiple-choice question, the
   template's user text followed by the three options lettered A–C in the item's slot order (HELM's layout,
   :func:`stereoprobe.served.prompting.lettered`) and the instruction to answer with a letter. A question has one
   score per slot rather than one per distinct choice (the letters' probabilities depend on the other two options
   and their order), so the frame has a row per (question, slot) (:func:`letter_frame`) and
   :func:`stereoprobe.sodapop.score_mcq.outcomes` reads it per question. Next-token: the letters' probabilities as
-  the first generated token (the label mass and the share of bounded letters reported); the model's answer is the
+  the first generated token (the label mass and the share of bounded letters reported; a local model's over its
+  whole vocabulary, never bounded); the model's answer is the
   letter with the highest probability. Generated: the answer generated (greedy, or ``samples`` at a temperature),
   parsed (:func:`stereoprobe.served.parse.parse_answer`); the model's answer is the option most of its samples
   name. A question with no single answer (every letter outside the returned top-k, an abstention, an unparsed
@@ -40,13 +43,12 @@ __all__ = ["FITS", "rung_of", "check", "score_served_choices", "question_message
 FITS = ("exact", "next-token", "generated")
 
 
-def rung_of(ref: ModelRef, rung: str | None) -> str:
-    """The rung ``ref`` is read on: ``rung`` when forced (refused when the endpoint lacks it), else the best it
-    gives (:func:`stereoprobe.served.ladder.choose`)."""
-    from ..served import capabilities
-    from ..served.ladder import choose
+def rung_of(ref: ModelRef, rung: str | None, options: RunOptions | None = None) -> str:
+    """The rung ``ref`` is read on: ``rung`` when forced (refused when its backend lacks it), else the best it
+    gives (:meth:`stereoprobe.backends.Backend.choose`)."""
+    from ..backends import backend_for
 
-    return choose(capabilities(ref), FITS, rung, ref.name)
+    return backend_for(ref, options).choose(FITS, rung)
 
 
 def check(ref: ModelRef, rung: str | None, chat: bool | None) -> str:
@@ -57,27 +59,27 @@ def check(ref: ModelRef, rung: str | None, chat: bool | None) -> str:
 
 def score_served_choices(ref: ModelRef, units: Sequence[Unit], config: GenerationConfig, template, *,
                          chat: bool | None = None, options: RunOptions | None = None) -> pd.DataFrame:
-    """Log-likelihood of every distinct (name, context, choice) under the served model ``ref`` through ``template``
-    (task ``mcq``; through the chat template as a local chat model is read, unless ``chat`` is False or the server
-    cannot give it: :func:`stereoprobe.served.chat_exact.uses_chat`), asking the server what its journal lacks: the
-    frame of :func:`stereoprobe.sodapop.score_causal.score_causal_choices` (``logit``, ``logit_norm``),
+    """Log-likelihood of every distinct (name, context, choice) under the model ``ref`` through ``template`` (task
+    ``mcq``; through the chat template as a local chat model is read, unless ``chat`` is False or a server cannot
+    give it: :func:`stereoprobe.served.chat_exact.uses_chat`), asked of its backend
+    (:meth:`stereoprobe.backends.Backend.loglikelihood`): the frame of
+    :func:`stereoprobe.sodapop.score_causal.score_causal_choices` (``logit``, ``logit_norm``), a served model's
     ``attrs["served"]`` as UnQover's."""
+    from ..backends import backend_for
     from ..causal import split_whitespace
-    from ..served import session
-    from ..served.chat_exact import exact_reading
 
-    run = as_options(options)
-    s = session(ref, run)
-    before = s.counts()
-    reqs, lp, use_chat = exact_reading(
-        s, lambda tok, chat: [r for u in units for r in unit_requests(u, config, template, tok, chat)], chat,
-        f"{ref.label} · mcq:{template.name}")
+    backend = backend_for(ref, as_options(options))
+    before = backend.counts()
+    desc = f"{ref.label} · mcq:{template.name}"
+    reqs, lp, use_chat = backend.loglikelihood(
+        lambda tok, chat: [r for u in units for r in unit_requests(u, config, template, tok, chat)], chat, desc)
     chars = np.array([len(split_whitespace(p, c)[1]) for p, c in reqs], dtype=np.float64)
     frame = pd.DataFrame([(k, u.name, u.context.index, c) for k, u in enumerate(units)
                           for c in unit_choices(u, mcqs_of(u, config))], columns=["unit", "name", "context", "choice"])
     frame["logit"], frame["logit_norm"] = lp, lp / np.maximum(chars, 1)
-    frame.attrs["served"] = s.finish(f"{ref.label} · mcq:{template.name}", {"rung": "exact", "passes": len(reqs),
-                                                                            "chat": use_chat}, before)
+    if hasattr(backend, "session"):
+        frame.attrs["served"] = backend.session.finish(desc, {"rung": "exact", "passes": len(reqs), "chat": use_chat},
+                                                       before)
     return frame
 
 
@@ -112,20 +114,22 @@ def _questions(units: Sequence[Unit], config: GenerationConfig) -> pd.DataFrame:
 def answers(ref: ModelRef, units: Sequence[Unit], config: GenerationConfig, template, *,
             options: RunOptions | None = None) -> pd.DataFrame:
     """The generated answers, one per question and sample: ``unit, name, context, mcq, sample``, the raw ``text``
-    as the server returned it and its parse (``kind``: option, unknown or unparsed; ``choice``: the slot 0–2, -1
+    as the model returned it and its parse (``kind``: option, unknown or unparsed; ``choice``: the slot 0–2, -1
     for none; ``rule``)."""
-    from ..served import session
-    from ..served.ladder import generated_answers
+    from ..backends import backend_for
+
+    return _answers(backend_for(ref, as_options(options)), ref, units, config, template)
+
+
+def _answers(backend, ref, units, config, template) -> pd.DataFrame:
     from ..served.parse import parse_answer
 
-    s = session(ref, as_options(options))
     questions = _questions(units, config)
     chats = [m for u in units for m in question_messages(u, config, template)]
-    texts = generated_answers(s.client, s.journal, chats, samples=s.samples, temperature=s.temperature,
-                              **s.ask(f"{ref.label} · mcq:{template.name} [generated]"))
+    replies = backend.generate(chats, desc=f"{ref.label} · mcq:{template.name} [generated]")
     records = []
-    for q, shown in zip(questions.itertuples(index=False), texts):
-        for j, text in enumerate(shown):
+    for q, shown in zip(questions.itertuples(index=False), replies):
+        for j, (text, _) in enumerate(shown):
             parsed = parse_answer(text, [getattr(q, c) for c in LETTERS], LETTERS)
             records.append({"unit": q.unit, "name": q.name, "context": q.context, "mcq": q.mcq, "sample": j,
                             "text": text, "kind": parsed.kind, "choice": -1 if parsed.choice is None else parsed.choice,
@@ -138,33 +142,34 @@ def letter_frame(ref: ModelRef, units: Sequence[Unit], config: GenerationConfig,
                  options: RunOptions | None = None) -> pd.DataFrame:
     """Every question's three slots scored on a letter rung (module doc): one row per (question, slot) with
     ``unit, name, context, mcq, slot, choice`` and ``logit`` — the letter's log-probability (next-token) or the
-    share of the samples naming the slot (generated); ``attrs["served"]``: the rung, the questions, the label mass
-    and share of bounded letters, or the shares of abstentions and unparsed answers, and what it cost."""
-    from ..served import session
-    from ..served.ladder import label_probabilities
+    share of the samples naming the slot (generated); a served model's ``attrs["served"]``: the rung, the
+    questions, the label mass and share of bounded letters, or the shares of abstentions and unparsed answers, and
+    what it cost."""
+    from ..backends import backend_for
 
     if rung not in ("next-token", "generated"):
         raise StereoprobeError(f"{rung!r} is not a letter rung; choose next-token or generated.")
-    s = session(ref, as_options(options))
-    before = s.counts()
+    run = as_options(options)
+    backend = backend_for(ref, run)
+    before = backend.counts()
     questions = _questions(units, config)
     desc = f"{ref.label} · mcq:{template.name} [{rung}]"
     facts: dict = {"rung": rung, "passes": len(questions)}
     if rung == "next-token":
         chats = [m for u in units for m in question_messages(u, config, template)]
-        probs, mass, bounded = label_probabilities(s.client, s.journal, chats, LETTERS, s.caps.top_k, **s.ask(desc))
+        probs, mass, bounded = backend.label_probabilities(chats, LETTERS, desc=desc)
         with np.errstate(divide="ignore"):
             scores = np.log(probs)
         facts.update(label_mass=float(mass.mean()) if len(mass) else float("nan"),
                      bounded=float(bounded.mean()) if len(bounded) else float("nan"))
     else:
-        raw = answers(ref, units, config, template, options=options)
+        raw = _answers(backend, ref, units, config, template)
         picks = np.zeros((len(questions), len(LETTERS)))
         keys = pd.MultiIndex.from_frame(questions[["unit", "mcq"]])
         rows = keys.get_indexer(pd.MultiIndex.from_frame(raw[["unit", "mcq"]]))
         chosen = raw["choice"].to_numpy() >= 0
         np.add.at(picks, (rows[chosen], raw["choice"].to_numpy()[chosen]), 1.0)
-        scores = picks / max(s.samples, 1)
+        scores = picks / max(run.samples or 1, 1)
         facts.update(unknown=float((raw["kind"] == "unknown").mean()) if len(raw) else float("nan"),
                      unparsed=float((raw["kind"] == "unparsed").mean()) if len(raw) else float("nan"))
     slots = len(LETTERS)
@@ -172,5 +177,6 @@ def letter_frame(ref: ModelRef, units: Sequence[Unit], config: GenerationConfig,
     frame["slot"] = np.tile(np.arange(slots), len(questions))
     frame["choice"] = questions[list(LETTERS)].to_numpy().ravel() if len(questions) else []
     frame["logit"] = scores.ravel()
-    frame.attrs["served"] = s.finish(desc, facts, before)
+    if hasattr(backend, "session"):
+        frame.attrs["served"] = backend.session.finish(desc, facts, before)
     return frame

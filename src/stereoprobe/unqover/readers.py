@@ -8,10 +8,11 @@ score store:
 * ``qa`` — an extractive-QA model: S from its span probabilities (:mod:`stereoprobe.unqover.score_qa`);
 * ``lm``, ``lm-bert``, ``lm-roberta`` — a masked LM: S from its fill at the mask
   (:mod:`stereoprobe.unqover.score_lm`), ``lm`` reading the subject lists of its own tokenizer;
-* ``causal`` — a causal or chat LM: S from the log-probability of each subject after a prompt, one report row per
-  scorer and template (:mod:`stereoprobe.unqover.score_causal`);
-* ``served`` — a model behind a server or an API: the same templates, one row each on the rung of the ladder that
-  reads it (:mod:`stereoprobe.unqover.score_served`).
+* ``causal`` and ``served`` — a causal or chat LM, local or behind a server: one row per template on the rung of
+  the ladder its backend reads it on (:mod:`stereoprobe.backends`, :mod:`stereoprobe.unqover.score_served`): S from
+  the log-probability of each subject after the prompt (exact; a local model's through the score store,
+  :mod:`stereoprobe.unqover.score_causal`), the letters as the first generated token (next-token), or the answer
+  generated and parsed (generated).
 
 A model gives one or more report rows (:class:`~stereoprobe.modelref.RowKey`); the report engine
 (:func:`stereoprobe.unqover.report.model_report`) asks each model's reader for its rows and their frames and never
@@ -33,7 +34,7 @@ from ..options import RunOptions
 from .generate import DatasetSpec
 
 __all__ = ["Passes", "Reader", "READERS", "register_reader", "reader_for", "SpanReader", "MaskedLMReader",
-           "CausalReader", "ServedReader", "prompted"]
+           "PromptedReader", "prompted"]
 
 
 @dataclass(frozen=True)
@@ -137,59 +138,28 @@ def flag_degenerate(label: str, model, frame: pd.DataFrame) -> str | None:
     return why
 
 
-class CausalReader:
-    """A causal or chat LM through prompt templates: one row per scorer and template
-    (:mod:`stereoprobe.unqover.score_causal`)."""
+class PromptedReader:
+    """A causal or chat LM, local or behind a server, through prompt templates: one row per template on the rung its
+    backend chooses (:mod:`stereoprobe.backends`; :mod:`stereoprobe.unqover.score_served` reads every rung)."""
 
     prompted = True  # read through the report's prompt templates
-
-    def rows(self, ref: ModelRef, ask: Passes) -> list[RowKey]:
-        """One row per template: scored (the subjects' log-probabilities), or generated and parsed where thinking is
-        on or ``rung`` asks for ``generated`` (the served ladder's other rung, ``next-token``, is a server's)."""
-        if ask.rung == "next-token":
-            raise StereoprobeError(f"{ref.name!r} is a local causal LM, read exactly (its log-probabilities) or by "
-                                   "generating; rung next-token is a served model's; pass rung exact or generated.")
-        rung = "generated" if ask.thinking or ask.rung == "generated" else ""
-        return [RowKey(ref.label, t.task.removeprefix("unqover-"), t.name, rung, ask.thinking_tag)
-                for t in ask.templates]
-
-    def template(self, ask: Passes, row: RowKey):
-        for t in ask.templates:
-            if t.task == f"unqover-{row.scorer}" and t.name == row.template:
-                return t
-        raise StereoprobeError(f"No {row.scorer} template named {row.template!r} was asked for.")
-
-    def score(self, ref: ModelRef, ask: Passes, row: RowKey, options: RunOptions):
-        from .score_causal import causal_spec, score_causal
-
-        if row.rung == "generated":
-            return self.frame(ref, ask, row, options)
-        return score_causal(ref, causal_spec(ask.spec), self.template(ask, row), chat=ask.chat, options=options,
-                            shard_passes=ask.shard_passes, thinking=ask.thinking)
-
-    def frame(self, ref: ModelRef, ask: Passes, row: RowKey, options: RunOptions) -> pd.DataFrame:
-        from .score_causal import causal_spec, generated_frame, load_causal_scores
-
-        if row.rung == "generated":
-            return generated_frame(ref, ask.spec, self.template(ask, row), thinking=ask.thinking,
-                                   think_budget=ask.think_budget, options=options)
-        return load_causal_scores(ref, causal_spec(ask.spec), self.template(ask, row), chat=ask.chat,
-                                  options=options, shard_passes=ask.shard_passes, thinking=ask.thinking)
-
-
-class ServedReader:
-    """A model behind a server or an API through prompt templates: one row per template on the rung of the ladder
-    that reads it (:mod:`stereoprobe.unqover.score_served`)."""
-
-    prompted = True
 
     def rows(self, ref: ModelRef, ask: Passes) -> list[RowKey]:
         from .score_served import rows
 
         return rows(ref, ask)
 
-    def score(self, ref: ModelRef, ask: Passes, row: RowKey, options: RunOptions) -> pd.DataFrame:
-        """Ask the server what the store lacks; returns the row's frame (a served model's store is its answers)."""
+    def score(self, ref: ModelRef, ask: Passes, row: RowKey, options: RunOptions):
+        """A local model's exact row: the complete :class:`~stereoprobe.store.StoreRun`; any other row is read
+        into its frame (a served model's store, and a generated reading's, is its answers)."""
+        from ..backends import backend_for
+        from .score_served import _template
+
+        if not row.rung and backend_for(ref, options).stores_exact:
+            from .score_causal import causal_spec, score_causal
+
+            return score_causal(ref, causal_spec(ask.spec), _template(ask, row), chat=ask.chat, options=options,
+                                shard_passes=ask.shard_passes, thinking=ask.thinking)
         return self.frame(ref, ask, row, options)
 
     def frame(self, ref: ModelRef, ask: Passes, row: RowKey, options: RunOptions) -> pd.DataFrame:
@@ -204,8 +174,8 @@ READERS = Readers("UnQover", "stereoprobe.unqover.register_reader", {
     "lm": MaskedLMReader(),
     "lm-bert": MaskedLMReader(),
     "lm-roberta": MaskedLMReader(),
-    CAUSAL: CausalReader(),
-    SERVED: ServedReader(),
+    CAUSAL: PromptedReader(),
+    SERVED: PromptedReader(),
 })
 #: Read models of a kind (a :class:`~stereoprobe.modelref.ModelKind`'s name) with a reader.
 register_reader = READERS.register

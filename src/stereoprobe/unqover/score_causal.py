@@ -232,59 +232,21 @@ def generated_answers(model: str, spec: DatasetSpec, template: PromptTemplate, *
                       think_budget: int | None = None, options: RunOptions | None = None) -> pd.DataFrame:
     """The generated reading of a local causal LM, its replies: the chat messages a server's generated rung sends
     (:func:`stereoprobe.unqover.generated.chat_passes`, through the model's own chat template, ``thinking`` its
-    switch), the reply generated greedily (:func:`stereoprobe.causal.generate`: up to ``think_budget`` tokens of
-    reasoning and 64 of answer) and parsed as a served reply is (:func:`~stereoprobe.unqover.generated.parse_replies`:
-    a reply cut inside its reasoning is unparsed): one row per pass with the reply's ``text``, its ``reasoning`` and
-    its parse. Each reply is kept the moment its batch ends, as a served model's answers are
-    (:class:`stereoprobe.served.journal.Journal`, ``<store>/generated/<model>.sqlite``, under the hash of its prompt
-    and generation settings), so a second call generates nothing and a killed one resumes with what it has."""
-    import hashlib
-    import json
+    switch), the reply generated greedily in batches (:class:`stereoprobe.backends.Local`: up to ``think_budget``
+    tokens of reasoning and 64 of answer) and parsed as a served reply is
+    (:func:`~stereoprobe.unqover.generated.parse_replies`: a reply cut inside its reasoning is unparsed): one row per
+    pass with the reply's ``text``, its ``reasoning`` and its parse. Each reply is kept the moment its batch ends,
+    as a served model's answers are (``<store>/generated/<model>.sqlite``), so a second call generates nothing and a
+    killed one resumes with what it has."""
+    from ..backends import Local
+    from ..modelref import RowKey
+    from .readers import Passes
+    from .score_served import _answers
 
-    from ..batching import progress
-    from ..causal import generate, has_chat_template, has_thinking_switch, scorer_for
-    from ..models import model_fingerprint
-    from ..served.journal import Journal
-    from ..served.ladder import ANSWER_TOKENS
-    from .generated import chat_passes, parse_replies
-
-    run = as_options(options)
-    spec = causal_spec(spec)
-    tok = load_tokenizer(model, smoke=run.smoke)
-    if tok is None or not has_chat_template(tok):
-        raise StereoprobeError(f"{str(model)!r} has no chat template, so it cannot be asked for a generated answer; "
-                               "read it on the exact rung (leave rung and thinking out).")
-    if thinking is not None and not has_thinking_switch(tok):
-        raise StereoprobeError(f"The chat template of {str(model)!r} has no enable_thinking switch, so thinking="
-                               f"{thinking} cannot be asked of it; leave thinking out for this model.")
-    examples = list(iter_examples(spec, 0, count(spec).ordered_examples))
-    chats, labels = chat_passes(template, examples)
-    extra = {} if thinking is None else {"enable_thinking": bool(thinking)}
-    prompts = [tok.apply_chat_template(m, add_generation_prompt=True, tokenize=False, **extra) for m in chats]
-    max_new = ANSWER_TOKENS + (int(think_budget) if think_budget else 0)
-    fp = model_fingerprint(model, smoke=run.smoke)
-    journal = Journal(run.score_store().root / "generated" / f"{hashlib.sha256(fp.encode()).hexdigest()[:24]}.sqlite")
-    settings = {"max_new_tokens": max_new, "precision": run.precision, "device": str(run.device)}
-    keys = [hashlib.sha256(json.dumps([prompt, settings], sort_keys=True).encode()).hexdigest() for prompt in prompts]
-    have = journal.get_many(keys)
-    todo = [i for i, k in enumerate(keys) if k not in have]
-    if todo:
-        scorer = scorer_for(model, device=run.device, smoke=run.smoke, precision=run.precision)
-        chunk = 64  # replies kept per step: a killed run loses at most one step
-        steps = progress(range(0, len(todo), chunk), total=-(-len(todo) // chunk), disable=not run.show_progress,
-                         desc=f"{progress_label(model)} · {template.name} · generating ({len(todo):,} replies, "
-                              f"{chunk} a step)")
-        for lo in steps:
-            part = todo[lo:lo + chunk]
-            texts = generate(scorer.model, scorer.tokenizer, [prompts[i] for i in part], max_new_tokens=max_new)
-            for i, text in zip(part, texts):
-                answer = {"text": text, "model": fp}
-                journal.put(keys[i], "local-generate", {"prompt": prompts[i], **settings}, answer)
-                have[keys[i]] = answer
-    journal.close()
-    texts = [have[k]["text"] for k in keys]
-    row = f"{progress_label(model)} · {template.name}"
-    return parse_replies(template, examples, labels, [[(t, "")] for t in texts], row if thinking else None)
+    row = RowKey(progress_label(model), template.task.removeprefix("unqover-"), template.name, "generated",
+                 "" if thinking is None else "on" if thinking else "off")
+    ask = Passes(spec, templates=(template,), thinking=thinking, think_budget=think_budget)
+    return _answers(Local(model, options), ask, row)
 
 
 def generated_frame(model: str, spec: DatasetSpec, template: PromptTemplate, **kwargs) -> pd.DataFrame:

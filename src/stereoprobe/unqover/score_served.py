@@ -42,16 +42,17 @@ LABEL_MASS_WARN = 0.1
 __all__ = ["fits", "rows", "frame", "answers"]
 
 
-def fits(template, thinking: bool | None = None) -> tuple[str, ...]:
+def fits(template, thinking: bool | None = None, exact_thinks: bool = False) -> tuple[str, ...]:
     """The rungs a template can be read on: a choice template whose options show their letters all three, any
     other the exact and generated rungs; with thinking on only the generated rung (the answer comes after the
-    reasoning, which neither a plain prompt nor the first generated token has), with thinking off only the chat
-    rungs (a plain prompt, the exact rung's, has no chat template to switch)."""
+    reasoning, which neither a scored prompt nor the first generated token has), with thinking off only the chat
+    rungs (a plain prompt, a server's exact rung, has no chat template to switch), and the exact rung too where
+    ``exact_thinks`` (a local model: its chat template is applied here, with an empty think block before the cue)."""
     if thinking:
         return ("generated",)
     lettered = template.task == "unqover-choice" and "{label}" in template.option
     rungs = ("exact", "next-token", "generated") if lettered else ("exact", "generated")
-    return rungs[1:] if thinking is False else rungs
+    return rungs[1:] if thinking is False and not exact_thinks else rungs
 
 
 def _template(ask, row: RowKey):
@@ -71,69 +72,78 @@ def _examples(spec):
 
 def answers(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
     """The generated answers of a ``generated`` row, one per pass and sample: ``pass_id``, ``sample``, the raw
-    ``text`` as the server returned it, the ``reasoning`` (the server's reasoning field, or the think block of the
+    ``text`` as the model returned it, the ``reasoning`` (a server's reasoning field, or the think block of the
     text; empty without), and its parse (``kind``: option, unknown — the unknown option or an
     abstention in words — or unparsed; ``choice``: 0 for the slot-1 subject, 1 for slot 2, else -1; ``rule``)."""
-    from ..served import session
-    from ..served.ladder import generated_replies
+    from ..backends import backend_for
 
     if row.rung != "generated":
-        raise StereoprobeError(f"{row.label} is read on the {row.rung} rung; only generated rows have answers.")
-    s = session(ref, options)
+        raise StereoprobeError(f"{row.label} is read on the {row.rung or 'exact'} rung; only generated rows have "
+                               "answers.")
+    return _answers(backend_for(ref, options), ask, row)
+
+
+def _answers(backend, ask, row: RowKey) -> pd.DataFrame:
     template = _template(ask, row)
     examples, _ = _examples(causal_spec(ask.spec))
     chats, labels = chat_passes(template, examples)
-    replies = generated_replies(s.client, s.journal, chats, samples=s.samples, temperature=s.temperature,
-                                thinking=ask.thinking, think_budget=ask.think_budget,
-                                **s.ask(f"{row.label} · {ask.spec.dataset}"))
+    replies = backend.generate(chats, thinking=ask.thinking, think_budget=ask.think_budget,
+                               desc=f"{row.label} · {ask.spec.dataset}")
     return parse_replies(template, examples, labels, replies, row.label if ask.thinking else None)
 
 
-def rows(ref: ModelRef, ask) -> list[RowKey]:
-    """One row per template asked (:class:`~stereoprobe.unqover.readers.Passes`), on the rung the ladder chooses
-    for it: ``ask.rung`` when forced, else the best the endpoint gives that the template fits."""
-    from ..served import capabilities
-    from ..served.ladder import choose
+def rows(ref: ModelRef, ask, options: RunOptions | None = None) -> list[RowKey]:
+    """One row per template asked (:class:`~stereoprobe.unqover.readers.Passes`), on the rung its backend chooses
+    for it (:meth:`stereoprobe.backends.Backend.choose`): ``ask.rung`` when forced, else the best the backend gives
+    that the template fits. A local model's exact rows keep their 0.9 labels (no rung named: the default reading)."""
+    from ..backends import backend_for
 
-    caps = capabilities(ref)
-    return [RowKey(ref.label, t.task.removeprefix("unqover-"), t.name,
-                   choose(caps, fits(t, ask.thinking), ask.rung, ref.name), ask.thinking_tag) for t in ask.templates]
+    backend = backend_for(ref, options)
+    out = []
+    for t in ask.templates:
+        rung = backend.choose(fits(t, ask.thinking, backend.stores_exact), ask.rung)
+        out.append(RowKey(ref.label, t.task.removeprefix("unqover-"), t.name,
+                          "" if backend.stores_exact and rung == "exact" else rung, ask.thinking_tag))
+    return out
 
 
 def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
     """The per-example scores of ``row`` in the columns of :func:`stereoprobe.unqover.score_qa.load_scores`
-    (asking the server what the store lacks); ``attrs["served"]``: the rung, the passes, the label mass and the
-    share of bounded labels (next-token), of abstentions and of unparsed answers (generated), and the model ids and
-    system fingerprints the server reported."""
-    from ..served import session
-    from ..served.chat_exact import exact_reading
-    from ..served.ladder import label_probabilities
+    (asking the backend what its store lacks); a served row's ``attrs["served"]``: the rung, the passes, the label
+    mass and the share of bounded labels (next-token), of abstentions and of unparsed answers (generated), and the
+    model ids and system fingerprints the server reported."""
+    from ..backends import backend_for
 
+    backend = backend_for(ref, options)
+    rung = row.rung or "exact"
     template = _template(ask, row)
-    if row.rung not in fits(template, ask.thinking):
+    if rung not in fits(template, ask.thinking, backend.stores_exact):
         why = ("thinking on is read on the generated rung only (the answer comes after the reasoning)" if ask.thinking
                else "thinking off is read on the chat rungs (a plain prompt has no thinking to switch)"
-               if ask.thinking is False and row.rung == "exact"
+               if ask.thinking is False and rung == "exact"
                else f"its template is read on the {', '.join(fits(template))} rungs")
         raise StereoprobeError(f"{row.label}: {why}; pass one of those rungs, or leave rung out.")
-    s = session(ref, options)
+    if rung == "exact" and backend.stores_exact:  # the store-backed scorer (sharded, resumable, Ray-capable)
+        from .score_causal import load_causal_scores
+
+        return load_causal_scores(ref, causal_spec(ask.spec), template, chat=ask.chat, options=options,
+                                  shard_passes=ask.shard_passes, thinking=ask.thinking)
     examples, meta = _examples(causal_spec(ask.spec))
     desc = f"{row.label} · {ask.spec.dataset}"
-    facts: dict = {"rung": row.rung, "passes": 2 * len(examples)}
-    before = s.counts()
+    facts: dict = {"rung": rung, "passes": 2 * len(examples)}
+    before = backend.counts()
     u = x = None
-    if row.rung == "exact":
-        _, lp, facts["chat"] = exact_reading(s, lambda tok, chat: pass_requests(template, tok, chat, examples),
-                                             ask.chat, desc)
+    if rung == "exact":
+        _, lp, facts["chat"] = backend.loglikelihood(
+            lambda tok, chat: pass_requests(template, tok, chat, examples), ask.chat, desc)
         lp = lp.reshape(-1, len(columns(template)))
         if template.unknown is None:
             s1, s2 = normalised(lp[:, 0], lp[:, 1])
         else:
             s1, s2, u = shares(lp).T
-    elif row.rung == "next-token":
+    elif rung == "next-token":
         chats, labels = chat_passes(template, examples)
-        probs, mass, bounded = label_probabilities(s.client, s.journal, chats, labels, s.caps.top_k,
-                                                   thinking=ask.thinking, **s.ask(desc))
+        probs, mass, bounded = backend.label_probabilities(chats, labels, thinking=ask.thinking, desc=desc)
         p = probs / probs.sum(axis=1, keepdims=True)
         s1, s2 = p[:, 0], p[:, 1]
         u = p[:, 2] if template.unknown is not None else None
@@ -145,8 +155,9 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
                           "thinks by default pass thinking off (--thinking off), or read it on the generated rung.",
                           stacklevel=2)
     else:
-        s1, s2, u, x = answer_shares(answers(ref, ask, row, options))
+        s1, s2, u, x = answer_shares(_answers(backend, ask, row))
         facts.update(unknown=float(u.mean()), unparsed=float(x.mean()))
     meta = per_example(meta, s1, s2, u, x)
-    meta.attrs["served"] = s.finish(desc, facts, before)
+    if hasattr(backend, "session"):  # a served row says what it cost and who answered (the report's served table)
+        meta.attrs["served"] = backend.session.finish(desc, facts, before)
     return meta

@@ -1,0 +1,203 @@
+"""The backend seam (stereoprobe.backends, issue 52): a local chat LM answers the three calls a served one answers,
+on every rung of every probe, with the numbers the same weights give behind a server (the reference server,
+stereoprobe.served.reference, which answers one request at a time); batched local generation equals one-at-a-time
+generation."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from stereoprobe import RunOptions
+from stereoprobe.backends import Local, backend_for, label_ids
+from stereoprobe.errors import StereoprobeError
+from stereoprobe.modelref import RowKey, resolve_model
+from stereoprobe.prompts import template
+from stereoprobe.unqover.generate import DatasetSpec
+
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fresh_probes")]
+MODEL = "lab:chat-biased"
+SPEC = DatasetSpec("gender", sample=12, seed=5)
+LETTERS = template("letters-unknown", "unqover-choice")
+COLUMNS = ["s1_pos", "s2_pos", "s1_neg", "s2_neg", "u_pos", "u_neg"]
+
+
+def opts(tmp_path, name="store") -> RunOptions:
+    return RunOptions(device="cpu", smoke=True, progress=False, store=tmp_path / name)
+
+
+def _unqover(ref, rung, run, thinking=False):
+    from stereoprobe.unqover.readers import Passes
+    from stereoprobe.unqover.score_served import frame, rows
+
+    ask = Passes(SPEC, templates=(LETTERS,), thinking=thinking, rung=rung)
+    (row,) = rows(ref, ask, run)
+    return row, frame(ref, ask, row, run)
+
+
+def test_local_rungs_give_the_served_numbers(tmp_path):
+    """Next-token: the letters' probabilities of the first generated token, local (the whole vocabulary) and served
+    (its top 20), within 1e-4; generated: the same greedy replies, batched here and one at a time there."""
+    from stereoprobe.served.reference import serving
+
+    local = resolve_model(MODEL, native="qa", smoke=True)
+    got = {}
+    for rung in ("next-token", "generated"):
+        row, got[rung] = _unqover(local, rung, opts(tmp_path))
+        assert row == RowKey(local.label, "choice", LETTERS.name, rung, "off")
+        assert "served" not in got[rung].attrs
+    with serving(MODEL, service="chatlab", smoke=True) as name:
+        served = resolve_model(name, native="qa")
+        for rung in ("next-token", "generated"):
+            row, theirs = _unqover(served, rung, opts(tmp_path, "served"))
+            assert theirs.attrs["served"]["rung"] == rung
+            np.testing.assert_allclose(got[rung][COLUMNS].to_numpy(float), theirs[COLUMNS].to_numpy(float),
+                                       atol=1e-4, err_msg=rung)
+    # what the rows read is not degenerate: the letters take the first token, and some answers name a person
+    assert got["next-token"][["u_pos", "u_neg"]].to_numpy().max() < 1
+    assert got["generated"][["x_pos", "x_neg"]].to_numpy().mean() < 0.2
+
+
+def test_batched_generation_is_one_at_a_time_generation(tmp_path):
+    from stereoprobe.causal import generate, scorer_for
+
+    backend = Local(resolve_model(MODEL, native="qa", smoke=True), opts(tmp_path))
+    from stereoprobe.unqover.generate import count, iter_examples
+    from stereoprobe.unqover.generated import chat_passes
+
+    chats, _ = chat_passes(LETTERS, list(iter_examples(SPEC, 0, count(SPEC).ordered_examples)))
+    prompts = backend._render(chats, False)
+    scorer = scorer_for(MODEL, device="cpu", smoke=True)
+    batched = generate(scorer.model, scorer.tokenizer, prompts, max_new_tokens=24, batch_size=16)
+    alone = generate(scorer.model, scorer.tokenizer, prompts, max_new_tokens=24, batch_size=1)
+    assert len(set(map(len, prompts))) > 1  # the batches were padded
+    assert batched == alone
+
+
+def test_the_store_keeps_local_answers_and_a_second_call_computes_nothing(tmp_path):
+    ref = resolve_model(MODEL, native="qa", smoke=True)
+    run = opts(tmp_path)
+    first = _unqover(ref, "next-token", run)[1]
+    backend = Local(ref, run)
+    from stereoprobe.unqover.generate import count, iter_examples
+    from stereoprobe.unqover.generated import chat_passes
+
+    chats, labels = chat_passes(LETTERS, list(iter_examples(SPEC, 0, count(SPEC).ordered_examples)))
+    probs, mass, bounded = backend.label_probabilities(chats, labels, thinking=False)
+    assert backend.counts() == {"requests": 0, "from_store": len(chats)}
+    assert not bounded.any() and (mass <= 1 + 1e-6).all()
+    p = probs / probs.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(p[0::2, 0], first["s1_pos"].to_numpy(), atol=1e-12)
+
+
+def test_every_probe_reads_a_local_chat_model_on_every_rung(tmp_path):
+    """UnQover, Bias-NLI and SODAPOP read a local chat model on the chat rungs through the same calls as a served
+    one; a label word the vocabulary spells with several tokens is refused on the next-token rung, not guessed."""
+    from stereoprobe import nli, sodapop, unqover
+
+    run = opts(tmp_path)
+    kw = dict(names_per_group=1, depth=1, cap=4, n_perm=10, pairs=["AA_m:EA_m"], options=run)
+    for rung in ("next-token", "generated"):
+        rep = unqover.report(MODEL, "gender", sample=8, seed=5, templates=["letters-unknown"], thinking=False,
+                             rung=rung, n_boot=20, options=run)
+        assert rep["intensity"]["model"].tolist() == [f"{MODEL} · choice:letters-unknown [{rung}, thinking off]"]
+        assert "served" not in rep
+        rep = sodapop.report(MODEL, "lab:mlm-biased", rung=rung, **kw)
+        assert rep["units"]["answered"].between(0, 1).all() and "answered" in rep.title
+        units = rep["units"]  # a unit whose questions all went unanswered has no accuracy, and only such a unit
+        assert (units["accuracy"].isna() == (units["answered"] == 0)).all() and units["answered"].gt(0).any()
+    rep = nli.report(MODEL, "gender", sample=8, templates="true-false-neither", rung="generated", n_boot=20,
+                     options=run)
+    assert rep["gender"]["model"].tolist() in ([f"{MODEL} · nli:true-false-neither [generated]"], [])
+    with pytest.raises(StereoprobeError, match="No token .* is the label.*'True'"):
+        nli.report(MODEL, "gender", sample=8, templates="true-false-neither", rung="next-token", n_boot=20,
+                   options=run)
+
+
+def test_a_model_without_a_chat_template_is_refused_on_the_chat_rungs(tmp_path):
+    ref = resolve_model("lab:causal-biased", native="qa", smoke=True)
+    assert backend_for(ref, opts(tmp_path)).stores_exact
+    with pytest.raises(StereoprobeError, match="has no chat template.*exact rung"):
+        _unqover(ref, "generated", opts(tmp_path), thinking=None)
+
+
+def test_a_label_the_vocabulary_lacks_is_refused_in_one_line():
+    from stereoprobe.models import load_tokenizer
+
+    tok = load_tokenizer(MODEL, smoke=True)
+    assert all(ids for ids in label_ids(tok, ["A", "B", "C"]))
+    with pytest.raises(StereoprobeError, match="No token .* is the label.*'Xylophone'"):
+        label_ids(tok, ["A", "Xylophone"])
+
+
+# -- a new backend, from its own module alone ------------------------------------------------------------------
+class AlwaysFirst:
+    """A backend that answers from a table, not a model: the first label takes 0.7 of the first token (the others
+    0.2, 0.1), every reply is "A", and a continuation's log-probability is minus its length."""
+
+    stores_exact = False
+    TABLE = (0.7, 0.2, 0.1)
+
+    def __init__(self, ref, options):
+        self.name, self.asked = ref.name, 0
+
+    def why_not(self, rung):
+        return None
+
+    def choose(self, fits, forced):
+        return forced or fits[0]
+
+    def loglikelihood(self, build, chat, desc=""):
+        reqs = build(None, False)
+        self.asked += len(reqs)
+        return reqs, np.array([-float(len(c)) for _, c in reqs]), False
+
+    def label_probabilities(self, messages, labels, *, thinking=None, desc=""):
+        self.asked += len(messages)
+        row = np.array([self.TABLE[i] if i < 3 else 0.0 for i in range(len(labels))])
+        return np.tile(row, (len(messages), 1)), np.full(len(messages), row.sum()), np.zeros(len(messages), bool)
+
+    def generate(self, messages, *, thinking=None, think_budget=None, desc=""):
+        self.asked += len(messages)
+        return [[("A", "")] for _ in messages]
+
+    def counts(self):
+        return {"requests": self.asked}
+
+
+@pytest.fixture
+def table_backend():
+    from stereoprobe.backends import _BACKENDS, register_backend
+    from stereoprobe.modelref import ModelKind, register_kind, unregister_kind
+
+    register_kind(ModelKind("table", claims=lambda name: name.startswith("table:"), fingerprint=lambda ref: "table",
+                            tokenizer=lambda ref: None, describe="answers from a table"))
+    register_backend("table", AlwaysFirst)
+    yield
+    unregister_kind("table")
+    _BACKENDS.pop("table", None)
+
+
+def test_a_new_backend_gets_full_reports_of_all_three_probes_on_every_rung(table_backend, tmp_path):
+    """Registered with its kind and nothing else (no reader, no edit of a probe), a backend is read by each probe's
+    prompted reader, and the reports measure what it answers: always the first letter is δ = |0.7 − 0.2| / 0.9 on
+    the next-token rung and 1 on the generated rung, μ = 0 (the order cancels, Li et al. 2020, Eq. 5); two labels of
+    one length tie on the exact rung (δ = 0); Bias-NLI's neutral word, second, takes 0.2."""
+    from stereoprobe import nli, sodapop, unqover
+
+    run = RunOptions(device="cpu", smoke=True, progress=False, store=tmp_path / "store")
+    want = {"exact": 0.0, "next-token": 0.5 / 0.9, "generated": 1.0}
+    for rung, delta in want.items():
+        rep = unqover.report("table:a", "gender", sample=20, templates=["letters"], rung=rung, n_boot=20, options=run)
+        errors = rep["reasoning_errors"].set_index("model")
+        assert list(errors.index) == [f"table:a · choice:letters [{rung}]"]
+        assert errors["delta"].iloc[0] == pytest.approx(delta, abs=1e-9), rung
+        assert rep["intensity"]["mu"].iloc[0] == pytest.approx(0.0, abs=1e-9)
+    nt = nli.report("table:a", "gender", sample=10, templates="true-false-neither", rung="next-token", n_boot=20,
+                    options=run)["gender"]
+    assert nt["model"].tolist() == ["table:a · nli:true-false-neither [next-token]"]
+    assert nt["NN"].iloc[0] == pytest.approx(0.2) and nt["FN"].iloc[0] == 0
+    sp = sodapop.report("table:a", "lab:mlm-biased", names_per_group=1, depth=1, cap=4, n_perm=10,
+                        pairs=["AA_m:EA_m"], rung="generated", options=run)
+    assert sp["units"]["answered"].eq(1).all() and sp["units"]["accuracy"].between(0, 1).all()
