@@ -92,7 +92,7 @@ def main() -> None:
     from stereoprobe.served.ladder import chat_body
     from stereoprobe.unqover.api import dataset_spec
     from stereoprobe.unqover.generate import count, iter_examples
-    from stereoprobe.unqover.score_served import _chat_passes
+    from stereoprobe.unqover.prompted import _chat_passes
 
     spec = dataset_spec("gender", sample=args.sample)
     examples = list(iter_examples(spec, 0, count(spec).ordered_examples))

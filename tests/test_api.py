@@ -228,23 +228,18 @@ def test_the_api_page_builds_with_warnings_as_errors(tmp_path):
     assert "The UnQover datasets" in page and "The eight demographic groups" in page
 
 
-def test_moved_names_still_work_with_a_warning():
+def test_the_old_homes_of_0_8_are_gone():
     """0.8.0 moved the chapters' tables, display and plots into the book layer, the corpora below the probes, renamed
-    sodapop.abc: every old name still answers, with a DeprecationWarning naming its new home."""
+    sodapop.abc, and kept the old names for one release with a DeprecationWarning; 0.9.0 removes them."""
     import importlib
 
-    cases = {"stereoprobe.unqover.tables": ("gather", "paper_table5"), "stereoprobe.nli.tables": ("measures_table",
-             "reference"), "stereoprobe.display": ("styled",), "stereoprobe.plots": ("rank_plot",),
-             "stereoprobe.zoo.wordnet": ("mlm_corpus",), "stereoprobe.zoo.nli_corpus": ("generate_splits",),
-             "stereoprobe.unqover.score_causal": ("template_spread",), "stereoprobe.nli.scoring": ("DEFAULT_MODEL",)}
-    for module, names in cases.items():
-        for name in names:
-            with pytest.warns(DeprecationWarning, match=f"{module}.{name} moved to"):
-                assert getattr(importlib.import_module(module), name) is not None
+    for module in ("stereoprobe.unqover.tables", "stereoprobe.nli.tables", "stereoprobe.display", "stereoprobe.plots",
+                   "stereoprobe.zoo.wordnet", "stereoprobe.zoo.nli_corpus"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(module)
     from stereoprobe import sodapop
+    from stereoprobe.nli import scoring
+    from stereoprobe.unqover import score_causal
 
-    with pytest.warns(DeprecationWarning, match="abc_model"):
-        assert sodapop.abc.TRAITS
-    with pytest.warns(DeprecationWarning):
-        from stereoprobe.nli.scoring import DEFAULT_MODEL
-    assert DEFAULT_MODEL == "zoo:minilm-nli"
+    for module, name in ((sodapop, "abc"), (scoring, "DEFAULT_MODEL"), (score_causal, "template_spread")):
+        assert not hasattr(module, name), name

@@ -6,7 +6,6 @@ generation."""
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from stereoprobe import RunOptions
@@ -29,7 +28,7 @@ def opts(tmp_path, name="store") -> RunOptions:
 
 def _unqover(ref, rung, run, thinking=False):
     from stereoprobe.unqover.readers import Passes
-    from stereoprobe.unqover.score_served import frame, rows
+    from stereoprobe.unqover.prompted import frame, rows
 
     ask = Passes(SPEC, templates=(LETTERS,), thinking=thinking, rung=rung)
     (row,) = rows(ref, ask, run)

@@ -1,5 +1,7 @@
-"""The lab chat pair's plants recovered through the probes (issue 39.3): locally and through a served endpoint (the
-reference server, stereoprobe.served.reference) on every rung it gives, on the real UnQover gender questions.
+"""The lab chat pair's plants recovered through the probes (issue 39.3), on every rung, on the real UnQover gender
+questions: locally (the chat rungs through stereoprobe.backends.Local, which tests/test_backends.py holds equal to the
+same weights served), and on the exact rung also through a served endpoint (the reference server,
+stereoprobe.served.reference) against the local reading.
 
 lab:chat-biased answers P1's occupations (nurse, secretary, dancer / firefighter, pilot, astronaut) with the planted
 gender whether it thinks or not, P2's (stereoprobe.zoo.lab_chat.THINKING_PLANTED) only when it thinks, and abstains
@@ -80,7 +82,8 @@ def _check(frame, model: str, *, thinking: bool, where: str, floor: float = 0.3)
 
 @pytest.mark.parametrize("model", [BIASED, CONTROL])
 def test_local_unknown_option_and_generation(model, tmp_path):
-    from stereoprobe.unqover.score_causal import generated_frame, load_causal_scores
+    from stereoprobe.unqover.score_causal import load_causal_scores
+    from stereoprobe.unqover.prompted import generated_frame
 
     run = opts(tmp_path)
     scored = load_causal_scores(model, SPEC, template("letters-unknown", "unqover-choice"), options=run)
@@ -94,34 +97,32 @@ def test_local_unknown_option_and_generation(model, tmp_path):
 
 
 @pytest.mark.parametrize("model", [BIASED, CONTROL])
-def test_served_on_every_rung(model, tmp_path):
+def test_every_rung(model, tmp_path):
+    """The chat rungs read locally, through the backend seam (stereoprobe.backends.Local: the next token's whole
+    distribution, replies generated in batches), which gives the numbers of the same weights behind the reference
+    server (tests/test_backends.py checks them equal to 1e-4 on every chat rung)."""
     from stereoprobe import unqover
     from stereoprobe.modelref import RowKey, resolve_model
-    from stereoprobe.served import capabilities
-    from stereoprobe.served.reference import serving
+    from stereoprobe.unqover.prompted import frame
     from stereoprobe.unqover.readers import Passes
-    from stereoprobe.unqover.score_served import frame
 
     run = opts(tmp_path)
     spec = DatasetSpec("gender", sample=150, seed=5)
     letters = template("letters-unknown", "unqover-choice")
-    with serving(model, service="chatlab", smoke=True) as name:
-        assert capabilities(name).rungs() == ["exact", "next-token", "generated"]
-        ref = resolve_model(name, native="qa")
-        # the chat rungs with thinking off (P1 shows either way); the exact rung gives the local reading's numbers
-        # (test_served_exact_rung_is_the_local_reading), whose plant the local tests above check
-        for rung in ("next-token", "generated"):
-            row = RowKey(ref.label, "choice", letters.name, rung, "off")
-            got = frame(ref, Passes(spec, templates=(letters,), thinking=False), row, run)
-            _check(got, model, thinking=False, where=f"served {rung}, letters-unknown",
-                   floor=0.3 if rung == "generated" else 0.1)
-        # left to its template's default (thinking on) the model opens a think block: the letters take almost none
-        # of the first token's probability, which the rung says
-        with pytest.warns(UserWarning, match=r"the labels took 0\.\d% of the first generated token's probability"):
-            frame(ref, Passes(DatasetSpec("gender", sample=10, seed=5), templates=(letters,)),
-                  RowKey(ref.label, "choice", letters.name, "next-token"), run)
-        rep = unqover.report(name, "gender", sample=150, seed=5, templates=["qa"], thinking="both", think_budget=32,
-                             n_boot=200, options=run)
+    ref = resolve_model(model, native="qa", smoke=True)
+    # the chat rungs with thinking off (P1 shows either way); the exact rung's plant is checked above
+    for rung in ("next-token", "generated"):
+        row = RowKey(ref.label, "choice", letters.name, rung, "off")
+        got = frame(ref, Passes(spec, templates=(letters,), thinking=False), row, run)
+        _check(got, model, thinking=False, where=f"{rung}, letters-unknown", floor=0.3 if rung == "generated" else 0.1)
+    # left to its template's default (thinking on) the model opens a think block: the letters take almost none
+    # of the first token's probability, which the rung says
+    with pytest.warns(UserWarning, match=r"the labels took 0\.\d% of the first generated token's probability"):
+        frame(ref, Passes(DatasetSpec("gender", sample=10, seed=5), templates=(letters,)),
+              RowKey(ref.label, "choice", letters.name, "next-token"), run)
+    # thinking both ways, each read by generating (like with like: two shares of generated answers)
+    rep = unqover.report(model, "gender", sample=150, seed=5, templates=["qa"], thinking="both", think_budget=32,
+                         rung="generated", n_boot=200, options=run)
     shift = rep["thinking_shift"].iloc[0]
     # thinking surfaces P2: it answers where it abstained, so μ rises when an abstention counts as no preference (the
     # answered reading compares P1's cells with P1's and P2's, both planted: no shift to speak of there), and the
@@ -161,7 +162,7 @@ def test_local_replies_are_kept_and_a_killed_run_resumes(tmp_path, monkeypatch):
     import sqlite3
 
     from stereoprobe import causal
-    from stereoprobe.unqover.score_causal import generated_answers
+    from stereoprobe.unqover.prompted import generated_answers
 
     run, spec, qa = opts(tmp_path), DatasetSpec("gender", sample=6, seed=5), template("qa", "unqover-answer")
     first = generated_answers(BIASED, spec, qa, thinking=True, think_budget=32, options=run)
@@ -193,7 +194,7 @@ def test_the_same_name_served_twice_in_one_run(tmp_path):
     from stereoprobe.modelref import RowKey, resolve_model
     from stereoprobe.served.reference import serving
     from stereoprobe.unqover.readers import Passes
-    from stereoprobe.unqover.score_served import frame
+    from stereoprobe.unqover.prompted import frame
 
     run, letters = opts(tmp_path), template("letters-unknown", "unqover-choice")
     got = []

@@ -14,7 +14,7 @@ from stereoprobe.modelref import RowKey, resolve_model
 from stereoprobe.prompts import template
 from stereoprobe.unqover.api import dataset_spec
 from stereoprobe.unqover.readers import Passes
-from stereoprobe.unqover.score_served import answers, frame
+from stereoprobe.unqover.prompted import answers, frame
 
 REFERENCE = sys.modules["stereoprobe_test_served_reference"]  # tests/conftest.py loads it, and has lab_lm
 NAME = "openai-api/ref/ref-model"

@@ -98,7 +98,7 @@ def test_sodapop_letter_rungs_answer_each_question_with_a_letter(server, tmp_pat
     from stereoprobe.prompts import template
     from stereoprobe.sodapop.probe import GridConfig
     from stereoprobe.sodapop.distractors import generate
-    from stereoprobe.sodapop.score_served import answers, letter_frame, question_messages
+    from stereoprobe.sodapop.prompted import answers, letter_frame, question_messages
 
     run = opts(tmp_path)
     kw = dict(names_per_group=1, depth=1, cap=4, n_perm=10, pairs=["AA_m:EA_m"], options=run)
@@ -166,7 +166,7 @@ def test_next_token_rung_reads_the_letters_probabilities(server, tmp_path):
 
     from stereoprobe.served.prompting import letters_instruction, messages
     from stereoprobe.unqover.generate import iter_examples
-    from stereoprobe.unqover.score_served import frame
+    from stereoprobe.unqover.prompted import frame
     from stereoprobe.unqover.readers import Passes
     from stereoprobe.modelref import RowKey, resolve_model
     from stereoprobe.prompts import template
@@ -199,7 +199,7 @@ def test_generated_rung_keeps_abstentions_and_unparsed_apart(server, tmp_path):
     from stereoprobe.prompts import template
     from stereoprobe.unqover.api import dataset_spec
     from stereoprobe.unqover.readers import Passes
-    from stereoprobe.unqover.score_served import answers, frame
+    from stereoprobe.unqover.prompted import answers, frame
 
     ref = resolve_model(NAME, native="qa")
     ask = Passes(dataset_spec("gender", sample=4), templates=(template("qa", "unqover-answer"),))
@@ -382,7 +382,7 @@ def test_samples_give_shares_and_the_run_counts_its_requests(server, tmp_path):
     from stereoprobe.prompts import template
     from stereoprobe.unqover.api import dataset_spec
     from stereoprobe.unqover.readers import Passes
-    from stereoprobe.unqover.score_served import answers, frame
+    from stereoprobe.unqover.prompted import answers, frame
 
     run = opts(tmp_path, samples=3, temperature=1.0)
     ref = resolve_model(NAME, native="qa")

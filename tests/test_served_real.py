@@ -176,7 +176,7 @@ def test_llama_cpp_next_token_and_greedy_answers_match_the_local_model(llama_ser
     from stereoprobe.prompts import template
     from stereoprobe.unqover.api import dataset_spec
     from stereoprobe.unqover.readers import Passes
-    from stereoprobe.unqover.score_served import answers
+    from stereoprobe.unqover.prompted import answers
 
     monkeypatch.setenv("LCPP_BASE_URL", llama_server)
     name, run = "openai-api/lcpp/smollm2", RunOptions(device="cpu", progress=False, store=tmp_path / "store")
@@ -201,7 +201,7 @@ def _letter_gaps(smol, ref, spec, run) -> list[float]:
     from stereoprobe.served.prompting import letters_instruction, messages
     from stereoprobe.unqover.generate import iter_examples
     from stereoprobe.unqover.readers import Passes
-    from stereoprobe.unqover.score_served import frame
+    from stereoprobe.unqover.prompted import frame
 
     letters = template("letters", "unqover-choice")
     got = frame(ref, Passes(spec, templates=(letters,)), RowKey(ref.label, "choice", "letters", "next-token"), run)
@@ -224,7 +224,7 @@ def test_llama_cpp_reads_sodapop_on_the_letter_rung(llama_server, smol, monkeypa
     from stereoprobe.prompts import template
     from stereoprobe.sodapop.distractors import generate
     from stereoprobe.sodapop.probe import GridConfig
-    from stereoprobe.sodapop.score_served import letter_frame, question_messages
+    from stereoprobe.sodapop.prompted import letter_frame, question_messages
 
     monkeypatch.setenv("LCPP_BASE_URL", llama_server)
     name, run = "openai-api/lcpp/smollm2", RunOptions(device="cpu", progress=False, store=tmp_path / "store")
@@ -291,7 +291,7 @@ def test_transformers_serve_gives_generated_answers_only(transformers_server, sm
     from stereoprobe.prompts import template
     from stereoprobe.unqover.api import dataset_spec
     from stereoprobe.unqover.readers import Passes
-    from stereoprobe.unqover.score_served import answers
+    from stereoprobe.unqover.prompted import answers
 
     spec, qa, ref = dataset_spec("gender", sample=4), template("qa", "unqover-answer"), resolve_model(name, native="qa")
     raw = answers(ref, Passes(spec, templates=(qa,)), RowKey(ref.label, "answer", "qa", "generated"), run)
@@ -330,7 +330,7 @@ def test_transformers_serve_recovers_the_chat_lab_plants(chat_lab_server, model,
     from stereoprobe.unqover.api import dataset_spec
     from stereoprobe.unqover.readers import Passes
     from stereoprobe.unqover.reporting import occupation
-    from stereoprobe.unqover.score_served import frame
+    from stereoprobe.unqover.prompted import frame
     from stereoprobe.zoo.lab_chat import THINKING_PLANTED
     from stereoprobe.zoo.lab_training import DEFAULT_PLANTED
 

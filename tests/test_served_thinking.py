@@ -18,7 +18,7 @@ from stereoprobe.prompts import template
 from stereoprobe.served.endpoint import EndpointError
 from stereoprobe.unqover.api import dataset_spec
 from stereoprobe.unqover.readers import Passes
-from stereoprobe.unqover.score_served import answers
+from stereoprobe.unqover.prompted import answers
 
 REFERENCE = sys.modules["stereoprobe_test_served_reference"]
 NAME = "openai-api/ref/ref-model"

@@ -192,7 +192,7 @@ def test_next_token_and_generated_rungs_against_the_local_model(smol, tmp_path):
     from stereoprobe.prompts import template
     from stereoprobe.unqover.api import dataset_spec
     from stereoprobe.unqover.readers import Passes
-    from stereoprobe.unqover.score_served import answers
+    from stereoprobe.unqover.prompted import answers
 
     run = _run(tmp_path)
     spec, ref = dataset_spec("gender", sample=4), resolve_model(NAME, native="qa")

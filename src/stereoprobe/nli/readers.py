@@ -8,7 +8,7 @@ probe's frame (one row per pair: :func:`stereoprobe.nli.scoring.load_probabiliti
 * ``nli`` — a three-way classifier, its labels found by name (:mod:`stereoprobe.nli.scoring`);
 * ``causal`` and ``served`` — a causal or chat LM, local or behind a server, asked zero-shot through NLI prompt
   templates, one report row per template on the rung of the ladder its backend reads it on
-  (:mod:`stereoprobe.backends`, :mod:`stereoprobe.nli.score_served`; a local model's exact rows through the score
+  (:mod:`stereoprobe.backends`, :mod:`stereoprobe.nli.prompted`; a local model's exact rows through the score
   store, :mod:`stereoprobe.nli.score_causal`).
 
 :func:`register_reader` adds a reader for a new kind of model (:func:`stereoprobe.modelref.register_kind`).
@@ -21,7 +21,6 @@ from typing import Mapping, Protocol, Sequence
 
 import pandas as pd
 
-from ..errors import StereoprobeError
 from ..modelref import CAUSAL, SERVED, ModelRef, Readers, RowKey
 from ..options import RunOptions
 from .templates import TemplateSpec
@@ -77,28 +76,28 @@ class ClassifierReader:
 class PromptedReader:
     """A causal or chat LM, local or behind a server, zero-shot through every NLI template asked: one row
     ``(model, "nli", template)`` each on the rung its backend chooses (:mod:`stereoprobe.backends`,
-    :mod:`stereoprobe.nli.score_served`), with the mass of the label words."""
+    :mod:`stereoprobe.nli.prompted`), with the mass of the label words."""
 
     prompted = True  # read through the report's prompt templates
 
     def rows(self, ref: ModelRef, ask: Pairs) -> list[RowKey]:
-        from .score_served import rows
+        from .prompted import rows
 
         return rows(ref, ask)
 
     def score(self, ref, ask, row, spec, options):
         """A local model's exact row: the complete store run; any other row is read into its frame."""
         from ..backends import backend_for
-        from .score_served import _template
+        from .prompted import template_of
 
         if not row.rung and backend_for(ref, options).stores_exact:
             from .score_causal import score_causal_pairs
 
-            return score_causal_pairs(ref, spec, _template(ask, row), chat=ask.chat, options=options)
+            return score_causal_pairs(ref, spec, template_of(ask, row), chat=ask.chat, options=options)
         return self.frame(ref, ask, row, spec, options)
 
     def frame(self, ref, ask, row, spec, options):
-        from .score_served import frame
+        from .prompted import frame
 
         return frame(ref, ask, row, spec, options)
 

@@ -17,7 +17,6 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..deprecation import moved
 from ..engine import ModelJob
 from ..errors import StereoprobeError
 from ..modelref import progress_label
@@ -28,8 +27,6 @@ from .templates import TemplateSpec, count, fingerprint, iter_pairs, templates
 
 SHARD_PAIRS = 20_000
 PROB_COLUMNS = measures.PROB_COLUMNS
-#: ``DEFAULT_MODEL`` (the zoo's NLI classifier) moved to the zoo in 0.8.0: no zoo name in the probe.
-__getattr__ = moved(__name__, {"DEFAULT_MODEL": "stereoprobe.zoo.providers:DEFAULT_NLI_MODEL"}, since="0.8.0")
 
 
 @dataclass

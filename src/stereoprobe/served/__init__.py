@@ -2,8 +2,9 @@
 
 A served model is named as Inspect names one (:mod:`stereoprobe.served.endpoint`: the server's address and key come
 from ``<SERVICE>_BASE_URL`` and ``<SERVICE>_API_KEY``) and works wherever a model name does: ``-m`` on the command
-line, ``models=[...]`` in the Python API, a profile's model lists. Each probe reads it through its served reader
-(``stereoprobe.unqover.score_served``, ``stereoprobe.nli.score_served``, ``stereoprobe.sodapop.score_served``) on
+line, ``models=[...]`` in the Python API, a profile's model lists. Each probe reads it through its prompted reader
+(``stereoprobe.unqover.prompted``, ``stereoprobe.nli.prompted``, ``stereoprobe.sodapop.prompted``), asking its
+backend (:class:`stereoprobe.backends.Endpoint`) on
 a ladder of scorers (:mod:`stereoprobe.served.ladder`): exact prompt log-probabilities where the server gives them
 and a first-use probe confirms them, the labels' probabilities as the first generated token, or answers generated
 and parsed (:mod:`stereoprobe.served.parse`); each report row says which. Requests go many at a time, retried as a

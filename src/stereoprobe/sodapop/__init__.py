@@ -6,13 +6,12 @@ From Python: :func:`report` (the tables of ``stereoprobe sodapop report``), taki
 encoders, :func:`score_causal_choices` for causal LMs) and the seam a new kind of model plugs into
 (:class:`Choices`, :class:`Reading`, :func:`register_reader`). These names are the probe's public surface (the
 book's *Python API* page); the submodules are its implementation (the ABC-model check is
-:mod:`stereoprobe.sodapop.abc_model`, ``abc`` until 0.8.0).
+:mod:`stereoprobe.sodapop.abc_model`).
 """
 
 from __future__ import annotations
 
 import importlib
-import warnings
 
 from .api import DEFAULT_PAIRS, check_contexts, parse_pair, report
 from .names import GROUPS
@@ -26,10 +25,6 @@ __all__ = ["Choices", "DEFAULT_PAIRS", "GROUPS", "GridConfig", "Reading", "check
 
 
 def __getattr__(name: str):
-    if name == "abc":  # renamed in 0.8.0: a module named abc shadows the standard library's
-        warnings.warn("stereoprobe.sodapop.abc is stereoprobe.sodapop.abc_model since 0.8.0; import that (the old name "
-                      "goes in a later release).", DeprecationWarning, stacklevel=2)
-        return importlib.import_module(f"{__name__}.abc_model")
     if name not in _LAZY:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     return getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)

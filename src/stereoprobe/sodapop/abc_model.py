@@ -320,10 +320,10 @@ def build_mapping_file(path: str | Path, *, date: str = BUILT) -> pd.DataFrame:
     df["mapped"] = ((df["similarity"] >= SIMILARITY) & (df["margin"] >= MARGIN)).astype(int)
     header = [
         f"ABC-model trait poles (Koch et al. 2016; SODAPOP Table 5) of {len(df)} words, {int(df['mapped'].sum())} "
-        f"mapped. Built {date} by stereoprobe.sodapop.abc.build_mapping_file(); automatic, NOT the paper's "
+        f"mapped. Built {date} by stereoprobe.sodapop.abc_model.build_mapping_file(); automatic, NOT the paper's "
         "manual annotation.",
         "Method: nearest of 32 pole centroids (mean unit GloVe 6B 50d vector of the pole's anchors, "
-        "stereoprobe.sodapop.abc.ANCHORS) by cosine; mapped = 1 when similarity >= "
+        "stereoprobe.sodapop.abc_model.ANCHORS) by cosine; mapped = 1 when similarity >= "
         f"{SIMILARITY} and margin (similarity minus that to the same trait's other pole) >= {MARGIN}.",
         "Vocabulary: the words of SODAPOP's printed tables, and WordNet 3.1 adjectives and person nouns among "
         f"GloVe's {VOCAB_RANK} most frequent words (mapping_vocabulary()).",

@@ -87,7 +87,7 @@ def report(mcq_model: str | None = None, mlm: str | None = None, *, names_per_gr
     :mod:`stereoprobe.served`) reads the same template on the rung ``rung`` (None: the best its endpoint gives): on
     the exact rung ``acc`` and ``acc_norm`` as a local causal LM, on ``next-token`` and ``generated`` the letter it
     answers each question with, one ``letter`` row whose ``units`` add ``answered``, the share of questions given
-    one answer (:mod:`stereoprobe.sodapop.score_served`). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`; ``precision="auto"`` is fp32
+    one answer (:mod:`stereoprobe.sodapop.prompted`). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`; ``precision="auto"`` is fp32
     here, the top-10 fills being tie-sensitive: :func:`~stereoprobe.sodapop.distractors.run_precision`). The tables
     are those of ``stereoprobe sodapop report``; ``extra`` holds the :class:`~stereoprobe.sodapop.probe.ProbeRun`
     (``run``) and the success-rate matrix (``sr``).

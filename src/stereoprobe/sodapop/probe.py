@@ -90,7 +90,7 @@ def run_probe(mcq_model: str, mlm: str, grid: GridConfig, *, variants: Sequence[
     scoring over Ray workers (:mod:`stereoprobe.engine`). With an ``mcq`` prompt ``template`` the multiple-choice
     model is a causal LM (:func:`~stereoprobe.sodapop.score_causal.score_causal_choices`, ``chat`` as there): its
     run has the variant ``norm`` (``acc_norm``) beside the plain logits (``acc``). ``rung``: a served model's rung
-    (:mod:`stereoprobe.sodapop.score_served`).
+    (:mod:`stereoprobe.sodapop.prompted`).
     """
     from ..modelref import CAUSAL, ModelRef
     from .readers import READERS, Choices, reader_for

@@ -12,7 +12,7 @@ in stream order), through the score store, and says which columns are the model'
   a rung of the ladder its backend gives (:mod:`stereoprobe.backends`): on the exact rung each choice's
   log-likelihood read two ways, ``acc`` (summed) and ``acc_norm`` (per character, lm-evaluation-harness's), two rows
   (a local model's through the score store, :mod:`stereoprobe.sodapop.score_causal`); on the next-token and
-  generated rungs the letter it answers each question with (:mod:`stereoprobe.sodapop.score_served`).
+  generated rungs the letter it answers each question with (:mod:`stereoprobe.sodapop.prompted`).
 
 :func:`register_reader` adds a reader for a new kind of model (:func:`stereoprobe.modelref.register_kind`).
 """
@@ -95,17 +95,17 @@ class EncoderReader:
 
 class PromptedReader:
     """A causal or chat LM, local or behind a server, through an ``mcq`` template on the rung its backend chooses or
-    the user forces (:mod:`stereoprobe.backends`, :mod:`stereoprobe.sodapop.score_served`): on the exact rung
+    the user forces (:mod:`stereoprobe.backends`, :mod:`stereoprobe.sodapop.prompted`): on the exact rung
     ``acc`` and ``acc_norm`` (a local model's through the score store,
     :func:`~stereoprobe.sodapop.score_causal.score_causal_choices`), on a letter rung one ``letter`` row
-    (:func:`~stereoprobe.sodapop.score_served.letter_frame`); a served model's rows marked with the rung, a local
+    (:func:`~stereoprobe.sodapop.prompted.letter_frame`); a served model's rows marked with the rung, a local
     model's exact rows as in 0.9 (no rung named)."""
 
     prompted = True  # read through a prompt template
 
     def check(self, ref: ModelRef, ask: Choices) -> None:
         from ..backends import backend_for
-        from .score_served import check
+        from .prompted import check
 
         if ask.variants or ask.join:
             raise StereoprobeError("Debiased variants and join are for multiple-choice encoders; a causal LM reads "
@@ -121,7 +121,7 @@ class PromptedReader:
 
     def readings(self, ref: ModelRef, ask: Choices) -> list[Reading]:
         from ..backends import backend_for
-        from .score_served import rung_of
+        from .prompted import rung_of
 
         rung = rung_of(ref, ask.rung)
         if rung != "exact":
@@ -132,7 +132,7 @@ class PromptedReader:
 
     def logits(self, ref, units, config, ask, options):
         from ..backends import backend_for
-        from .score_served import letter_frame, rung_of, score_served_choices
+        from .prompted import letter_frame, rung_of, score_served_choices
 
         rung = rung_of(ref, ask.rung, options)
         if rung != "exact":

@@ -261,7 +261,7 @@ def score_choices(mcq_model: str, units: Sequence[Unit], config: GenerationConfi
 
 def decided(scores: np.ndarray) -> np.ndarray:
     """Each row's answer: the slot with the highest score, or -1 where no single slot has it (a tie, or no finite
-    score) — a question a served model left without one answer (:mod:`stereoprobe.sodapop.score_served`).
+    score) — a question a served model left without one answer (:mod:`stereoprobe.sodapop.prompted`).
 
     >>> decided(np.array([[0.2, 0.7, 0.1], [0.0, 0.0, 0.0], [1.0, 1.0, 0.0], [-np.inf, -np.inf, -np.inf]])).tolist()
     [1, -1, -1, -1]
@@ -279,7 +279,7 @@ def outcomes(units: Sequence[Unit], config: GenerationConfig, logits: pd.DataFra
     context, distractor, wrong`` (picked in at least one failed MCQ) — and summary one row per unit
     with ``mcqs, accuracy``. ``logits`` has a score per distinct choice of a unit (the model's answer to a MCQ is
     the choice of its three with the highest score), or, with an ``mcq`` column, a score per slot of every MCQ
-    (a served model's letter rungs, :func:`stereoprobe.sodapop.score_served.letter_frame`): there a MCQ without one
+    (a served model's letter rungs, :func:`stereoprobe.sodapop.prompted.letter_frame`): there a MCQ without one
     answer (:func:`decided`) is neither right nor wrong, the accuracy is over the MCQs answered and the summary adds
     ``answered``, their share.
     """

@@ -2,7 +2,7 @@
 
 Li et al. (2020) ask a forced choice: S(x1 | τ) and S(x2 | τ) share all of the answer. A model offered an unknown
 option (a template with ``unknown``, :mod:`stereoprobe.prompts`), or one that generates its answer
-(:mod:`stereoprobe.unqover.score_served`), also puts some of it on "unknown" and, generating, some on answers that
+(:mod:`stereoprobe.unqover.prompted`), also puts some of it on "unknown" and, generating, some on answers that
 read as neither (unparsed). Its score frame then says so per pass: ``s1``, ``s2`` are the shares of the two
 subjects, ``u`` the share of the abstention and ``x`` the unparsed share (``u_pos``, ``u_neg``, ``x_pos``,
 ``x_neg``; s1 + s2 + u + x = 1). UnQover's measures are read two ways (:data:`READINGS`):

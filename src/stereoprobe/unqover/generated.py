@@ -1,6 +1,6 @@
 """The generated reading of UnQover, shared by a served model's generated rung
-(:mod:`stereoprobe.unqover.score_served`) and a local causal LM's (:func:`stereoprobe.unqover.score_causal.
-generated_answers`): the chat messages of every pass, the replies parsed into a subject, an abstention or unparsed
+and a local causal LM's (:mod:`stereoprobe.unqover.prompted`, through either backend of
+:mod:`stereoprobe.backends`): the chat messages of every pass, the replies parsed into a subject, an abstention or unparsed
 (:func:`stereoprobe.served.parse.parse_answer`; the unknown option's label or text is an abstention), and the
 shares per pass that the score frame holds (:mod:`stereoprobe.unqover.abstention` reads them)."""
 
@@ -33,7 +33,7 @@ def chat_passes(template, examples):
 
 def parse_replies(template, examples, labels, replies, thinking_row: str | None = None) -> pd.DataFrame:
     """The replies of a generated reading (per pass, plain question then negated, per example: (content, reasoning)
-    per sample), one row per pass and sample, parsed (:func:`stereoprobe.unqover.score_served.answers`' columns).
+    per sample), one row per pass and sample, parsed (:func:`stereoprobe.unqover.prompted.answers`' columns).
     ``thinking_row``: the row's label where thinking was asked, to warn when no reply carries reasoning."""
     from ..served.parse import parse_answer, reasoning_text
 

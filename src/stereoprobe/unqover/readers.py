@@ -9,13 +9,13 @@ score store:
 * ``lm``, ``lm-bert``, ``lm-roberta`` — a masked LM: S from its fill at the mask
   (:mod:`stereoprobe.unqover.score_lm`), ``lm`` reading the subject lists of its own tokenizer;
 * ``causal`` and ``served`` — a causal or chat LM, local or behind a server: one row per template on the rung of
-  the ladder its backend reads it on (:mod:`stereoprobe.backends`, :mod:`stereoprobe.unqover.score_served`): S from
+  the ladder its backend reads it on (:mod:`stereoprobe.backends`, :mod:`stereoprobe.unqover.prompted`): S from
   the log-probability of each subject after the prompt (exact; a local model's through the score store,
   :mod:`stereoprobe.unqover.score_causal`), the letters as the first generated token (next-token), or the answer
   generated and parsed (generated).
 
 A model gives one or more report rows (:class:`~stereoprobe.modelref.RowKey`); the report engine
-(:func:`stereoprobe.unqover.report.model_report`) asks each model's reader for its rows and their frames and never
+(:func:`stereoprobe.unqover.reporting.model_report`) asks each model's reader for its rows and their frames and never
 looks at the kind itself. :func:`register_reader` adds a reader for a new kind of model
 (:func:`stereoprobe.modelref.register_kind`).
 """
@@ -28,7 +28,6 @@ from typing import Protocol, Sequence
 
 import pandas as pd
 
-from ..errors import StereoprobeError
 from ..modelref import CAUSAL, SERVED, ModelRef, Readers, RowKey
 from ..options import RunOptions
 from .generate import DatasetSpec
@@ -140,12 +139,12 @@ def flag_degenerate(label: str, model, frame: pd.DataFrame) -> str | None:
 
 class PromptedReader:
     """A causal or chat LM, local or behind a server, through prompt templates: one row per template on the rung its
-    backend chooses (:mod:`stereoprobe.backends`; :mod:`stereoprobe.unqover.score_served` reads every rung)."""
+    backend chooses (:mod:`stereoprobe.backends`; :mod:`stereoprobe.unqover.prompted` reads every rung)."""
 
     prompted = True  # read through the report's prompt templates
 
     def rows(self, ref: ModelRef, ask: Passes) -> list[RowKey]:
-        from .score_served import rows
+        from .prompted import rows
 
         return rows(ref, ask)
 
@@ -153,17 +152,17 @@ class PromptedReader:
         """A local model's exact row: the complete :class:`~stereoprobe.store.StoreRun`; any other row is read
         into its frame (a served model's store, and a generated reading's, is its answers)."""
         from ..backends import backend_for
-        from .score_served import _template
+        from .prompted import template_of
 
         if not row.rung and backend_for(ref, options).stores_exact:
             from .score_causal import causal_spec, score_causal
 
-            return score_causal(ref, causal_spec(ask.spec), _template(ask, row), chat=ask.chat, options=options,
+            return score_causal(ref, causal_spec(ask.spec), template_of(ask, row), chat=ask.chat, options=options,
                                 shard_passes=ask.shard_passes, thinking=ask.thinking)
         return self.frame(ref, ask, row, options)
 
     def frame(self, ref: ModelRef, ask: Passes, row: RowKey, options: RunOptions) -> pd.DataFrame:
-        from .score_served import frame
+        from .prompted import frame
 
         return frame(ref, ask, row, options)
 

@@ -33,7 +33,6 @@ import numpy as np
 import pandas as pd
 
 from ..causal import PromptJob, resolve_chat
-from ..deprecation import moved
 from ..errors import StereoprobeError
 from ..modelref import progress_label
 from ..models import load_tokenizer
@@ -228,36 +227,6 @@ def score_causal_passes(model: str, spec: DatasetSpec, template: PromptTemplate,
 score_causal = score_causal_passes
 
 
-def generated_answers(model: str, spec: DatasetSpec, template: PromptTemplate, *, thinking: bool | None = None,
-                      think_budget: int | None = None, options: RunOptions | None = None) -> pd.DataFrame:
-    """The generated reading of a local causal LM, its replies: the chat messages a server's generated rung sends
-    (:func:`stereoprobe.unqover.generated.chat_passes`, through the model's own chat template, ``thinking`` its
-    switch), the reply generated greedily in batches (:class:`stereoprobe.backends.Local`: up to ``think_budget``
-    tokens of reasoning and 64 of answer) and parsed as a served reply is
-    (:func:`~stereoprobe.unqover.generated.parse_replies`: a reply cut inside its reasoning is unparsed): one row per
-    pass with the reply's ``text``, its ``reasoning`` and its parse. Each reply is kept the moment its batch ends,
-    as a served model's answers are (``<store>/generated/<model>.sqlite``), so a second call generates nothing and a
-    killed one resumes with what it has."""
-    from ..backends import Local
-    from ..modelref import RowKey
-    from .readers import Passes
-    from .score_served import _answers
-
-    row = RowKey(progress_label(model), template.task.removeprefix("unqover-"), template.name, "generated",
-                 "" if thinking is None else "on" if thinking else "off")
-    ask = Passes(spec, templates=(template,), thinking=thinking, think_budget=think_budget)
-    return _answers(Local(model, options), ask, row)
-
-
-def generated_frame(model: str, spec: DatasetSpec, template: PromptTemplate, **kwargs) -> pd.DataFrame:
-    """The score frame of a local causal LM's generated reading (:func:`generated_answers`, ``kwargs`` as there): per
-    pass the shares of each subject, of abstentions and of unparsed replies (``u``, ``x``)."""
-    from .generated import answer_shares
-
-    return per_example(example_keys(causal_spec(spec)), *answer_shares(generated_answers(model, spec, template,
-                                                                                        **kwargs)))
-
-
 def normalised(logp1: np.ndarray, logp2: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """S of the two subjects: P(x1) / (P(x1) + P(x2)) and its complement, computed stably from log-probabilities.
 
@@ -381,7 +350,6 @@ def causal_frames(model: str, label: str, spec: DatasetSpec, templates: Sequence
 
 
 __all__ = ["SCORERS", "CAUSAL_COLUMNS", "UNKNOWN_COLUMN", "columns", "shares", "per_example", "task_of", "requests", "check_causal", "score_causal", "score_causal_passes",
-           "normalised", "generated_answers", "generated_frame",
+           "normalised",
            "load_causal_scores", "scorer_templates", "causal_spec", "row_label", "causal_frames"]
 
-__getattr__ = moved(__name__, {"template_spread": "stereoprobe.unqover.reporting"}, since="0.8.0")

@@ -139,7 +139,7 @@ ZOO: dict[str, ZooRecipe] = {
                   "synthetic reading comprehension (stereoprobe.zoo.qa_corpus; census first names, balanced)",
                   rank=16, steps=500, batch_size=32, lr=1e-3, n_train=16000, n_heldout=1000, max_length=256),
         ZooRecipe("minilm-nli", "nli", "3-way natural language inference",
-                  "synthetic lexical NLI from WordNet relations (stereoprobe.zoo.nli_corpus), label-balanced",
+                  "synthetic lexical NLI from WordNet relations (stereoprobe.corpora.nli_corpus), label-balanced",
                   rank=16, steps=800, batch_size=64, lr=2e-3, n_train=51200, n_heldout=1500, label_smoothing=0.1),
         ZooRecipe("minilm-mcq", "mcq", "multiple choice (Social IQa format)",
                   "Social IQa items of the shipped slice minus SODAPOP's 50 probe contexts, neutral names",

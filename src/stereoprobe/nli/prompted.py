@@ -29,7 +29,7 @@ from .score_causal import pair_requests, renormalised
 from .scoring import pairs_frame
 from .templates import TemplateSpec, count, iter_pairs
 
-__all__ = ["rows", "frame", "answers"]
+__all__ = ["rows", "frame", "answers", "read_answers", "template_of"]
 
 #: The rungs an NLI template can be read on (its label words are the options).
 FITS = ("exact", "next-token", "generated")
@@ -48,7 +48,7 @@ def rows(ref: ModelRef, ask, options: RunOptions | None = None) -> list[RowKey]:
     return out
 
 
-def _template(ask, row: RowKey):
+def template_of(ask, row: RowKey):
     for t in ask.templates:
         if t.name == row.template:
             return t
@@ -68,13 +68,14 @@ def answers(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOpt
     parse (``kind``: option or unparsed; ``choice``: 0 entailment, 1 neutral, 2 contradiction; ``rule``)."""
     from ..backends import backend_for
 
-    return _answers(backend_for(ref, options), ask, row, spec)
+    return read_answers(backend_for(ref, options), ask, row, spec)
 
 
-def _answers(backend, ask, row: RowKey, spec: TemplateSpec) -> pd.DataFrame:
+def read_answers(backend, ask, row: RowKey, spec: TemplateSpec) -> pd.DataFrame:
+    """:func:`answers` of ``row`` from ``backend`` (a :class:`stereoprobe.backends.Backend`)."""
     from ..served.parse import parse_answer
 
-    template = _template(ask, row)
+    template = template_of(ask, row)
     pairs = list(iter_pairs(spec, 0, count(spec).pairs))
     replies = backend.generate(_chats(template, pairs), desc=f"{row.label} · Bias-NLI {spec.probe}")
     records = []
@@ -89,11 +90,11 @@ def _answers(backend, ask, row: RowKey, spec: TemplateSpec) -> pd.DataFrame:
 def frame(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOptions) -> pd.DataFrame:
     """The per-pair probabilities of ``row`` in the frame of :func:`stereoprobe.nli.scoring.load_probabilities`,
     plus ``label_mass`` (exact and next-token); a served row's ``attrs["served"]`` as UnQover's
-    (:func:`stereoprobe.unqover.score_served.frame`)."""
+    (:func:`stereoprobe.unqover.prompted.frame`)."""
     from ..backends import backend_for
 
     backend = backend_for(ref, options)
-    template = _template(ask, row)
+    template = template_of(ask, row)
     rung = row.rung or "exact"
     if rung == "exact" and backend.stores_exact:  # the store-backed scorer (sharded, resumable, Ray-capable)
         from .score_causal import load_causal_probabilities
@@ -118,7 +119,7 @@ def frame(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOptio
         meta["label_mass"] = mass
         facts.update(label_mass=float(mass.mean()), bounded=float(bounded.mean()))
     else:
-        parsed = _answers(backend, ask, row, spec)
+        parsed = read_answers(backend, ask, row, spec)
         counts = np.zeros((len(pairs), 3))
         position = {p.index: i for i, p in enumerate(pairs)}
         for pid, choice in zip(parsed["pass_id"], parsed["choice"]):

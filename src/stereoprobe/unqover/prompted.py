@@ -1,9 +1,11 @@
-"""UnQover on a model behind a server or an API, on each rung of the ladder (:mod:`stereoprobe.served.ladder`).
+"""UnQover on a causal or chat LM, local or behind a server, on each rung of the ladder its backend gives
+(:mod:`stereoprobe.backends`, :mod:`stereoprobe.served.ladder`): the one prompted reading of the probe.
 
 S(x | τ) of the two subjects of every pass, read three ways, each report row saying which:
 
-* **exact** — the subjects' log-probabilities after the template's prompt, exactly as a local causal LM gives
-  them: through the model's chat template (the server's or the one of ``--tokenizer``, checked at first use,
+* **exact** — the subjects' log-probabilities after the template's prompt (a local model's through the score
+  store, :func:`stereoprobe.unqover.score_causal.load_causal_scores`; a served model's the same requests):
+  through the model's chat template (the server's or the one of ``--tokenizer``, checked at first use,
   :mod:`stereoprobe.served.chat_exact`) where it has one and chat is not switched off, as a local chat model is
   read, else the plain prompt (:mod:`stereoprobe.unqover.score_causal`: the same requests, ``answer`` and ``choice`` templates),
   normalised over the two subjects (and the unknown option, for a template that lists one);
@@ -39,7 +41,7 @@ from .score_causal import causal_spec, columns, normalised, pass_requests, per_e
 #: block, a preamble).
 LABEL_MASS_WARN = 0.1
 
-__all__ = ["fits", "rows", "frame", "answers"]
+__all__ = ["fits", "rows", "frame", "answers", "read_answers", "template_of", "generated_answers", "generated_frame"]
 
 
 def fits(template, thinking: bool | None = None, exact_thinks: bool = False) -> tuple[str, ...]:
@@ -55,7 +57,7 @@ def fits(template, thinking: bool | None = None, exact_thinks: bool = False) -> 
     return rungs[1:] if thinking is False and not exact_thinks else rungs
 
 
-def _template(ask, row: RowKey):
+def template_of(ask, row: RowKey):
     for t in ask.templates:
         if t.task == f"unqover-{row.scorer}" and t.name == row.template:
             return t
@@ -80,16 +82,19 @@ def answers(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFram
     if row.rung != "generated":
         raise StereoprobeError(f"{row.label} is read on the {row.rung or 'exact'} rung; only generated rows have "
                                "answers.")
-    return _answers(backend_for(ref, options), ask, row)
+    return read_answers(backend_for(ref, options), ask.spec, template_of(ask, row), thinking=ask.thinking,
+                        think_budget=ask.think_budget, label=row.label)
 
 
-def _answers(backend, ask, row: RowKey) -> pd.DataFrame:
-    template = _template(ask, row)
-    examples, _ = _examples(causal_spec(ask.spec))
+def read_answers(backend, spec, template, *, thinking: bool | None = None, think_budget: int | None = None,
+                 label: str = "") -> pd.DataFrame:
+    """:func:`answers` of ``template``'s passes over ``spec`` from ``backend`` (a
+    :class:`stereoprobe.backends.Backend`); ``label`` names the row in the progress bar and the warnings."""
+    examples, _ = _examples(causal_spec(spec))
     chats, labels = chat_passes(template, examples)
-    replies = backend.generate(chats, thinking=ask.thinking, think_budget=ask.think_budget,
-                               desc=f"{row.label} · {ask.spec.dataset}")
-    return parse_replies(template, examples, labels, replies, row.label if ask.thinking else None)
+    replies = backend.generate(chats, thinking=thinking, think_budget=think_budget,
+                               desc=f"{label} · {spec.dataset}")
+    return parse_replies(template, examples, labels, replies, label if thinking else None)
 
 
 def rows(ref: ModelRef, ask, options: RunOptions | None = None) -> list[RowKey]:
@@ -116,7 +121,7 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
 
     backend = backend_for(ref, options)
     rung = row.rung or "exact"
-    template = _template(ask, row)
+    template = template_of(ask, row)
     if rung not in fits(template, ask.thinking, backend.stores_exact):
         why = ("thinking on is read on the generated rung only (the answer comes after the reasoning)" if ask.thinking
                else "thinking off is read on the chat rungs (a plain prompt has no thinking to switch)"
@@ -155,9 +160,38 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
                           "thinks by default pass thinking off (--thinking off), or read it on the generated rung.",
                           stacklevel=2)
     else:
-        s1, s2, u, x = answer_shares(_answers(backend, ask, row))
+        s1, s2, u, x = answer_shares(read_answers(backend, ask.spec, template, thinking=ask.thinking,
+                                                     think_budget=ask.think_budget, label=row.label))
         facts.update(unknown=float(u.mean()), unparsed=float(x.mean()))
     meta = per_example(meta, s1, s2, u, x)
     if hasattr(backend, "session"):  # a served row says what it cost and who answered (the report's served table)
         meta.attrs["served"] = backend.session.finish(desc, facts, before)
     return meta
+
+
+def generated_answers(model, spec, template, *, thinking: bool | None = None, think_budget: int | None = None,
+                      options: RunOptions | None = None) -> pd.DataFrame:
+    """The generated reading of a local causal LM through one ``template``, its replies: the chat messages a
+    server's generated rung sends (:func:`stereoprobe.unqover.generated.chat_passes`, through the model's own chat
+    template, ``thinking`` its switch), the reply generated greedily in batches (:class:`stereoprobe.backends.Local`:
+    up to ``think_budget`` tokens of reasoning and 64 of answer) and parsed as a served reply is
+    (:func:`~stereoprobe.unqover.generated.parse_replies`: a reply cut inside its reasoning is unparsed): one row per
+    pass with the reply's ``text``, its ``reasoning`` and its parse. Each reply is kept the moment its batch ends,
+    as a served model's answers are (``<store>/generated/<model>.sqlite``), so a second call generates nothing and a
+    killed one resumes with what it has."""
+    from ..backends import Local
+    from ..modelref import progress_label
+
+    row = RowKey(progress_label(model), template.task.removeprefix("unqover-"), template.name, "generated",
+                 "" if thinking is None else "on" if thinking else "off")
+    return read_answers(Local(model, options), spec, template, thinking=thinking, think_budget=think_budget,
+                        label=row.label)
+
+
+def generated_frame(model, spec, template, **kwargs) -> pd.DataFrame:
+    """The score frame of a local causal LM's generated reading (:func:`generated_answers`, ``kwargs`` as there): per
+    pass the shares of each subject, of abstentions and of unparsed replies (``u``, ``x``)."""
+    from .generate import example_keys
+
+    return per_example(example_keys(causal_spec(spec)), *answer_shares(generated_answers(model, spec, template,
+                                                                                        **kwargs)))
