@@ -200,3 +200,20 @@ def test_a_new_backend_gets_full_reports_of_all_three_probes_on_every_rung(table
     sp = sodapop.report("table:a", "lab:mlm-biased", names_per_group=1, depth=1, cap=4, n_perm=10,
                         pairs=["AA_m:EA_m"], rung="generated", options=run)
     assert sp["units"]["answered"].eq(1).all() and sp["units"]["accuracy"].between(0, 1).all()
+
+
+def test_local_samples_give_shares_and_are_kept(tmp_path):
+    """--samples 3 at temperature 1 on a local model: three sampled replies per pass, S the share naming each
+    subject (thirds), stored under the sampling settings (greedy replies are kept apart), the same on a second call."""
+    ref = resolve_model(MODEL, native="qa", smoke=True)
+    run = opts(tmp_path).replace(samples=3, temperature=1.0)
+    first = _unqover(ref, "generated", run)[1]
+    shares = first[["s1_pos", "s2_pos", "u_pos", "x_pos"]].to_numpy()
+    assert np.allclose(shares.sum(axis=1), 1) and np.allclose(shares * 3, np.round(shares * 3))
+    backend = Local(ref, run)
+    from stereoprobe.unqover.prompted import read_answers
+
+    again = read_answers(backend, SPEC, LETTERS, thinking=False, label="again")
+    assert backend.counts()["requests"] == 0 and len(again) == 3 * 2 * len(first)
+    greedy = _unqover(ref, "generated", opts(tmp_path))[1]  # the same store: greedy is its own reading
+    assert set(np.unique(greedy[["s1_pos", "s2_pos"]].to_numpy())) <= {0.0, 1.0}
