@@ -92,11 +92,11 @@ def main() -> None:
     from stereoprobe.served.ladder import chat_body
     from stereoprobe.unqover.api import dataset_spec
     from stereoprobe.unqover.generate import count, iter_examples
-    from stereoprobe.unqover.prompted import _chat_passes
+    from stereoprobe.unqover.generated import chat_passes
 
     spec = dataset_spec("gender", sample=args.sample)
     examples = list(iter_examples(spec, 0, count(spec).ordered_examples))
-    chats, _ = _chat_passes(template("letters", "unqover-choice"), examples, "next-token")
+    chats, _ = chat_passes(template("letters", "unqover-choice"), examples)
     tmp = Path(tempfile.mkdtemp())
     log_path = tmp / "server.log"
     proc, url = start_server(log_path)

@@ -33,7 +33,7 @@ import numpy as np
 
 from .errors import StereoprobeError
 
-__all__ = ["RUNGS", "Backend", "Local", "Endpoint", "backend_for", "has_backend", "register_backend",
+__all__ = ["RUNGS", "Backend", "Local", "Endpoint", "choose", "backend_for", "has_backend", "register_backend",
            "label_ids"]
 
 #: The rungs, best first (:mod:`stereoprobe.served.ladder`).
@@ -67,20 +67,23 @@ class Backend(Protocol):
         """Per message list, (content, reasoning) of each sample."""
 
 
-def _choose(backend, fits: Sequence[str], forced: str | None) -> str:
+def choose(backend, fits: Sequence[str], forced: str | None, error: type = StereoprobeError) -> str:
+    """The rung a template is read on, for every backend: ``forced`` (refused, as ``error``, when the backend lacks
+    it), else the best rung the backend gives among those the template ``fits``."""
+    given = [r for r in RUNGS if backend.why_not(r) is None]
     if forced is not None:
         if forced not in RUNGS:
-            raise StereoprobeError(f"rung={forced!r} is not a rung; choose one of {', '.join(RUNGS)}.")
+            raise error(f"rung={forced!r} is not a rung; choose one of {', '.join(RUNGS)}.")
         why = backend.why_not(forced)
         if why is not None:
-            given = [r for r in RUNGS if backend.why_not(r) is None]
-            raise StereoprobeError(f"{backend.name!r} does not give the {forced} rung: {why}; pass another rung "
-                                   f"({', '.join(given) or 'none available'}) or leave rung out.")
+            raise error(f"{backend.name!r} does not give the {forced} rung: {why}; pass another rung "
+                        f"({', '.join(given) or 'none available'}) or leave rung out.")
         return forced
     for rung in RUNGS:
-        if rung in fits and backend.why_not(rung) is None:
+        if rung in fits and rung in given:
             return rung
-    raise StereoprobeError(f"{backend.name!r} gives no rung these templates can be read on ({', '.join(fits)}).")
+    raise error(f"{backend.name!r} gives no rung these templates can be read on ({', '.join(fits)}); it gives "
+                f"{', '.join(given)}.")
 
 
 # -- local weights -------------------------------------------------------------------------------------------------
@@ -146,7 +149,7 @@ class Local:
         return None
 
     def choose(self, fits: Sequence[str], forced: str | None) -> str:
-        return _choose(self, fits, forced)
+        return choose(self, fits, forced)
 
     def _scorer(self):
         from .causal import scorer_for
@@ -286,10 +289,9 @@ class Endpoint:
         return capabilities(self.ref).why_not(rung)
 
     def choose(self, fits: Sequence[str], forced: str | None) -> str:
-        from .served import capabilities
-        from .served.ladder import choose
+        from .served.endpoint import EndpointError
 
-        return choose(capabilities(self.ref), fits, forced, self.name)
+        return choose(self, fits, forced, EndpointError)
 
     def loglikelihood(self, build: Callable, chat: bool | None, desc: str = ""):
         from .served.chat_exact import exact_reading

@@ -2,7 +2,8 @@
 
 What an OpenAI-compatible endpoint really gives is found at first use, by a small probe with a known answer
 (:func:`probe`), not assumed from the server's name; each report row says which rung produced it, and the user can
-force one (``RunOptions(rung=…)``, ``--rung``); a forced rung the endpoint lacks is refused, never emulated.
+force one (a report's ``rung=…``, ``--rung``; :func:`stereoprobe.backends.choose`); a forced rung the endpoint lacks
+is refused, never emulated.
 
 * **exact** — log-probabilities of the prompt's tokens (legacy completions with ``echo`` and ``logprobs``): the same
   continuation scores as a local causal LM, through the same prompt templates (a completion request does not apply
@@ -370,24 +371,6 @@ def probe(client: Client, journal, *, refresh: bool = False) -> Capabilities:
         raise EndpointError(f"{ep.name!r} gives none of the rungs: exact ({why_exact}), next-token ({why_next}), "
                             f"generated ({why_gen}); check the server.")
     return caps
-
-
-def choose(caps: Capabilities, fits: Sequence[str], forced: str | None, name: str) -> str:
-    """The rung a template is read on: ``forced`` (refused when the endpoint lacks it or the template does not fit
-    it), else the best rung the endpoint gives among those the template ``fits``."""
-    if forced is not None:
-        if forced not in RUNGS:
-            raise EndpointError(f"rung={forced!r} is not a rung; choose one of {', '.join(RUNGS)}.")
-        why = caps.why_not(forced)
-        if why is not None:
-            raise EndpointError(f"{name!r} does not give the {forced} rung: {why}; pass another rung "
-                                f"({', '.join(caps.rungs()) or 'none available'}) or leave rung out.")
-        return forced
-    for rung in RUNGS:
-        if rung in fits and caps.why_not(rung) is None:
-            return rung
-    raise EndpointError(f"{name!r} gives no rung these templates can be read on ({', '.join(fits)}); it gives "
-                        f"{', '.join(caps.rungs())}.")
 
 
 # -- the rungs ---------------------------------------------------------------------------------------------------
