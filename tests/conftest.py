@@ -12,7 +12,8 @@ import pytest
 
 os.environ.setdefault("STEREOPROBE_PROGRESS", "0")
 # pytest-xdist: share the cores among the workers (torch, and the kernels and commands the tests start, read
-# OMP_NUM_THREADS when they import it). Two workers with two threads each on two cores wait for each other.
+# OMP_NUM_THREADS when they import it). Two workers with two threads each on two cores wait for each other; with
+# one worker more than the cores (make test) each has one thread.
 if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
     os.environ.setdefault("OMP_NUM_THREADS",
                           str(max(1, (os.cpu_count() or 1) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"]))))
@@ -21,10 +22,10 @@ if os.environ.get("PYTEST_XDIST_WORKER_COUNT"):
 #: first: they are collected first, so that `--dist loadfile` hands them out before the many short files and no
 #: worker is left with a long file at the end while the other idles (longest-first scheduling). Order only: every
 #: test still runs, each file's tests in their own order.
-LONGEST_FIRST = ("test_chat_lab_probes.py", "test_lab_causal.py", "test_install.py", "test_zoo.py",
-                 "test_served_probes.py", "test_engine.py", "test_causal.py", "test_survival.py",
-                 "test_causal_probes.py", "test_lab.py", "test_gpu_check.py", "test_precision.py", "test_chat_say.py",
-                 "test_served_book.py", "test_served_chat_exact.py", "test_nli_lab.py", "test_book.py",
+LONGEST_FIRST = ("test_lab_causal.py", "test_install.py", "test_zoo.py", "test_served_probes.py", "test_engine.py",
+                 "test_causal.py", "test_causal_probes.py", "test_survival.py", "test_chat_lab_probes.py", "test_lab.py",
+                 "test_gpu_check.py", "test_precision.py", "test_chat_say.py", "test_served_book.py",
+                 "test_served_chat_exact.py", "test_nli_lab.py", "test_backends.py", "test_book.py",
                  "test_profiles_hub.py")
 
 
