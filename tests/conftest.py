@@ -162,21 +162,6 @@ def lab_lm():
 
 
 @pytest.fixture
-def fresh_probes():
-    """Each test's servers are probed afresh (a port can be reused by a server that answers otherwise)."""
-    from stereoprobe import served
-    from stereoprobe.served import chat_exact, ladder
-
-    ladder._PROBED.clear()
-    chat_exact._CHECKED.clear()
-    served._SESSIONS.clear()
-    yield
-    ladder._PROBED.clear()
-    chat_exact._CHECKED.clear()
-    served._SESSIONS.clear()
-
-
-@pytest.fixture
 def one_torch_thread():
     """Tiny models: OpenMP threads only add synchronisation (seconds per call on a busy machine)."""
     import torch

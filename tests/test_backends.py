@@ -15,7 +15,7 @@ from stereoprobe.modelref import RowKey, resolve_model
 from stereoprobe.prompts import template
 from stereoprobe.unqover.generate import DatasetSpec
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fresh_probes")]
+pytestmark = pytest.mark.slow
 MODEL = "lab:chat-biased"
 SPEC = DatasetSpec("gender", sample=12, seed=5)
 LETTERS = template("letters-unknown", "unqover-choice")

@@ -21,7 +21,7 @@ from stereoprobe.unqover.generate import DatasetSpec
 from stereoprobe.unqover.reporting import occupation
 from stereoprobe.zoo.lab_training import DEFAULT_PLANTED
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("fresh_probes")]
+pytestmark = pytest.mark.slow
 BIASED, CONTROL = "lab:chat-biased", "lab:chat-control"
 SIGN = {"female": 1.0, "male": -1.0}
 

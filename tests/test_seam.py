@@ -68,7 +68,7 @@ def test_row_keys_are_data():
 class FirstSubject:
     """UnQover: a model that always gives the subject named first in the paragraph S = 0.9, whatever the question."""
 
-    def rows(self, ref, ask):
+    def rows(self, ref, ask, options):
         return [RowKey(ref.label)]
 
     def frame(self, ref, ask, row, options):
@@ -86,7 +86,7 @@ class FirstSubject:
 class AlwaysNeutral:
     """Bias-NLI: neutral for every pair."""
 
-    def rows(self, ref, ask):
+    def rows(self, ref, ask, options):
         return [RowKey(ref.label)]
 
     def frame(self, ref, ask, row, spec, options):
@@ -101,13 +101,13 @@ class AlwaysNeutral:
 class LongestChoice:
     """SODAPOP: the longest answer wins."""
 
-    def check(self, ref, ask):
+    def check(self, ref, ask, options):
         pass
 
     def describe(self, ref, ask):
         return " (the longest answer)"
 
-    def readings(self, ref, ask):
+    def readings(self, ref, ask, options):
         from stereoprobe.sodapop.readers import Reading
 
         return [Reading(RowKey(ref.label), "", None)]

@@ -18,7 +18,6 @@ from stereoprobe.unqover.prompted import answers, frame
 
 REFERENCE = sys.modules["stereoprobe_test_served_reference"]  # tests/conftest.py loads it, and has lab_lm
 NAME = "openai-api/ref/ref-model"
-pytestmark = pytest.mark.usefixtures("fresh_probes")
 UNKNOWN = template("letters-unknown", "unqover-choice")
 
 

@@ -53,7 +53,6 @@ from IPython.core.ultratb import FormattedTB
 
 from stereoprobe import RunOptions, nli, served, sodapop, unqover
 from stereoprobe.book.display import show, use_book_style
-from stereoprobe.served import ladder
 
 use_book_style()
 model = chat_models[0]
@@ -89,10 +88,8 @@ print(discovered)
 # %%
 right = os.environ["REF_API_KEY"]
 os.environ["REF_API_KEY"] = right + "-wrong"
-served._SESSIONS.clear()  # probe the endpoint again, with the wrong key
-ladder._PROBED.clear()
-try:
-    unqover.report(model, "gender", sample=4, templates="qa", n_boot=20, options=options)
+try:  # a new run (its own state): the endpoint probed again, with the wrong key
+    unqover.report(model, "gender", sample=4, templates="qa", n_boot=20, options=options.replace())
 except served.EndpointError as error:
     print(repr(error))
     print(traceback.format_exc())
@@ -102,8 +99,6 @@ else:
     raise AssertionError("the wrong key was not refused")
 finally:
     os.environ["REF_API_KEY"] = right
-    served._SESSIONS.clear()
-    ladder._PROBED.clear()
     del right
 '''
 
@@ -123,7 +118,7 @@ def _book(root: Path, store: Path) -> None:
 
 
 @pytest.mark.slow
-def test_the_key_appears_in_no_executed_notebook_and_no_page(lab_lm, fresh_probes, monkeypatch, tmp_path):
+def test_the_key_appears_in_no_executed_notebook_and_no_page(lab_lm, monkeypatch, tmp_path):
     from stereoprobe.book import build_book, run_notebooks
 
     root, store, build = tmp_path / "repo", tmp_path / "store", tmp_path / "build"

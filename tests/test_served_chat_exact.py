@@ -18,7 +18,6 @@ serve = sys.modules["stereoprobe_test_served_reference"].serve  # tests/conftest
 
 NAME = "openai-api/ref/ref-model"
 LAB = "lab:chat-control"
-pytestmark = pytest.mark.usefixtures("fresh_probes")
 
 
 @pytest.fixture(scope="module")

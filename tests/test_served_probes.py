@@ -20,6 +20,7 @@ import pytest
 
 from stereoprobe import RunOptions, nli, sodapop, unqover
 from stereoprobe.errors import StereoprobeError, StereoprobeWarning
+from stereoprobe.modelref import resolve_model
 from stereoprobe.served.endpoint import EndpointError
 
 REFERENCE = sys.modules["stereoprobe_test_served_reference"]  # tests/conftest.py loads it, and has lab_lm
@@ -27,7 +28,6 @@ ReferenceServer, serve = REFERENCE.ReferenceServer, REFERENCE.serve
 
 NAME = "openai-api/ref/ref-model"
 LAB = "lab:causal-biased"
-pytestmark = pytest.mark.usefixtures("fresh_probes")
 
 
 @pytest.fixture
@@ -66,7 +66,7 @@ def test_unqover_exact_rung_gives_the_local_causal_numbers(server, tmp_path):
     # asked once: a second report takes every answer from the store
     before = len(server.requests)
     again = unqover.report(NAME, "gender", rung="exact", options=run, **kw)
-    assert len(server.requests) - before <= 6  # the first-use probe of this process only
+    assert len(server.requests) == before  # the same run: its probe's verdict and session kept in its state
     pd.testing.assert_frame_equal(again["intensity"], served["intensity"])
 
 
@@ -412,3 +412,27 @@ def test_the_budget_is_the_runs_across_its_rows(server, tmp_path):
         unqover.report(NAME, "gender", options=opts(tmp_path, max_requests=20), **kw)
     rep = unqover.report(NAME, "gender", options=opts(tmp_path, max_requests=20), **kw)
     assert rep["served"]["requests"].tolist() == [0, 12] and rep["served"]["from_store"].tolist() == [16, 4]
+
+
+def test_the_state_of_a_run_is_held_by_its_options(server, tmp_path):
+    """The endpoint's probe, its session (client, journal, budget) and the chat template's check belong to the run
+    (its RunOptions' state), not to the process: the same options read again ask nothing new; a new run (a copy
+    made with replace) probes the endpoint again; a copy sent to a worker starts empty."""
+    import pickle
+
+    from stereoprobe import served
+
+    run = opts(tmp_path)
+    first = served.session(resolve_model(NAME, native="causal"), run)
+    assert served.session(resolve_model(NAME, native="causal"), run) is first and len(run.state) == 2  # the probe, the session
+    kw = dict(sample=2, templates="qa", rung="exact", n_boot=10)
+    unqover.report(NAME, "gender", options=run, **kw)
+    before = len(server.requests)
+    unqover.report(NAME, "gender", options=run, **kw)
+    assert len(server.requests) == before
+    fresh = run.replace()
+    assert len(fresh.state) == 0 and fresh == run
+    unqover.report(NAME, "gender", options=fresh, **kw)
+    probe = [path for path, _, _ in server.requests[before:]]
+    assert probe.count("/v1/models") == 1 and served.session(resolve_model(NAME, native="causal"), fresh) is not first
+    assert len(pickle.loads(pickle.dumps(run)).state) == 0

@@ -27,7 +27,6 @@ ReferenceServer, serve = REFERENCE.ReferenceServer, REFERENCE.serve
 
 NAME = "openai-api/ref/ref-model"
 LAB = "lab:causal-biased"
-pytestmark = pytest.mark.usefixtures("fresh_probes")
 
 
 def opts(tmp_path, **more) -> RunOptions:

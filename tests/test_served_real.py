@@ -119,15 +119,6 @@ def transformers_server(tmp_path_factory, smol):
     _stop(proc, log)
 
 
-@pytest.fixture(autouse=True)
-def fresh_probes():
-    from stereoprobe import served
-    from stereoprobe.served import ladder
-
-    ladder._PROBED.clear()
-    served._SESSIONS.clear()
-
-
 def _local_chat_logprobs(smol, messages) -> "np.ndarray":
     import torch
 

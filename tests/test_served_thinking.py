@@ -22,7 +22,6 @@ from stereoprobe.unqover.prompted import answers
 
 REFERENCE = sys.modules["stereoprobe_test_served_reference"]
 NAME = "openai-api/ref/ref-model"
-pytestmark = pytest.mark.usefixtures("fresh_probes")
 #: ChatML that reads enable_thinking as Qwen3's does: off writes an empty think block after the assistant's start
 THINKING_TEMPLATE = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"

@@ -70,13 +70,7 @@ def vllm_server(checkpoint, tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
-def fresh(vllm_server, monkeypatch):
-    from stereoprobe import served
-    from stereoprobe.served import chat_exact, ladder
-
-    ladder._PROBED.clear()
-    chat_exact._CHECKED.clear()
-    served._SESSIONS.clear()
+def address(vllm_server, monkeypatch):
     monkeypatch.setenv("VLLM_BASE_URL", vllm_server)
 
 

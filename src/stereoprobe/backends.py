@@ -266,7 +266,8 @@ class Local:
 # -- a server ------------------------------------------------------------------------------------------------------
 class Endpoint:
     """An OpenAI-compatible endpoint, through the run's :class:`stereoprobe.served.Session` (its probed ladder,
-    journal and budget), opened at the first request (choosing a rung asks only the probe's verdict)."""
+    journal and budget; held by the run's :class:`~stereoprobe.options.RunState`), opened at the first request
+    (choosing a rung asks only the probe's verdict, kept in the same state)."""
 
     stores_exact = False
 
@@ -286,7 +287,7 @@ class Endpoint:
     def why_not(self, rung: str) -> str | None:
         from .served import capabilities
 
-        return capabilities(self.ref).why_not(rung)
+        return capabilities(self.ref, self.options).why_not(rung)
 
     def choose(self, fits: Sequence[str], forced: str | None) -> str:
         from .served.endpoint import EndpointError

@@ -26,7 +26,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from .choices import PRECISIONS, is_device
@@ -37,6 +38,38 @@ def _positive_int(name: str, value: Any, example: str) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise StereoprobeError(f"RunOptions {name}={value!r} is not a positive integer; pass e.g. {example}, or None "
                                "for the default.")
+
+
+class RunState:
+    """What a run opens and learns as it goes, held by its :class:`RunOptions` and gone with it: a served model's
+    session (its client, journal and budget of requests), the first-use probe's verdict on an endpoint, the check of
+    a chat template — each under a key of what it depends on (the model's name, the endpoint's address, the score
+    store), never under the ``id()`` of an object. A copy sent to another process (a Ray worker) starts empty;
+    :meth:`RunOptions.replace` makes a new run with a state of its own.
+
+    >>> state = RunState()
+    >>> state.get(("probe", "http://127.0.0.1:8000"), lambda: "verdict"), len(state)
+    ('verdict', 1)
+    >>> state.get(("probe", "http://127.0.0.1:8000"), lambda: "asked again")
+    'verdict'
+    """
+
+    def __init__(self):
+        self._items: dict = {}
+        self._lock = threading.RLock()
+
+    def get(self, key: tuple, make):
+        """The item under ``key``, made by ``make()`` the first time (an error leaves nothing behind)."""
+        with self._lock:
+            if key not in self._items:
+                self._items[key] = make()
+            return self._items[key]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __reduce__(self):
+        return (RunState, ())
 
 
 @dataclass(frozen=True)
@@ -69,6 +102,10 @@ class RunOptions:
     * ``tokenizer`` — served chat models on the exact rung: the model's own tokenizer (a hub id or a folder), whose
       chat template is applied here, for a server that does not apply it itself (None: the server's, through its
       ``/tokenize``; :mod:`stereoprobe.served.chat_exact`).
+
+    Beside the settings, an object holds the state of its run (:attr:`state`, a :class:`RunState`): what the run
+    opened and learned (a served model's session and budget, an endpoint's probe), kept for every report and row
+    read with the same object, and started afresh by a new one (or :meth:`replace`).
     """
 
     device: str = "auto"
@@ -85,6 +122,8 @@ class RunOptions:
     samples: int = 1
     temperature: float | None = None
     tokenizer: str | None = None
+    #: The run's state (:class:`RunState`): not a setting, so neither compared, shown nor copied.
+    state: RunState = field(default_factory=RunState, init=False, repr=False, compare=False)
 
     def __post_init__(self):
         from .engine import check_engine
@@ -114,7 +153,7 @@ class RunOptions:
                                    "a path, or None for the cache folder's scores/.")
 
     def replace(self, **changes) -> "RunOptions":
-        """A copy with ``changes`` (checked like a new one)."""
+        """A copy with ``changes`` (checked like a new one): a new run, with a :class:`RunState` of its own."""
         return dataclasses.replace(self, **changes)
 
     @property
@@ -179,4 +218,4 @@ def as_options(options: "RunOptions | None" = None, **overrides) -> RunOptions:
     return base.replace(**changes) if changes else base
 
 
-__all__ = ["RunOptions", "WAIT_POLICY", "as_options", "prefer_passive_waiting"]
+__all__ = ["RunOptions", "RunState", "WAIT_POLICY", "as_options", "prefer_passive_waiting"]

@@ -158,7 +158,7 @@ def score(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, s
         for ref in refs:
             reader = reader_for(ref)
             for p, spec in specs.items():
-                for row in reader.rows(ref, ask):
+                for row in reader.rows(ref, ask, run):
                     out[(RowKey(ref.name, row.scorer, row.template, row.rung).label, p)] = \
                         reader.score(ref, ask, row, spec, run)
     return out

@@ -35,7 +35,7 @@ __all__ = ["rows", "frame", "answers", "read_answers", "template_of"]
 FITS = ("exact", "next-token", "generated")
 
 
-def rows(ref: ModelRef, ask, options: RunOptions | None = None) -> list[RowKey]:
+def rows(ref: ModelRef, ask, options: RunOptions) -> list[RowKey]:
     """One row per NLI template asked, on the rung its backend chooses (``ask.rung`` when forced); a local model's
     exact rows keep their 0.9 labels (no rung named)."""
     from ..backends import backend_for

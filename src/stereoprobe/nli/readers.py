@@ -45,7 +45,7 @@ class Pairs:
 class Reader(Protocol):
     """How one kind of model answers :class:`Pairs`."""
 
-    def rows(self, ref: ModelRef, ask: Pairs) -> list[RowKey]:
+    def rows(self, ref: ModelRef, ask: Pairs, options: RunOptions) -> list[RowKey]:
         """The report rows the model gives."""
 
     def score(self, ref: ModelRef, ask: Pairs, row: RowKey, spec: TemplateSpec, options: RunOptions):
@@ -59,7 +59,7 @@ class Reader(Protocol):
 class ClassifierReader:
     """A three-way NLI classifier (:func:`~stereoprobe.nli.scoring.score_pairs`)."""
 
-    def rows(self, ref: ModelRef, ask: Pairs) -> list[RowKey]:
+    def rows(self, ref: ModelRef, ask: Pairs, options: RunOptions) -> list[RowKey]:
         return [RowKey(ref.label)]
 
     def score(self, ref, ask, row, spec, options):
@@ -80,10 +80,10 @@ class PromptedReader:
 
     prompted = True  # read through the report's prompt templates
 
-    def rows(self, ref: ModelRef, ask: Pairs) -> list[RowKey]:
+    def rows(self, ref: ModelRef, ask: Pairs, options: RunOptions) -> list[RowKey]:
         from .prompted import rows
 
-        return rows(ref, ask)
+        return rows(ref, ask, options)
 
     def score(self, ref, ask, row, spec, options):
         """A local model's exact row: the complete store run; any other row is read into its frame."""
@@ -125,6 +125,6 @@ def frames(refs: Sequence[ModelRef], ask: Pairs, specs: Mapping[str, TemplateSpe
     for probe, spec in specs.items():
         for ref in refs:
             reader = reader_for(ref)
-            for row in reader.rows(ref, ask):
+            for row in reader.rows(ref, ask, options):
                 out[(row, probe)] = reader.frame(ref, ask, row, spec, options)
     return out

@@ -14,7 +14,7 @@ busy server needs, every answer stored as it arrives (:mod:`stereoprobe.served.c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import endpoint as _endpoint  # its parse(): the package's own name `parse` is the module parse.py
 from .endpoint import PREFIX, Endpoint, EndpointError
@@ -27,9 +27,9 @@ __all__ = ["PREFIX", "RUNGS", "Endpoint", "EndpointError", "Capabilities", "capa
 
 @dataclass
 class Session:
-    """One served model in one run (one :class:`~stereoprobe.options.RunOptions`): its endpoint, a client with the
-    run's settings, its journal in the run's score store, what its first-use probe found, and the run's budget of
-    requests, shared by every row it reads."""
+    """One served model in one run (held by the run's :class:`~stereoprobe.options.RunState`): its endpoint, a client
+    with the run's settings, its journal in the run's score store, what its first-use probe found, the checks of its
+    chat template, and the run's budget of requests, shared by every row it reads."""
 
     endpoint: Endpoint
     client: object
@@ -39,7 +39,8 @@ class Session:
     progress: bool
     samples: int = 1
     temperature: float | None = None
-    options: object = None  # the run's RunOptions, kept so that its id (the session's key) is never reused
+    options: object = None  # the run's RunOptions (its tokenizer)
+    checked: dict = field(default_factory=dict)  # the chat template's checks (stereoprobe.served.chat_exact.check)
 
     def ask(self, desc: str = "") -> dict:
         """The keyword arguments of :func:`stereoprobe.served.client.ask_all` for the next row of this run."""
@@ -72,14 +73,21 @@ class Session:
         return facts
 
 
-def capabilities(ref):
-    """What ``ref``'s endpoint gives, probed once per process (:func:`stereoprobe.served.ladder.probe`)."""
+def capabilities(ref, options=None):
+    """What ``ref``'s endpoint gives (:func:`stereoprobe.served.ladder.probe`): probed once per run of ``options``
+    and endpoint (the verdict kept in the run's state), or afresh at each call without ``options``."""
+    name = getattr(ref, "name", ref)  # a ModelRef or a name
+    endpoint = _endpoint.parse(name)
+    if options is None:
+        return _probe(endpoint)
+    return options.state.get(("served-probe", endpoint.fingerprint), lambda: _probe(endpoint))
+
+
+def _probe(endpoint):
     from .client import Client
     from .journal import Journal
     from .ladder import probe
 
-    name = getattr(ref, "name", ref)  # a ModelRef or a name
-    endpoint = _endpoint.parse(name)
     journal = Journal(":memory:")
     try:
         return probe(Client(endpoint), journal)
@@ -87,28 +95,28 @@ def capabilities(ref):
         journal.close()
 
 
-_SESSIONS: dict = {}
-
-
 def session(ref, options) -> Session:
-    """The :class:`Session` of ``ref`` in the run of ``options`` (the same object: the same run, its counts and
-    budget shared by every row it reads)."""
-    from .client import Client
-    from .journal import Journal
-
+    """The :class:`Session` of ``ref`` in the run of ``options`` (the same object for the whole run, kept in its
+    :class:`~stereoprobe.options.RunState` under the model's name, the endpoint's address and the score store: the
+    run's counts and budget shared by every row it reads)."""
     store = options.score_store()
     endpoint = _endpoint.parse(ref.name)
     # the address is part of it: the same name served again (another port, another server) is another session
-    key = (ref.name, endpoint.fingerprint, id(options), str(store.root))
-    if key not in _SESSIONS:
-        caps = capabilities(ref)
-        journal = Journal.of(store, endpoint)
-        journal.set_fact("probe", {"exact": caps.exact, "next_token": caps.next_token, "generated": caps.generated,
-                                   "top_k": caps.top_k, "evidence": caps.evidence})
-        client = Client(endpoint, **({"concurrency": options.concurrency} if options.concurrency else {}))
-        _SESSIONS[key] = Session(endpoint, client, journal, caps, options.max_requests, options.show_progress,
-                                 options.samples or 1, options.temperature, options)
-    return _SESSIONS[key]
+    key = ("served-session", ref.name, endpoint.fingerprint, str(store.root))
+    return options.state.get(key, lambda: _open(ref, endpoint, store, options))
+
+
+def _open(ref, endpoint, store, options) -> Session:
+    from .client import Client
+    from .journal import Journal
+
+    caps = capabilities(ref, options)
+    journal = Journal.of(store, endpoint)
+    journal.set_fact("probe", {"exact": caps.exact, "next_token": caps.next_token, "generated": caps.generated,
+                               "top_k": caps.top_k, "evidence": caps.evidence})
+    client = Client(endpoint, **({"concurrency": options.concurrency} if options.concurrency else {}))
+    return Session(endpoint, client, journal, caps, options.max_requests, options.show_progress,
+                   options.samples or 1, options.temperature, options)
 
 
 #: The columns of a report's ``served`` table.

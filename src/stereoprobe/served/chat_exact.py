@@ -102,11 +102,13 @@ def _templater(tokenizer: str | None):
     return tok
 
 
-def chat_requests(client, journal, build: Callable, tokenizer: str | None = None, **ask) -> list[tuple[str, str]]:
+def chat_requests(client, journal, build: Callable, tokenizer: str | None = None, *, caps=None,
+                  memo: dict | None = None, **ask) -> list[tuple[str, str]]:
     """``build(tokenizer)``'s (prompt, continuation) requests with the chat template applied by the server or by the
-    tokenizer named (module doc), after :func:`check` has confirmed that source on this endpoint."""
+    tokenizer named (module doc), after :func:`check` has confirmed that source on this endpoint (``caps`` and
+    ``memo`` as there)."""
     tok = _templater(tokenizer)
-    check(client, journal, tokenizer, tok)
+    check(client, journal, tokenizer, tok, caps=caps, memo=memo)
     if tok is not None:
         return build(tok)
     server = ServerTemplate()
@@ -124,10 +126,12 @@ def exact_reading(session, build: Callable, chat: bool | None, desc: str):
     from .ladder import exact_logprobs
 
     tokenizer = getattr(session.options, "tokenizer", None)
-    use = uses_chat(session.client, session.journal, chat, tokenizer)
-    reqs = (chat_requests(session.client, session.journal, lambda tok: build(tok, True), tokenizer,
+    known = {"caps": session.caps, "memo": session.checked}
+    use = uses_chat(session.client, session.journal, chat, tokenizer, **known)
+    reqs = (chat_requests(session.client, session.journal, lambda tok: build(tok, True), tokenizer, **known,
                           **session.ask(f"{desc} · chat template")) if use else build(None, False))
-    return reqs, exact_logprobs(session.client, session.journal, reqs, chat=use, **session.ask(desc)), use
+    return reqs, exact_logprobs(session.client, session.journal, reqs, chat=use, via=session.caps.exact_via,
+                                **session.ask(desc)), use
 
 
 def _aside(client):
@@ -139,15 +143,17 @@ def _aside(client):
     return Client(client.endpoint, concurrency=client.concurrency)
 
 
-def uses_chat(client, journal, chat: bool | None, tokenizer: str | None = None) -> bool:
+def uses_chat(client, journal, chat: bool | None, tokenizer: str | None = None, *, caps=None,
+              memo: dict | None = None) -> bool:
     """Whether an exact row reads the chat template: ``chat`` False never, True always (:func:`check` refuses in one
     line where it cannot be), None where the check passes — as a local model is read through its chat template
     when it has one — else through plain prompts: quietly where the server applies no template (a base model, or no
     ``/tokenize``), with one warning where its template does not check out."""
     if chat is False:
         return False
+    memo = {} if memo is None else memo
     try:
-        check(client, journal, tokenizer)
+        check(client, journal, tokenizer, caps=caps, memo=memo)
         return True
     except Unusable:
         raise
@@ -157,12 +163,12 @@ def uses_chat(client, journal, chat: bool | None, tokenizer: str | None = None) 
         if isinstance(e, NoTemplate):  # a base model, or a server that does not say: plain, as for a local base model
             return False
         key = (client.endpoint.fingerprint, "warned")
-        if key not in _CHECKED:
+        if key not in memo:
             import warnings
 
             from ..errors import StereoprobeWarning
 
-            _CHECKED[key] = str(e)
+            memo[key] = str(e)
             warnings.warn(f"{e} Its exact rung reads plain prompts (pass chat=False to say so, or --tokenizer).",
                           StereoprobeWarning, stacklevel=2)
         return False
@@ -191,40 +197,39 @@ class NoTemplate(EndpointError):
     """The server does not apply a chat template for the exact rung (no ``/tokenize``, or no template)."""
 
 
-_CHECKED: dict[tuple, str] = {}
-
-
-def check(client, journal, tokenizer: str | None = None, tok=None) -> str:
+def check(client, journal, tokenizer: str | None = None, tok=None, *, caps=None, memo: dict | None = None) -> str:
     """The evidence that the chat text from the server (``tokenizer`` None) or from ``tokenizer`` reads as the
-    server's own chat completions do (module doc); refused in one line where it does not or cannot. Once per
-    endpoint and source in a process."""
+    server's own chat completions do (module doc); refused in one line where it does not or cannot. ``caps``: the
+    endpoint's probed capabilities (None: probe it); ``memo``: where a run keeps the verdict per endpoint and source
+    (its session's; None: check afresh)."""
     ep = client.endpoint
     key = (ep.fingerprint, tokenizer)
-    if key in _CHECKED:
-        if isinstance(_CHECKED[key], EndpointError):
-            raise _CHECKED[key]
-        return _CHECKED[key]
+    memo = {} if memo is None else memo
+    if key in memo:
+        if isinstance(memo[key], EndpointError):
+            raise memo[key]
+        return memo[key]
     try:
-        evidence = _check(_aside(client), journal, tokenizer, tok)
+        evidence = _check(_aside(client), journal, tokenizer, tok, caps)
     except Unusable:
         raise
     except StereoprobeError as e:
-        _CHECKED[key] = e if isinstance(e, EndpointError) else EndpointError(str(e))
-        raise _CHECKED[key] from None
-    _CHECKED[key] = evidence
+        memo[key] = e if isinstance(e, EndpointError) else EndpointError(str(e))
+        raise memo[key] from None
+    memo[key] = evidence
     journal.set_fact("chat_exact", {"source": "tokenizer" if tokenizer else "server", "tokenizer": tokenizer,
                                     "evidence": evidence})
     return evidence
 
 
-def _check(client, journal, tokenizer: str | None, tok) -> str:
+def _check(client, journal, tokenizer: str | None, tok, caps=None) -> str:
     from ..causal import chat_prompt
     from .ladder import ECHO_TOLERANCE, PROBE_CHAT, first_choice, chat_body, continuation_logprob, exact_body, probe
 
     ep = client.endpoint
     if tokenizer is not None and tok is None:
         tok = _templater(tokenizer)
-    caps = probe(client, journal)
+    caps = caps or probe(client, journal)
     source = f"the chat template of --tokenizer {tokenizer!r}" if tokenizer else "the server's chat template"
     if caps.exact is not None:
         raise EndpointError(f"{ep.name!r} has no exact rung for the chat template ({caps.exact}); read it on the "

@@ -335,15 +335,11 @@ def _check_chat(client: Client, journal) -> tuple[str | None, str | None, int]:
     return why_next, why_gen, top_k
 
 
-_PROBED: dict[str, Capabilities] = {}
-
-
-def probe(client: Client, journal, *, refresh: bool = False) -> Capabilities:
-    """What ``client``'s endpoint gives (module doc): run once per process and endpoint, the result kept in the
-    journal beside the answers. The model must be one the server lists (where it lists any)."""
+def probe(client: Client, journal) -> Capabilities:
+    """What ``client``'s endpoint gives (module doc), the result kept in the journal beside the answers; a run asks
+    it once per endpoint (:func:`stereoprobe.served.capabilities`). The model must be one the server lists (where
+    it lists any)."""
     ep = client.endpoint
-    if ep.fingerprint in _PROBED and not refresh:
-        return _PROBED[ep.fingerprint]
 
     async def list_models():
         async with client.http() as http:
@@ -363,7 +359,6 @@ def probe(client: Client, journal, *, refresh: bool = False) -> Capabilities:
     why_next, why_gen, top_k = _check_chat(client, journal)
     caps = Capabilities(why_exact, why_next, why_gen, top_k, served, evidence, via)
     journal.set_fact("probe", {"version": PROBE_VERSION, **asdict(caps)})
-    _PROBED[ep.fingerprint] = caps
     if why_exact is not None and why_next is None or why_exact is not None and why_gen is None:
         warnings.warn(f"{ep.name}: no exact log-probabilities, because {why_exact}; it is read on the "
                       f"{caps.rungs()[0]} rung.", StereoprobeWarning, stacklevel=2)
@@ -375,14 +370,15 @@ def probe(client: Client, journal, *, refresh: bool = False) -> Capabilities:
 
 # -- the rungs ---------------------------------------------------------------------------------------------------
 def exact_logprobs(client: Client, journal, pairs: Sequence[tuple[str, str]], *, chat: bool = False,
-                   **ask) -> np.ndarray:
+                   via: str | None = None, **ask) -> np.ndarray:
     """log P of each continuation after its prompt (the exact rung), the prompt's trailing whitespace moved to the
     continuation as the local scorer moves it; read from the source the probe chose (:attr:`Capabilities.exact_via`:
     echo, or vLLM's prompt_logprobs). ``chat``: the prompts are rendered chat templates
-    (:mod:`stereoprobe.served.chat_exact`)."""
+    (:mod:`stereoprobe.served.chat_exact`); ``via``: that source, where the run's probe has found it already (None:
+    probe the endpoint now)."""
     from ..causal import split_whitespace
 
-    via = probe(client, journal).exact_via
+    via = via or probe(client, journal).exact_via
     split = [split_whitespace(p, c) for p, c in pairs]
     requests = [("completions", exact_body(client.endpoint, p + c, via, chat)) for p, c in split]
     answers = ask_all(client, journal, requests, **ask)

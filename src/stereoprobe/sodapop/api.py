@@ -135,13 +135,13 @@ def report(mcq_model: str | None = None, mlm: str | None = None, *, names_per_gr
     writer = resolve_model(mlm, native="mlm", smoke=run.smoke).with_label(label[mlm])  # its head: when it loads
     ask = Choices(template=template, chat=chat, rung=rung)
     reader = reader_for(ref)
-    reader.check(ref, ask)  # the template and chat setting, or the head, before any distractor
+    reader.check(ref, ask, run)  # the template and chat setting, or the head, before any distractor
 
     with run.applied():
         probe = run_probe(ref, writer, grid, options=run, template=ask.template, chat=chat, rung=rung)
     # every reading of the model is a row: an encoder's logits, or a causal LM's acc (summed log-likelihood) and
     # acc_norm (per character)
-    readings = reader.readings(ref, ask)
+    readings = reader.readings(ref, ask, run)
     tables, notes, headings, srs = {}, [], {"units": "units (names × contexts)"}, {}
     for reading in readings:
         suffix, column, name = reading.suffix, reading.column, reading.row.label

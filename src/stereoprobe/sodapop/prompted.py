@@ -43,7 +43,7 @@ __all__ = ["FITS", "rung_of", "check", "score_served_choices", "question_message
 FITS = ("exact", "next-token", "generated")
 
 
-def rung_of(ref: ModelRef, rung: str | None, options: RunOptions | None = None) -> str:
+def rung_of(ref: ModelRef, rung: str | None, options: RunOptions) -> str:
     """The rung ``ref`` is read on: ``rung`` when forced (refused when its backend lacks it), else the best it
     gives (:meth:`stereoprobe.backends.Backend.choose`)."""
     from ..backends import backend_for
@@ -51,10 +51,10 @@ def rung_of(ref: ModelRef, rung: str | None, options: RunOptions | None = None) 
     return backend_for(ref, options).choose(FITS, rung)
 
 
-def check(ref: ModelRef, rung: str | None, chat: bool | None) -> str:
+def check(ref: ModelRef, rung: str | None, chat: bool | None, options: RunOptions) -> str:
     """Refuse, before any distractor is written, an endpoint, a forced rung or a chat setting SODAPOP cannot read;
     the rung it will be read on."""
-    return rung_of(ref, rung)
+    return rung_of(ref, rung, options)
 
 
 def score_served_choices(ref: ModelRef, units: Sequence[Unit], config: GenerationConfig, template, *,

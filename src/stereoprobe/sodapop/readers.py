@@ -57,13 +57,13 @@ class Reading(NamedTuple):
 class Reader(Protocol):
     """How one kind of model answers :class:`Choices`."""
 
-    def check(self, ref: ModelRef, ask: Choices) -> None:
+    def check(self, ref: ModelRef, ask: Choices, options: RunOptions) -> None:
         """Refuse, before any distractor is written, a model or setting this reader cannot use."""
 
     def describe(self, ref: ModelRef, ask: Choices) -> str:
         """How the report's title says the model was asked (``" through the siqa prompt"``; may be empty)."""
 
-    def readings(self, ref: ModelRef, ask: Choices) -> list[Reading]:
+    def readings(self, ref: ModelRef, ask: Choices, options: RunOptions) -> list[Reading]:
         """The model's report rows."""
 
     def logits(self, ref: ModelRef, units, config, ask: Choices, options: RunOptions) -> pd.DataFrame:
@@ -73,7 +73,7 @@ class Reader(Protocol):
 class EncoderReader:
     """A multiple-choice encoder (:func:`~stereoprobe.sodapop.score_mcq.score_choices`)."""
 
-    def check(self, ref: ModelRef, ask: Choices) -> None:
+    def check(self, ref: ModelRef, ask: Choices, options: RunOptions) -> None:
         from ..models import load
 
         if ask.template is not None or ask.chat is not None:
@@ -84,7 +84,7 @@ class EncoderReader:
     def describe(self, ref: ModelRef, ask: Choices) -> str:
         return ""
 
-    def readings(self, ref: ModelRef, ask: Choices) -> list[Reading]:
+    def readings(self, ref: ModelRef, ask: Choices, options: RunOptions) -> list[Reading]:
         return [Reading(RowKey(ref.label), "", None)]
 
     def logits(self, ref, units, config, ask, options):
@@ -103,7 +103,7 @@ class PromptedReader:
 
     prompted = True  # read through a prompt template
 
-    def check(self, ref: ModelRef, ask: Choices) -> None:
+    def check(self, ref: ModelRef, ask: Choices, options: RunOptions) -> None:
         from ..backends import backend_for
         from .prompted import check
 
@@ -111,22 +111,22 @@ class PromptedReader:
             raise StereoprobeError("Debiased variants and join are for multiple-choice encoders; a causal LM reads "
                                    "the prompt template's layout.")
         template(ask.template)
-        check(ref, ask.rung, ask.chat)
-        if backend_for(ref, None).stores_exact and ref.tokenizer() is not None:
+        check(ref, ask.rung, ask.chat, options)
+        if backend_for(ref, options).stores_exact and ref.tokenizer() is not None:
             ref.chat(ask.chat)
 
     def describe(self, ref: ModelRef, ask: Choices) -> str:
         """How the report's title says the model was asked."""
         return f" through the {template(ask.template).name} prompt"
 
-    def readings(self, ref: ModelRef, ask: Choices) -> list[Reading]:
+    def readings(self, ref: ModelRef, ask: Choices, options: RunOptions) -> list[Reading]:
         from ..backends import backend_for
         from .prompted import rung_of
 
-        rung = rung_of(ref, ask.rung)
+        rung = rung_of(ref, ask.rung, options)
         if rung != "exact":
             return [Reading(RowKey(ref.label, "letter", "", rung), "", None)]
-        tag = "" if backend_for(ref, None).stores_exact else "exact"
+        tag = "" if backend_for(ref, options).stores_exact else "exact"
         return [Reading(RowKey(ref.label, "acc", "", tag), "", None),
                 Reading(RowKey(ref.label, "acc_norm", "", tag), "_norm", "norm")]
 
@@ -164,6 +164,3 @@ register_reader = READERS.register
 reader_for = READERS.of
 
 
-def readings_of(refs: Sequence[ModelRef], ask: Choices) -> list[Reading]:
-    """Every report row of ``refs``."""
-    return [r for ref in refs for r in reader_for(ref).readings(ref, ask)]

@@ -152,7 +152,7 @@ def score(models: Sequence[str] | str, dataset: str = "gender", *, sample: float
     with run.applied():
         for ref in refs:
             reader = reader_for(ref)
-            for row in reader.rows(ref, ask):
+            for row in reader.rows(ref, ask, run):
                 out[RowKey(ref.name, row.scorer, row.template, row.rung).label] = reader.score(ref, ask, row, run)
     return out
 

@@ -97,7 +97,7 @@ def read_answers(backend, spec, template, *, thinking: bool | None = None, think
     return parse_replies(template, examples, labels, replies, label if thinking else None)
 
 
-def rows(ref: ModelRef, ask, options: RunOptions | None = None) -> list[RowKey]:
+def rows(ref: ModelRef, ask, options: RunOptions) -> list[RowKey]:
     """One row per template asked (:class:`~stereoprobe.unqover.readers.Passes`), on the rung its backend chooses
     for it (:meth:`stereoprobe.backends.Backend.choose`): ``ask.rung`` when forced, else the best the backend gives
     that the template fits. A local model's exact rows keep their 0.9 labels (no rung named: the default reading)."""

@@ -65,7 +65,7 @@ class Passes:
 class Reader(Protocol):
     """How one kind of model answers :class:`Passes`."""
 
-    def rows(self, ref: ModelRef, ask: Passes) -> list[RowKey]:
+    def rows(self, ref: ModelRef, ask: Passes, options: RunOptions) -> list[RowKey]:
         """The report rows the model gives."""
 
     def score(self, ref: ModelRef, ask: Passes, row: RowKey, options: RunOptions):
@@ -86,7 +86,7 @@ def spec_for(model: ModelRef | str, spec: DatasetSpec) -> DatasetSpec:
 class SpanReader:
     """An extractive-QA model: S = √(start · end) of each subject's span (Li et al. 2020, §2.2)."""
 
-    def rows(self, ref: ModelRef, ask: Passes) -> list[RowKey]:
+    def rows(self, ref: ModelRef, ask: Passes, options: RunOptions) -> list[RowKey]:
         return [RowKey(ref.label)]
 
     def spec(self, ref: ModelRef, ask: Passes) -> DatasetSpec:
@@ -143,10 +143,10 @@ class PromptedReader:
 
     prompted = True  # read through the report's prompt templates
 
-    def rows(self, ref: ModelRef, ask: Passes) -> list[RowKey]:
+    def rows(self, ref: ModelRef, ask: Passes, options: RunOptions) -> list[RowKey]:
         from .prompted import rows
 
-        return rows(ref, ask)
+        return rows(ref, ask, options)
 
     def score(self, ref: ModelRef, ask: Passes, row: RowKey, options: RunOptions):
         """A local model's exact row: the complete :class:`~stereoprobe.store.StoreRun`; any other row is read
@@ -191,6 +191,6 @@ def frames(refs: Sequence[ModelRef], ask: Passes, options: RunOptions) -> dict[R
     out: dict[RowKey, pd.DataFrame] = {}
     for ref in refs:
         reader = reader_for(ref)
-        for row in reader.rows(ref, ask):
+        for row in reader.rows(ref, ask, options):
             out[row] = reader.frame(ref, ask, row, options)
     return out
