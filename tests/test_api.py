@@ -154,7 +154,8 @@ def test_the_report_is_what_the_cli_writes(cli, tmp_path):
 # -- the public surface -----------------------------------------------------------------------------------------
 #: The modules whose ``__all__`` is the public surface (book/api.md, README "From Python", CONTRIBUTING.md).
 PUBLIC_MODULES = ("stereoprobe", "stereoprobe.unqover", "stereoprobe.nli", "stereoprobe.sodapop", "stereoprobe.modelref",
-                  "stereoprobe.models", "stereoprobe.prompts", "stereoprobe.causal", "stereoprobe.served")
+                  "stereoprobe.models", "stereoprobe.prompts", "stereoprobe.prompting", "stereoprobe.backends",
+                  "stereoprobe.causal", "stereoprobe.served")
 
 
 def public_surface() -> set[str]:

@@ -12,7 +12,9 @@ from stereoprobe import RunOptions
 from stereoprobe.backends import Local, backend_for, label_ids
 from stereoprobe.errors import StereoprobeError
 from stereoprobe.modelref import RowKey, resolve_model
+from stereoprobe.prompting import Prompting
 from stereoprobe.prompts import template
+from stereoprobe.served import provenances
 from stereoprobe.unqover.generate import DatasetSpec
 
 pytestmark = pytest.mark.slow
@@ -26,11 +28,11 @@ def opts(tmp_path, name="store") -> RunOptions:
     return RunOptions(device="cpu", smoke=True, progress=False, store=tmp_path / name)
 
 
-def _unqover(ref, rung, run, thinking=False):
+def _unqover(ref, rung, run, thinking=False, **sampling):
     from stereoprobe.unqover.readers import Passes
     from stereoprobe.unqover.prompted import frame, rows
 
-    ask = Passes(SPEC, templates=(LETTERS,), thinking=thinking, rung=rung)
+    ask = Passes(SPEC, templates=(LETTERS,), thinking=thinking, rung=rung, **sampling)
     (row,) = rows(ref, ask, run)
     return row, frame(ref, ask, row, run)
 
@@ -41,16 +43,16 @@ def test_local_rungs_give_the_served_numbers(tmp_path):
     from stereoprobe.served.reference import serving
 
     local = resolve_model(MODEL, native="qa", smoke=True)
-    got = {}
+    got, here, there = {}, opts(tmp_path), opts(tmp_path, "served")
     for rung in ("next-token", "generated"):
-        row, got[rung] = _unqover(local, rung, opts(tmp_path))
+        row, got[rung] = _unqover(local, rung, here)
         assert row == RowKey(local.label, "choice", LETTERS.name, rung, "off")
-        assert "served" not in got[rung].attrs
+    assert not provenances(here)  # a local model's rows cost no requests
     with serving(MODEL, service="chatlab", smoke=True) as name:
         served = resolve_model(name, native="qa")
         for rung in ("next-token", "generated"):
-            row, theirs = _unqover(served, rung, opts(tmp_path, "served"))
-            assert theirs.attrs["served"]["rung"] == rung
+            row, theirs = _unqover(served, rung, there)
+            assert provenances(there)[row].rung == rung
             np.testing.assert_allclose(got[rung][COLUMNS].to_numpy(float), theirs[COLUMNS].to_numpy(float),
                                        atol=1e-4, err_msg=rung)
     # what the rows read is not degenerate: the letters take the first token, and some answers name a person
@@ -138,6 +140,8 @@ class AlwaysFirst:
     stores_exact = False
     TABLE = (0.7, 0.2, 0.1)
 
+    recorded: dict = {}  # what each row read (a real backend keeps it in the run's state)
+
     def __init__(self, ref, options):
         self.name, self.asked = ref.name, 0
 
@@ -157,12 +161,15 @@ class AlwaysFirst:
         row = np.array([self.TABLE[i] if i < 3 else 0.0 for i in range(len(labels))])
         return np.tile(row, (len(messages), 1)), np.full(len(messages), row.sum()), np.zeros(len(messages), bool)
 
-    def generate(self, messages, *, thinking=None, think_budget=None, desc=""):
+    def generate(self, messages, *, samples=1, temperature=None, thinking=None, think_budget=None, desc=""):
         self.asked += len(messages)
-        return [[("A", "")] for _ in messages]
+        return [[("A", "")] * samples for _ in messages]
 
     def counts(self):
         return {"requests": self.asked}
+
+    def record(self, key, desc, facts, before):
+        self.recorded[key] = {**facts, "requests": self.asked - before["requests"]}
 
 
 @pytest.fixture
@@ -186,6 +193,7 @@ def test_a_new_backend_gets_full_reports_of_all_three_probes_on_every_rung(table
     from stereoprobe import nli, sodapop, unqover
 
     run = RunOptions(device="cpu", smoke=True, progress=False, store=tmp_path / "store")
+    AlwaysFirst.recorded.clear()
     want = {"exact": 0.0, "next-token": 0.5 / 0.9, "generated": 1.0}
     for rung, delta in want.items():
         rep = unqover.report("table:a", "gender", sample=20, templates=["letters"], rung=rung, n_boot=20, options=run)
@@ -200,20 +208,26 @@ def test_a_new_backend_gets_full_reports_of_all_three_probes_on_every_rung(table
     sp = sodapop.report("table:a", "lab:mlm-biased", names_per_group=1, depth=1, cap=4, n_perm=10,
                         pairs=["AA_m:EA_m"], rung="generated", options=run)
     assert sp["units"]["answered"].eq(1).all() and sp["units"]["accuracy"].between(0, 1).all()
+    # each row told its backend what it read: the rung and the passes it asked
+    unqover_rows = {k.rung: v for k, v in AlwaysFirst.recorded.items() if isinstance(k, RowKey)}
+    assert {r: v["rung"] for r, v in unqover_rows.items()} == {r: r for r in want}
+    assert all(v["requests"] >= v["passes"] > 0 for v in unqover_rows.values())
+    assert AlwaysFirst.recorded[(RowKey("table:a", "nli", "true-false-neither", "next-token"), "gender")]["passes"] == 10
+    assert AlwaysFirst.recorded[("sodapop", "table:a")]["rung"] == "generated"
 
 
 def test_local_samples_give_shares_and_are_kept(tmp_path):
     """--samples 3 at temperature 1 on a local model: three sampled replies per pass, S the share naming each
     subject (thirds), stored under the sampling settings (greedy replies are kept apart), the same on a second call."""
     ref = resolve_model(MODEL, native="qa", smoke=True)
-    run = opts(tmp_path).replace(samples=3, temperature=1.0)
-    first = _unqover(ref, "generated", run)[1]
+    run = opts(tmp_path)
+    first = _unqover(ref, "generated", run, samples=3, temperature=1.0)[1]
     shares = first[["s1_pos", "s2_pos", "u_pos", "x_pos"]].to_numpy()
     assert np.allclose(shares.sum(axis=1), 1) and np.allclose(shares * 3, np.round(shares * 3))
     backend = Local(ref, run)
     from stereoprobe.unqover.prompted import read_answers
 
-    again = read_answers(backend, SPEC, LETTERS, thinking=False, label="again")
+    again = read_answers(backend, SPEC, LETTERS, Prompting(thinking=False, samples=3, temperature=1.0), label="again")
     assert backend.counts()["requests"] == 0 and len(again) == 3 * 2 * len(first)
     greedy = _unqover(ref, "generated", opts(tmp_path))[1]  # the same store: greedy is its own reading
     assert set(np.unique(greedy[["s1_pos", "s2_pos"]].to_numpy())) <= {0.0, 1.0}

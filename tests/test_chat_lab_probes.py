@@ -90,8 +90,8 @@ def test_local_unknown_option_and_generation(model, tmp_path):
     # the exact reading's shares are probabilities: γ toward the plant 0.22-0.26 on the card's evaluation
     _check(scored, model, thinking=False, where="local exact, letters-unknown", floor=0.1)
     for thinking in (False, True):
-        gen = generated_frame(model, SPEC, template("qa", "unqover-answer"), thinking=thinking, think_budget=32,
-                              options=run)
+        gen = generated_frame(model, SPEC, template("qa", "unqover-answer"), thinking=thinking,
+                              think_budget=32 if thinking else None, options=run)
         assert gen[["x_pos", "x_neg"]].to_numpy().mean() < 0.1  # it answers in words the parser reads
         _check(gen, model, thinking=thinking, where=f"local generated, thinking {thinking}")
 

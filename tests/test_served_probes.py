@@ -21,6 +21,7 @@ import pytest
 from stereoprobe import RunOptions, nli, sodapop, unqover
 from stereoprobe.errors import StereoprobeError, StereoprobeWarning
 from stereoprobe.modelref import resolve_model
+from stereoprobe.served import provenances
 from stereoprobe.served.endpoint import EndpointError
 
 REFERENCE = sys.modules["stereoprobe_test_served_reference"]  # tests/conftest.py loads it, and has lab_lm
@@ -175,8 +176,8 @@ def test_next_token_rung_reads_the_letters_probabilities(server, tmp_path):
     spec = dataset_spec("gender", sample=3)
     letters = template("letters", "unqover-choice")
     ref = resolve_model(NAME, native="qa")
-    got = frame(ref, Passes(spec, templates=(letters,)), RowKey(ref.label, "choice", "letters", "next-token"),
-                opts(tmp_path))
+    run, row = opts(tmp_path), RowKey(ref.label, "choice", "letters", "next-token")
+    got = frame(ref, Passes(spec, templates=(letters,)), row, run)
     model, tok = server.model, server.tokenizer
     ex = next(iter_examples(spec))
     body = letters.body(paragraph=ex.context, question=ex.question, options=[ex.ans1, ex.ans2])
@@ -190,8 +191,8 @@ def test_next_token_rung_reads_the_letters_probabilities(server, tmp_path):
     floor = min(np.exp(v) for v in shown.values())
     p = {label: sum(np.exp(v) for s, v in shown.items() if s.strip() == label) or floor for label in "AB"}
     assert abs(got["s1_pos"].iloc[0] - p["A"] / (p["A"] + p["B"])) < 1e-4
-    facts = got.attrs["served"]
-    assert facts["rung"] == "next-token" and 0 < facts["label_mass"] <= 1 and 0 <= facts["bounded"] <= 1
+    facts = provenances(run)[row]
+    assert facts.rung == "next-token" and 0 < facts.label_mass <= 1 and 0 <= facts.bounded <= 1
 
 
 def test_generated_rung_keeps_abstentions_and_unparsed_apart(server, tmp_path):
@@ -207,12 +208,13 @@ def test_generated_rung_keeps_abstentions_and_unparsed_apart(server, tmp_path):
     raw = answers(ref, ask, row, opts(tmp_path))
     assert len(raw) == 4 * 2 * 2 and set(raw["kind"]) <= {"option", "unknown", "unparsed"}
     assert raw["text"].map(type).eq(str).all()  # the raw text beside its parse
-    got = frame(ref, ask, row, opts(tmp_path))
+    run = opts(tmp_path)
+    got = frame(ref, ask, row, run)
     shares = got[["s1_pos", "s2_pos", "s1_neg", "s2_neg"]].to_numpy()
     assert set(np.unique(shares)) <= {0.0, 1.0}
-    facts = got.attrs["served"]
+    facts = provenances(run)[row]
     picked = (raw["kind"] == "option").mean()
-    assert abs(facts["unknown"] + facts["unparsed"] + picked - 1) < 1e-9
+    assert abs(facts.unknown + facts.unparsed + picked - 1) < 1e-9 and facts.chat is None
 
 
 # -- the network ---------------------------------------------------------------------------------------------------
@@ -384,9 +386,10 @@ def test_samples_give_shares_and_the_run_counts_its_requests(server, tmp_path):
     from stereoprobe.unqover.readers import Passes
     from stereoprobe.unqover.prompted import answers, frame
 
-    run = opts(tmp_path, samples=3, temperature=1.0)
+    run = opts(tmp_path)
     ref = resolve_model(NAME, native="qa")
-    ask = Passes(dataset_spec("gender", sample=2), templates=(template("qa", "unqover-answer"),))
+    ask = Passes(dataset_spec("gender", sample=2), templates=(template("qa", "unqover-answer"),), samples=3,
+                 temperature=1.0)
     row = RowKey(ref.label, "answer", "qa", "generated")
     got = frame(ref, ask, row, run)
     raw = answers(ref, ask, row, run)
@@ -395,10 +398,11 @@ def test_samples_give_shares_and_the_run_counts_its_requests(server, tmp_path):
     assert set(np.round(np.unique(shares) * 3, 6)) <= {0.0, 1.0, 2.0, 3.0}
     asked = [r[1] for r in server.requests if r[1] and r[1].get("n") == 3]
     assert len(asked) == 2 * 2 * 2 and all(r["temperature"] == 1.0 for r in asked)
-    facts = got.attrs["served"]
-    assert facts["requests"] == 8 and facts["from_store"] == 0 and facts["completion_tokens"] > 0
-    again = frame(ref, ask, row, opts(tmp_path, samples=3, temperature=1.0))  # a new run: all from the store
-    assert again.attrs["served"]["requests"] == 0 and again.attrs["served"]["from_store"] == 8
+    facts = provenances(run)[row]
+    assert facts.requests == 8 and facts.from_store == 0 and facts.completion_tokens > 0
+    rerun = opts(tmp_path)
+    again = frame(ref, ask, row, rerun)  # a new run: all from the store
+    assert provenances(rerun)[row].requests == 0 and provenances(rerun)[row].from_store == 8
     pd.testing.assert_frame_equal(again, got)
 
 

@@ -27,6 +27,7 @@ import numpy as np
 import pytest
 
 from stereoprobe import RunOptions, unqover
+from stereoprobe.served import provenances
 
 pytestmark = [
     pytest.mark.served,
@@ -329,9 +330,10 @@ def test_transformers_serve_recovers_the_chat_lab_plants(chat_lab_server, model,
     name, qa = f"openai-api/tserve/{model}", template("qa", "unqover-answer")
     ref = resolve_model(name, native="qa")
     run = RunOptions(device="cpu", progress=False, store=tmp_path / "store")
-    got = frame(ref, Passes(dataset_spec("gender", sample=120, seed=5), templates=(qa,)),
-                RowKey(ref.label, "answer", "qa", "generated"), run)
-    assert got.attrs["served"]["rung"] == "generated" and got.attrs["served"]["unparsed"] < 0.05
+    row = RowKey(ref.label, "answer", "qa", "generated")
+    got = frame(ref, Passes(dataset_spec("gender", sample=120, seed=5), templates=(qa,)), row, run)
+    facts = provenances(run)[row]
+    assert facts.rung == "generated" and facts.unparsed < 0.05
     occ = got["attr"].map(occupation)
     plants = {**DEFAULT_PLANTED, **THINKING_PLANTED}
     abstains = ((got["u_pos"] + got["u_neg"]) / 2).groupby(occ).mean()

@@ -33,11 +33,9 @@ import numpy as np
 
 from .errors import StereoprobeError
 
-__all__ = ["RUNGS", "Backend", "Local", "Endpoint", "choose", "backend_for", "has_backend", "register_backend",
-           "label_ids"]
+__all__ = ["Backend", "Local", "Endpoint", "backend_for", "register_backend"]
 
-#: The rungs, best first (:mod:`stereoprobe.served.ladder`).
-RUNGS = ("exact", "next-token", "generated")
+from .prompting import RUNGS
 
 
 class Backend(Protocol):
@@ -62,9 +60,19 @@ class Backend(Protocol):
                             thinking: bool | None = None, desc: str = ""):
         """(P [n, labels], the mass on the labels [n], whether a label's value is a bound [n])."""
 
-    def generate(self, messages: Sequence[list[dict]], *, thinking: bool | None = None,
-                 think_budget: int | None = None, desc: str = "") -> list[list[tuple[str, str]]]:
-        """Per message list, (content, reasoning) of each sample."""
+    def generate(self, messages: Sequence[list[dict]], *, samples: int = 1, temperature: float | None = None,
+                 thinking: bool | None = None, think_budget: int | None = None,
+                 desc: str = "") -> list[list[tuple[str, str]]]:
+        """Per message list, (content, reasoning) of each of ``samples`` replies: greedy for one sample, else at
+        ``temperature`` (None: 1.0); what a probe asks (:meth:`stereoprobe.prompting.Prompting.generation`)."""
+
+    def counts(self) -> dict:
+        """What the backend has been asked so far in this run (``requests``, ``from_store``, …)."""
+
+    def record(self, key, desc: str, facts: dict, before: dict) -> None:
+        """Keep what the report row ``key`` read — ``facts`` (rung, passes, label mass, …) and what it cost since
+        ``before`` (a :meth:`counts`) — in the run's provenance (a served model's rows: the report's served table,
+        :func:`stereoprobe.served.record`); a backend with nothing to report keeps nothing."""
 
 
 def choose(backend, fits: Sequence[str], forced: str | None, error: type = StereoprobeError) -> str:
@@ -119,8 +127,7 @@ def label_ids(tokenizer, labels: Sequence[str]) -> list[list[int]]:
 
 class Local:
     """A causal or chat LM whose weights load here (module doc); ``options`` the run's
-    :class:`~stereoprobe.options.RunOptions` (device, precision, store; ``samples`` and ``temperature`` of the
-    generated rung)."""
+    :class:`~stereoprobe.options.RunOptions` (device, precision, batch, store)."""
 
     stores_exact = True
 
@@ -236,15 +243,13 @@ class Local:
         probs = np.array([a["probs"] for a in answers], dtype=np.float64).reshape(len(answers), len(labels))
         return probs, probs.sum(axis=1), np.zeros(len(answers), dtype=bool)
 
-    def generate(self, messages, *, thinking: bool | None = None, think_budget: int | None = None,
-                 desc: str = "") -> list[list[tuple[str, str]]]:
+    def generate(self, messages, *, samples: int = 1, temperature: float | None = None, thinking: bool | None = None,
+                 think_budget: int | None = None, desc: str = "") -> list[list[tuple[str, str]]]:
         """Replies generated here: greedy (one sample), or ``samples`` at ``temperature`` (default 1.0); the
         reasoning stays in the text (the parse finds a think block)."""
         from .causal import generate
 
-        run = self.options
-        samples = run.samples or 1
-        temperature = (0.0 if samples == 1 else 1.0) if run.temperature is None else float(run.temperature)
+        temperature = (0.0 if samples == 1 else 1.0) if temperature is None else float(temperature)
         max_new = _answer_tokens() + (int(think_budget) if think_budget else 0)
         settings = self._settings(max_new_tokens=max_new)
         if samples > 1 or temperature > 0:  # greedy keeps the keys of 0.9's generated reading
@@ -261,6 +266,9 @@ class Local:
 
     def counts(self) -> dict:
         return {"requests": self.asked, "from_store": self.from_store}
+
+    def record(self, key, desc: str, facts: dict, before: dict) -> None:
+        """Nothing: a local model's rows cost no requests (its generated answers are kept in the store's journal)."""
 
 
 # -- a server ------------------------------------------------------------------------------------------------------
@@ -306,16 +314,21 @@ class Endpoint:
         return label_probabilities(s.client, s.journal, messages, labels, s.caps.top_k, thinking=thinking,
                                    **s.ask(desc))
 
-    def generate(self, messages, *, thinking: bool | None = None, think_budget: int | None = None,
-                 desc: str = "") -> list[list[tuple[str, str]]]:
+    def generate(self, messages, *, samples: int = 1, temperature: float | None = None, thinking: bool | None = None,
+                 think_budget: int | None = None, desc: str = "") -> list[list[tuple[str, str]]]:
         from .served.ladder import generated_replies
 
         s = self.session
-        return generated_replies(s.client, s.journal, messages, samples=s.samples, temperature=s.temperature,
+        return generated_replies(s.client, s.journal, messages, samples=samples, temperature=temperature,
                                  thinking=thinking, think_budget=think_budget, **s.ask(desc))
 
     def counts(self) -> dict:
         return self.session.counts()
+
+    def record(self, key, desc: str, facts: dict, before: dict) -> None:
+        from .served import record
+
+        record(self.options, key, self.session.finish(desc, facts, before))
 
 
 # -- which backend reads a model -----------------------------------------------------------------------------------

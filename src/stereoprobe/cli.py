@@ -296,16 +296,6 @@ def generate_cmd(
     typer.echo(f"wrote {total:,} ordered examples ({2 * total:,} passes) to {out}")
 
 
-def _run_options(batch_tokens, device, precision, store, engine="local", workers=None, concurrency=None,
-                 max_requests=None, samples=1, temperature=None, tokenizer=None):
-    """The command's :class:`~stereoprobe.options.RunOptions` (checked before any work)."""
-    from .options import RunOptions
-
-    return RunOptions(device=device, precision=precision, batch_tokens=batch_tokens, engine=engine, workers=workers,
-                      store=store, concurrency=concurrency, max_requests=max_requests, samples=samples,
-                      temperature=temperature, tokenizer=tokenizer)
-
-
 def _show_report(rep) -> None:
     """Print a :class:`~stereoprobe.reports.Report`'s tables under their headings (and its notes)."""
     for note in rep.notes:
@@ -367,74 +357,123 @@ def _models(models: Sequence[str]) -> list[str]:
     return model_labels(models, option="-m/--model")
 
 
+# -- the options several commands share, each declared once ----------------------------------------------------------
+class Options:
+    """A group of options that several commands share, declared once: ``rows`` maps each parameter to its type and
+    its ``typer.Option``; :func:`with_options` adds them to a command, which receives them gathered under the group's
+    ``name`` (``gather(values)``: a :class:`~stereoprobe.options.RunOptions`, a dict of API keywords, …)."""
+
+    def __init__(self, name: str, rows: dict, gather=dict):
+        self.name, self.rows, self.gather = name, dict(rows), gather
+
+    def but(self, **rows) -> "Options":
+        """The same group with some rows replaced (a command whose default differs)."""
+        return Options(self.name, {**self.rows, **rows}, self.gather)
+
+
+def with_options(*groups: Options):
+    """A command that takes, after its own options, those of ``groups``: the command names each group as one
+    parameter (e.g. ``run``) and receives it gathered; the command line shows each option as declared in its group."""
+    import functools
+    import inspect
+    import typing
+
+    def decorate(command):
+        hints = typing.get_type_hints(command)
+        by_name = {g.name: g for g in groups}
+        params, annotations = [], {}
+        for p in inspect.signature(command).parameters.values():
+            if p.name in by_name:  # the group's options where the command names it
+                for row, (kind, option) in by_name[p.name].rows.items():
+                    params.append(inspect.Parameter(row, inspect.Parameter.KEYWORD_ONLY, default=option,
+                                                    annotation=kind))
+                    annotations[row] = kind
+            else:
+                params.append(p.replace(kind=inspect.Parameter.KEYWORD_ONLY,
+                                        annotation=hints.get(p.name, p.annotation)))
+                if p.name in hints:
+                    annotations[p.name] = hints[p.name]
+
+        @functools.wraps(command)
+        def run(**values):
+            gathered = {g.name: g.gather({row: values.pop(row) for row in g.rows}) for g in groups}
+            return command(**values, **gathered)
+
+        run.__signature__ = inspect.Signature(params)
+        run.__annotations__ = annotations
+        return run
+
+    return decorate
+
+
+def _run(values: dict):
+    """How a command runs: its :class:`~stereoprobe.options.RunOptions` (checked before any work)."""
+    from .options import RunOptions
+
+    return RunOptions(**values)
+
+
+#: Where and how a probe computes (stereoprobe.options.RunOptions): every command that scores.
+RUN = Options("run", {
+    "batch_tokens": (Optional[int], BatchOpt), "device": (str, DeviceOpt), "precision": (Precision, PrecisionOpt),
+    "store": (Optional[Path], StoreOpt), "engine": (Engine, EngineOpt), "workers": (Optional[int], WorkersOpt),
+    "concurrency": (Optional[int], ConcurrencyOpt), "max_requests": (Optional[int], MaxRequestsOpt),
+    "tokenizer": (Optional[str], TokenizerOpt),
+}, _run)
+#: How a prompted model is asked (stereoprobe.prompting.Prompting): the keywords of every probe's API.
+PROMPTING = Options("prompting", {
+    "chat": (Optional[bool], ChatOpt), "rung": (Optional[Rung], RungOpt), "samples": (int, SamplesOpt),
+    "temperature": (Optional[float], TemperatureOpt),
+})
+#: The models under test (-m, checked for repeats) and the opt-in to pickle weights.
+def _gather_models(values: dict) -> list[str]:
+    _models(values["model"])
+    return list(values["model"])
+
+
+MODELS = Options("models", {"model": (List[str], ModelOpt), "allow_pickle": (bool, AllowPickleOpt)}, _gather_models)
+
+
+def _unqover_study(values: dict) -> dict:
+    """The keywords of :func:`stereoprobe.unqover.score` and ``report`` that say what is studied (the dataset
+    checked before any work)."""
+    variant = values["variant"]
+    _spec(values["dataset"], values["sample"], values["seed"], values["mode"], values["newsqa"],
+          "qa" if variant in (None, "lm", "causal") else variant)
+    return {"dataset": values["dataset"], "sample": _sample(values["sample"]), "seed": values["seed"],
+            "mode": values["mode"], "newsqa": values["newsqa"], "variant": variant,
+            "shard_passes": values["shard_passes"],
+            "scorers": [str(x) for x in values["scorer"]] if values["scorer"] else None,
+            "templates": values["template"] or None}
+
+
+#: What an UnQover command studies: the dataset and its sample, the models' variant, the prompts of causal LMs.
+UNQOVER = Options("study", {
+    "dataset": (Dataset, DatasetOpt), "sample": (Optional[str], SampleOpt), "seed": (int, SeedOpt),
+    "mode": (Mode, ModeOpt), "newsqa": (bool, NewsqaOpt), "variant": (Optional[ModelVariant], ModelVariantOpt),
+    "shard_passes": (int, ShardOpt), "scorer": (Optional[List[Scorer]], ScorerOpt),
+    "template": (Optional[List[str]], TemplateOpt),
+}, _unqover_study)
+
+
 @unqover_app.command("score")
-def score_cmd(
-    model: List[str] = ModelOpt,
-    allow_pickle: bool = AllowPickleOpt,
-    dataset: Dataset = DatasetOpt,
-    sample: Optional[str] = SampleOpt,
-    seed: int = SeedOpt,
-    mode: Mode = ModeOpt,
-    newsqa: bool = NewsqaOpt,
-    batch_tokens: Optional[int] = BatchOpt,
-    device: str = DeviceOpt,
-    precision: Precision = PrecisionOpt,
-    store: Optional[Path] = StoreOpt,
-    variant: Optional[ModelVariant] = ModelVariantOpt,
-    engine: Engine = EngineOpt,
-    workers: Optional[int] = WorkersOpt,
-    shard_passes: int = ShardOpt,
-    scorer: Optional[List[Scorer]] = ScorerOpt,
-    template: Optional[List[str]] = TemplateOpt,
-    chat: Optional[bool] = ChatOpt,
-    rung: Optional[Rung] = RungOpt,
-    concurrency: Optional[int] = ConcurrencyOpt,
-    max_requests: Optional[int] = MaxRequestsOpt,
-    tokenizer: Optional[str] = TokenizerOpt,
-    samples: int = SamplesOpt,
-    temperature: Optional[float] = TemperatureOpt,
-):
+@with_options(MODELS, UNQOVER, PROMPTING, RUN)
+def score_cmd(models, study, prompting, run):
     """Score a dataset with one or more QA models, masked LMs (--variant lm) or causal LMs into the score store."""
     from .unqover import api
 
-    _models(model)
-    runs = api.score(model, dataset, sample=_sample(sample), seed=seed, mode=mode, newsqa=newsqa, variant=variant,
-                     shard_passes=shard_passes, scorers=[str(x) for x in scorer] if scorer else None, templates=template or None, chat=chat, rung=rung,
-                     options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
-                                          max_requests, samples, temperature, tokenizer))
-    for name, run in runs.items():
-        typer.echo(f"{name}: {run.n_rows():,} passes stored in {run.path}")
+    runs = api.score(models, **study, **prompting, options=run)
+    for name, stored in runs.items():
+        typer.echo(f"{name}: {stored.n_rows():,} passes stored in {stored.path}")
 
 
 @unqover_app.command("report")
+@with_options(MODELS, UNQOVER, PROMPTING, RUN)
 def report_cmd(
-    model: List[str] = ModelOpt,
-    allow_pickle: bool = AllowPickleOpt,
-    dataset: Dataset = DatasetOpt,
-    sample: Optional[str] = SampleOpt,
-    seed: int = SeedOpt,
-    mode: Mode = ModeOpt,
-    newsqa: bool = NewsqaOpt,
+    models, study,
     out: Optional[Path] = OutOpt,
     n_boot: int = NBootOpt,
     top: int = typer.Option(3, "--top", min=1, help="Rows per group in the top-γ table."),
-    batch_tokens: Optional[int] = BatchOpt,
-    device: str = DeviceOpt,
-    precision: Precision = PrecisionOpt,
-    store: Optional[Path] = StoreOpt,
-    variant: Optional[ModelVariant] = ModelVariantOpt,
-    engine: Engine = EngineOpt,
-    workers: Optional[int] = WorkersOpt,
-    shard_passes: int = ShardOpt,
-    scorer: Optional[List[Scorer]] = ScorerOpt,
-    template: Optional[List[str]] = TemplateOpt,
-    chat: Optional[bool] = ChatOpt,
-    rung: Optional[Rung] = RungOpt,
-    concurrency: Optional[int] = ConcurrencyOpt,
-    max_requests: Optional[int] = MaxRequestsOpt,
-    tokenizer: Optional[str] = TokenizerOpt,
-    samples: int = SamplesOpt,
-    temperature: Optional[float] = TemperatureOpt,
     thinking: Optional[Thinking] = typer.Option(None, "--thinking", help="Reasoning models: thinking on, off, or "
                                                 "both (every row both ways, and a thinking_shift table) through the "
                                                 "chat template's enable_thinking (served: chat_template_kwargs; "
@@ -445,6 +484,7 @@ def report_cmd(
                                             "scorer, rung, template, thinking, reading, abstention and unparsed "
                                             "rates, δ, ε, μ with its interval, BBQ's scores): a paper's table is one "
                                             "pivot of it. Written atomically; not printed."),
+    *, prompting, run,
 ):
     """Reasoning errors (δ, ε, avg S), bias intensity μ and the top γ(x, a) per subject group.
 
@@ -460,18 +500,13 @@ def report_cmd(
     """
     from .unqover import api
 
-    _models(model)
-    _spec(dataset, sample, seed, mode, newsqa, "qa" if variant in (None, "lm", "causal") else variant)
+    dataset = study["dataset"]
     _check_out_dir(out, [f"{dataset}_{name}" for name in (*api.TABLES, "template_spread", "served", "abstention",
                                                            "thinking_shift")])
     _check_file_target(long_csv, "--long-csv", "the long table")
-    rep = api.report(model, dataset, sample=_sample(sample), seed=seed, mode=mode, newsqa=newsqa, variant=variant,
-                     n_boot=n_boot, top=top, shard_passes=shard_passes, scorers=[str(x) for x in scorer] if scorer else None,
-                     templates=template or None, chat=chat, rung=rung, think_budget=think_budget,
+    rep = api.report(models, **study, **prompting, n_boot=n_boot, top=top, think_budget=think_budget,
                      thinking={"on": True, "off": False, "both": "both", None: None}[thinking],
-                     long=long_csv is not None,
-                     options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
-                                          max_requests, samples, temperature, tokenizer))
+                     long=long_csv is not None, options=run)
     long = rep.tables.pop("long", None)
     _show_report(rep)
     _write_tables(out, rep)
@@ -524,71 +559,42 @@ def nli_count_cmd(
         typer.echo(f"{'total':<12} {'':>13} {'':>10} {'':>9} {sum(c.pairs for _, c in rows):>11,}")
 
 
+def _nli_study(values: dict) -> dict:
+    """The keywords of :func:`stereoprobe.nli.score` and ``report`` that say what is studied (the probes' pair sets
+    checked before any work)."""
+    _nli_specs(values["probe"], values["sample"], values["seed"])
+    return {"probes": [str(p) for p in values["probe"]], "sample": _sample(values["sample"]), "seed": values["seed"],
+            "label_order": values["label_order"], "variant": values["variant"], "templates": values["template"] or None,
+            "words": values["words"]}
+
+
+#: What a Bias-NLI command studies: the probes and their sample, the models' variant and label order, the prompts.
+NLI = Options("study", {
+    "probe": (List[Probe], ProbeOpt), "sample": (Optional[str], NliSampleOpt), "seed": (int, SeedOpt),
+    "label_order": (Optional[str], LabelOrderOpt), "variant": (Optional[Literal["nli", "causal"]], NliVariantOpt),
+    "template": (Optional[List[str]], TemplateOpt), "words": (Optional[str], WordsOpt),
+}, _nli_study)
+
+
 @nli_app.command("score")
-def nli_score_cmd(
-    model: List[str] = ModelOpt,
-    allow_pickle: bool = AllowPickleOpt,
-    probe: List[Probe] = ProbeOpt,
-    sample: Optional[str] = NliSampleOpt,
-    seed: int = SeedOpt,
-    batch_tokens: Optional[int] = BatchOpt,
-    device: str = DeviceOpt,
-    precision: Precision = PrecisionOpt,
-    store: Optional[Path] = StoreOpt,
-    engine: Engine = EngineOpt,
-    workers: Optional[int] = WorkersOpt,
-    label_order: Optional[str] = LabelOrderOpt,
-    variant: Optional[Literal["nli", "causal"]] = NliVariantOpt,
-    template: Optional[List[str]] = TemplateOpt,
-    words: Optional[str] = WordsOpt,
-    chat: Optional[bool] = ChatOpt,
-    rung: Optional[Rung] = RungOpt,
-    concurrency: Optional[int] = ConcurrencyOpt,
-    max_requests: Optional[int] = MaxRequestsOpt,
-    tokenizer: Optional[str] = TokenizerOpt,
-    samples: int = SamplesOpt,
-    temperature: Optional[float] = TemperatureOpt,
-):
+@with_options(MODELS, NLI, PROMPTING, RUN)
+def nli_score_cmd(models, study, prompting, run):
     """Score the pairs of each probe with one or more NLI classifiers (or causal LMs, zero-shot) into the score store."""
     from .nli import api
 
-    _models(model)
-    _nli_specs(probe, sample, seed)
-    _label_orders(model, label_order)
-    runs = api.score(model, [str(p) for p in probe], sample=_sample(sample), seed=seed, label_order=label_order,
-                     variant=variant, templates=template or None, words=words, chat=chat, rung=rung,
-                     options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
-                                          max_requests, samples, temperature, tokenizer))
-    for (name, probe_name), run in runs.items():
-        typer.echo(f"{name} · {probe_name}: {run.n_rows():,} pairs stored in {run.path}")
+    _label_orders(models, study["label_order"])
+    runs = api.score(models, **study, **prompting, options=run)
+    for (name, probe_name), stored in runs.items():
+        typer.echo(f"{name} · {probe_name}: {stored.n_rows():,} pairs stored in {stored.path}")
 
 
 @nli_app.command("report")
+@with_options(MODELS, NLI, PROMPTING, RUN)
 def nli_report_cmd(
-    model: List[str] = ModelOpt,
-    allow_pickle: bool = AllowPickleOpt,
-    probe: List[Probe] = ProbeOpt,
-    sample: Optional[str] = NliSampleOpt,
-    seed: int = SeedOpt,
+    models, study,
     out: Optional[Path] = OutOpt,
     n_boot: int = NBootOpt,
-    batch_tokens: Optional[int] = BatchOpt,
-    device: str = DeviceOpt,
-    precision: Precision = PrecisionOpt,
-    store: Optional[Path] = StoreOpt,
-    engine: Engine = EngineOpt,
-    workers: Optional[int] = WorkersOpt,
-    label_order: Optional[str] = LabelOrderOpt,
-    variant: Optional[Literal["nli", "causal"]] = NliVariantOpt,
-    template: Optional[List[str]] = TemplateOpt,
-    words: Optional[str] = WordsOpt,
-    chat: Optional[bool] = ChatOpt,
-    rung: Optional[Rung] = RungOpt,
-    concurrency: Optional[int] = ConcurrencyOpt,
-    max_requests: Optional[int] = MaxRequestsOpt,
-    tokenizer: Optional[str] = TokenizerOpt,
-    samples: int = SamplesOpt,
-    temperature: Optional[float] = TemperatureOpt,
+    *, prompting, run,
 ):
     """Net neutral NN, fraction neutral FN, T:0.5 and T:0.7 with bootstrap CIs, per model and probe.
 
@@ -599,14 +605,9 @@ def nli_report_cmd(
     """
     from .nli import api
 
-    _models(model)
-    specs = _nli_specs(probe, sample, seed)
-    _check_out_dir(out, [*(f"nli_{p}_neutrality" for p in specs), "nli_served"])
-    _label_orders(model, label_order)
-    rep = api.report(model, list(specs), sample=_sample(sample), seed=seed, n_boot=n_boot, label_order=label_order,
-                     variant=variant, templates=template or None, words=words, chat=chat, rung=rung,
-                     options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
-                                          max_requests, samples, temperature, tokenizer))
+    _check_out_dir(out, [*(f"nli_{p}_neutrality" for p in api.probe_specs(study["probes"])), "nli_served"])
+    _label_orders(models, study["label_order"])
+    rep = api.report(models, **study, **prompting, n_boot=n_boot, options=run)
     _show_report(rep)
     _write_tables(out, rep)
 
@@ -647,6 +648,8 @@ def _pair(value: str) -> str:
 
 
 @sodapop_app.command("report")
+@with_options(PROMPTING, RUN.but(precision=(Precision, typer.Option("fp32", "--precision", help="fp32 by default: "
+                                                                    "the top-10 fills are tie-sensitive."))))
 def sodapop_report_cmd(
     out: Optional[Path] = OutOpt,
     allow_pickle: bool = AllowPickleOpt,
@@ -669,25 +672,12 @@ def sodapop_report_cmd(
                                "are fewer)."),
     seed: int = typer.Option(10, "--seed", min=0, help="Seed of the distractor shuffle and the permutations "
                              "(authors: 10)."),
-    batch_tokens: Optional[int] = BatchOpt,
-    device: str = DeviceOpt,
-    precision: Precision = typer.Option("fp32", "--precision", help="fp32 by default: the top-10 fills are "
-                                        "tie-sensitive."),
-    store: Optional[Path] = StoreOpt,
-    engine: Engine = EngineOpt,
-    workers: Optional[int] = WorkersOpt,
     variant: Optional[Literal["mcq", "causal"]] = typer.Option(None, "--variant", help="mcq (a multiple-choice "
                                                                "encoder) or causal (a causal or chat LM); default: "
                                                                "the model's config decides."),
     template: Optional[str] = typer.Option(None, "--template", help="Causal LMs: an mcq prompt template's name or a "
                                            "YAML file (default: siqa, lm-evaluation-harness's)."),
-    chat: Optional[bool] = ChatOpt,
-    rung: Optional[Rung] = RungOpt,
-    concurrency: Optional[int] = ConcurrencyOpt,
-    max_requests: Optional[int] = MaxRequestsOpt,
-    tokenizer: Optional[str] = TokenizerOpt,
-    samples: int = SamplesOpt,
-    temperature: Optional[float] = TemperatureOpt,
+    *, prompting, run,
 ):
     """Distractors for names × contexts, the per-unit accuracy, and the relative difference of words between groups.
 
@@ -712,9 +702,7 @@ def sodapop_report_cmd(
                          *(f"sodapop_rd_{g1}_{g2}{s}" for g1, g2 in pairs for s in ("", "_norm"))])
     rep = api.report(mcq_model, mlm, names_per_group=names_per_group, contexts=chosen, depth=depth,
                      cap=None if caps is None else caps[0], dedup=dedup, pairs=pairs, min_count=min_count,
-                     n_perm=n_perm, seed=seed, variant=variant, template=template, chat=chat, rung=rung,
-                     options=_run_options(batch_tokens, device, precision, store, engine, workers, concurrency,
-                                          max_requests, samples, temperature, tokenizer))
+                     n_perm=n_perm, seed=seed, variant=variant, template=template, **prompting, options=run)
     typer.echo(rep.title)
     _show_report(rep)
     _write_tables(out, rep)

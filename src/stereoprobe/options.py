@@ -1,6 +1,7 @@
 """How a probe runs, apart from what it studies: one frozen object that every entry point takes.
 
-A study is a model, a dataset and a sample; a run is where and how it is computed — device, precision, the token
+A study is a model, a dataset, a sample and how a prompted model is asked (its template, chat, rung, thinking,
+samples and temperature: :class:`stereoprobe.prompting.Prompting`, part of each probe's question); a run is where and how it is computed — device, precision, the token
 budget of a batch, CPU threads, the engine and its workers, the score store and progress bars. The three probes'
 ``report`` functions (:func:`stereoprobe.unqover.report`, :func:`stereoprobe.nli.report`,
 :func:`stereoprobe.sodapop.report`), the store-level scorers below them (``score_dataset``, ``score_pairs``,
@@ -10,7 +11,7 @@ setting here changes a score beyond floating-point noise except ``precision`` (a
 key, so bf16 and fp32 scores are kept apart).
 
 >>> RunOptions()
-RunOptions(device='auto', precision='auto', batch_tokens=None, threads=None, engine='local', workers=None, store=None, progress=None, smoke=False, concurrency=None, max_requests=None, samples=1, temperature=None, tokenizer=None)
+RunOptions(device='auto', precision='auto', batch_tokens=None, threads=None, engine='local', workers=None, store=None, progress=None, smoke=False, concurrency=None, max_requests=None, tokenizer=None)
 >>> RunOptions(device="cpu", batch_tokens=2048).replace(precision="fp32").precision
 'fp32'
 >>> RunOptions(device="gpu")
@@ -96,9 +97,6 @@ class RunOptions:
     * ``concurrency`` / ``max_requests`` — served models (:mod:`stereoprobe.served`): requests in flight at once
       (None: 16), and a budget of requests for the run (the requests answered under this object; None: none) that
       stops cleanly; the same call goes on.
-    * ``samples`` / ``temperature`` — the generated rung (local or served): answers per question (1: greedy) and
-      their temperature (None: 0 for one sample, 1.0 for several); S is then the share of the answers naming a
-      subject.
     * ``tokenizer`` — served chat models on the exact rung: the model's own tokenizer (a hub id or a folder), whose
       chat template is applied here, for a server that does not apply it itself (None: the server's, through its
       ``/tokenize``; :mod:`stereoprobe.served.chat_exact`).
@@ -119,8 +117,6 @@ class RunOptions:
     smoke: bool = False
     concurrency: int | None = None
     max_requests: int | None = None
-    samples: int = 1
-    temperature: float | None = None
     tokenizer: str | None = None
     #: The run's state (:class:`RunState`): not a setting, so neither compared, shown nor copied.
     state: RunState = field(default_factory=RunState, init=False, repr=False, compare=False)
@@ -138,12 +134,6 @@ class RunOptions:
         _positive_int("threads", self.threads, "1")
         _positive_int("concurrency", self.concurrency, "16")
         _positive_int("max_requests", self.max_requests, "1000")
-        _positive_int("samples", self.samples, "5")
-        if self.temperature is not None and (isinstance(self.temperature, bool)
-                                             or not isinstance(self.temperature, (int, float))
-                                             or not 0 <= self.temperature <= 2):
-            raise StereoprobeError(f"RunOptions temperature={self.temperature!r} is not a number from 0 to 2; pass e.g. "
-                                   "1.0, or None (greedy for one sample, 1.0 for several).")
         check_engine(self.engine, self.workers)
         if self.tokenizer is not None and (not isinstance(self.tokenizer, (str, os.PathLike)) or not str(self.tokenizer)):
             raise StereoprobeError(f"RunOptions tokenizer={self.tokenizer!r} is not a name; pass a hub id or a folder "

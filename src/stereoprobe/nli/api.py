@@ -21,6 +21,8 @@ templates, its label words renormalised (:mod:`stereoprobe.nli.score_causal`): o
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from typing import Sequence
 
@@ -113,35 +115,34 @@ def resolve(models: Sequence[str] | str, variant: str | None = None, *, smoke: b
     return resolve_models(_models(models), native="nli", asked=variant, smoke=smoke, allowed=list(READERS))
 
 
-def _ask(refs, label_order, templates, words, chat, smoke: bool, rung: str | None = None):
-    """What the report asks every model (:class:`~stereoprobe.nli.readers.Pairs`): the label orders of classifiers
-    and the causal and served LMs' templates, checked before any work; prompt settings without such a model are
-    refused, since they would be silently ignored."""
+def _ask(refs, label_order, templates, words, smoke: bool, **prompting):
+    """What the report asks every model (:class:`~stereoprobe.nli.readers.Pairs`; ``prompting``: the fields of
+    :class:`~stereoprobe.prompting.Prompting`, checked there): the label orders of classifiers and the causal and
+    served LMs' templates, checked before any work; prompt settings without such a model are refused, since they
+    would be silently ignored."""
     from ..prompts import select
-    from ..served.ladder import RUNGS
     from .readers import Pairs, prompted
     from .score_causal import with_words
 
+    ask = Pairs(**prompting)
     chosen: list = []
     if not any(prompted(ref) for ref in refs):
-        if templates is not None or words is not None or chat is not None or rung is not None:
-            raise StereoprobeError("template, label-word, chat and rung settings are for causal and served LMs, and "
-                                   "none of the models is one; leave them out (or pass such a model).")
+        asked = (["template"] if templates is not None else []) + (["label-word"] if words is not None else [])
+        if asked + ask.prompt_settings():
+            raise StereoprobeError(f"{', '.join(asked + ask.prompt_settings())} settings are for causal and served "
+                                   "LMs, and none of the models is one; leave them out (or pass such a model).")
     else:
         if isinstance(words, str):
             words = [w.strip() for w in words.split(",")]
         chosen = [with_words(t, words) for t in select(templates, "nli")]
-    if rung is not None and rung not in RUNGS:
-        raise StereoprobeError(f"rung={rung!r} is not a rung of the served ladder; choose one of {', '.join(RUNGS)}, "
-                               "or leave it out (the best each model gives).")
     orders = label_orders([ref for ref in refs if ref.kind == "nli"], label_order, smoke=smoke)
-    return Pairs(label_orders=orders, templates=tuple(chosen), chat=chat, rung=rung)
+    return dataclasses.replace(ask, label_orders=orders, templates=tuple(chosen))
 
 
 def score(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, sample: float | int | None = None,
           seed: int = 0, label_order: Sequence[str] | str | None = None, variant: str | None = None,
           templates: Sequence | str | None = None, words: Sequence[str] | str | None = None,
-          chat: bool | None = None, rung: str | None = None,
+          chat: bool | None = None, rung: str | None = None, samples: int = 1, temperature: float | None = None,
           options: RunOptions | None = None) -> dict[tuple[str, str], object]:
     """Score each probe's pairs with each model into the score store; returns (model, probe) → its complete
     :class:`~stereoprobe.store.StoreRun` (a causal LM: (``<model> · nli:<template>``, probe))."""
@@ -152,7 +153,8 @@ def score(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, s
     specs = probe_specs(probes, sample=sample, seed=seed)
     run = as_options(options)
     refs = resolve(models, variant, smoke=run.smoke)
-    ask = _ask(refs, label_order, templates, words, chat, run.smoke, rung)
+    ask = _ask(refs, label_order, templates, words, run.smoke, chat=chat, rung=rung, samples=samples,
+               temperature=temperature)
     out: dict[tuple[str, str], object] = {}
     with run.applied():
         for ref in refs:
@@ -168,7 +170,7 @@ def report(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, 
            seed: int = 0, n_boot: int = 1000, label_order: Sequence[str] | str | None = None,
            variant: str | None = None, templates: Sequence | str | None = None,
            words: Sequence[str] | str | None = None, chat: bool | None = None, rung: str | None = None,
-           options: RunOptions | None = None) -> Report:
+           samples: int = 1, temperature: float | None = None, options: RunOptions | None = None) -> Report:
     """NN, FN, T:0.5 and T:0.7 with bootstrap intervals, per model, for each probe (one table each).
 
     ``models``: NLI classifiers or causal LMs (hub ids, local folders, ``.gguf`` files, ``zoo:`` names); labelled in
@@ -181,13 +183,15 @@ def report(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, 
     prompt, or None: whichever the tokenizer has). Served models (``openai-api/<service>/<model>``,
     :mod:`stereoprobe.served`) read the same templates; ``rung`` forces the rung of the ladder they are read on
     (``exact``, ``next-token``, ``generated``; None: the best each gives), and a ``served`` table says which rung
-    produced each row. ``options``: how it runs
+    produced each row; ``samples`` and ``temperature``: on the generated rung, answers per pair (1: greedy) and their
+    temperature (None: 0 for one sample, 1.0 for several), the class shares of the answers read as probabilities
+    (:class:`~stereoprobe.prompting.Prompting`). ``options``: how it runs
     (:class:`~stereoprobe.options.RunOptions`). The tables are those of ``stereoprobe nli report``.
 
     Each model is resolved once (:class:`~stereoprobe.modelref.ModelRef`) and read by the reader of its kind
     (:mod:`stereoprobe.nli.readers`).
     """
-    from ..served import served_table
+    from ..served import provenances, served_table
     from .readers import frames
     from .reporting import measures_table
 
@@ -197,7 +201,8 @@ def report(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, 
         raise StereoprobeError(f"n_boot={n_boot!r} must be a positive integer; pass e.g. n_boot=1000.")
     run = as_options(options)
     refs = resolve(models, variant, smoke=run.smoke)
-    ask = _ask(refs, label_order, templates, words, chat, run.smoke, rung)
+    ask = _ask(refs, label_order, templates, words, run.smoke, chat=chat, rung=rung, samples=samples,
+               temperature=temperature)
     result = {}
     with run.applied():
         by_row = frames(refs, ask, specs, run)
@@ -208,9 +213,10 @@ def report(models: Sequence[str] | str, probes: Sequence[str] | str = "all", *, 
                 mass = {key[0]: float(f["label_mass"].mean()) for key, f in probs.items() if "label_mass" in f}
                 table["label_mass"] = table["model"].map(mass)
             result[probe] = table
-        served = served_table(by_row)
+        read = {key: provenances(run).get(key) for key in by_row}
+        served = served_table(read)
         if served is not None:
-            served.insert(1, "probe", [p for (row, p), f in by_row.items() if f.attrs.get("served")])
+            served.insert(1, "probe", [p for (row, p), facts in read.items() if facts is not None])
             result["served"] = served
     return Report(f"Bias-NLI: {len(models)} model(s) × {len(specs)} probe(s), "
                   f"{'all' if sample is None else sample} pairs per probe", result,

@@ -77,7 +77,7 @@ def read_answers(backend, ask, row: RowKey, spec: TemplateSpec) -> pd.DataFrame:
 
     template = template_of(ask, row)
     pairs = list(iter_pairs(spec, 0, count(spec).pairs))
-    replies = backend.generate(_chats(template, pairs), desc=f"{row.label} · Bias-NLI {spec.probe}")
+    replies = backend.generate(_chats(template, pairs), **ask.generation(), desc=f"{row.label} · Bias-NLI {spec.probe}")
     records = []
     for p, samples in zip(pairs, replies):
         for j, (text, _) in enumerate(samples):
@@ -89,8 +89,8 @@ def read_answers(backend, ask, row: RowKey, spec: TemplateSpec) -> pd.DataFrame:
 
 def frame(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOptions) -> pd.DataFrame:
     """The per-pair probabilities of ``row`` in the frame of :func:`stereoprobe.nli.scoring.load_probabilities`,
-    plus ``label_mass`` (exact and next-token); a served row's ``attrs["served"]`` as UnQover's
-    (:func:`stereoprobe.unqover.prompted.frame`)."""
+    plus ``label_mass`` (exact and next-token); a served row's :class:`~stereoprobe.served.Provenance` kept in the
+    run's state under ``(row, probe)``, as UnQover's (:func:`stereoprobe.unqover.prompted.frame`)."""
     from ..backends import backend_for
 
     backend = backend_for(ref, options)
@@ -130,7 +130,5 @@ def frame(ref: ModelRef, ask, row: RowKey, spec: TemplateSpec, options: RunOptio
         facts.update(unparsed=float((parsed["kind"] == "unparsed").mean()))
     for k, column in enumerate(PROB_COLUMNS):
         meta[column] = probs[:, k]
-    meta = meta[keep].reset_index(drop=True)
-    if hasattr(backend, "session"):  # a served row says what it cost and who answered (the report's served table)
-        meta.attrs["served"] = backend.session.finish(desc, facts, before)
-    return meta
+    backend.record((row, spec.probe), desc, facts, before)  # a served row: what it cost, who answered
+    return meta[keep].reset_index(drop=True)

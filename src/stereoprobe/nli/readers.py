@@ -23,6 +23,7 @@ import pandas as pd
 
 from ..modelref import CAUSAL, SERVED, ModelRef, Readers, RowKey
 from ..options import RunOptions
+from ..prompting import Prompting
 from .templates import TemplateSpec
 
 __all__ = ["Pairs", "Reader", "READERS", "register_reader", "reader_for", "ClassifierReader", "PromptedReader",
@@ -30,16 +31,14 @@ __all__ = ["Pairs", "Reader", "READERS", "register_reader", "reader_for", "Class
 
 
 @dataclass(frozen=True)
-class Pairs:
+class Pairs(Prompting):
     """What Bias-NLI asks of every model of a report, beside each probe's pairs: ``label_orders`` (model name → the
-    classes of LABEL_0..LABEL_2, for classifiers with generic label names); ``templates`` and ``chat``, how causal
-    and served LMs are prompted (one row per template); ``rung``, the rung served models are read on (None: the
-    best each gives; :mod:`stereoprobe.served.ladder`)."""
+    classes of LABEL_0..LABEL_2, for classifiers with generic label names); ``templates``, how causal and served LMs
+    are prompted (one row per template), and the rest of how they are asked — chat, rung, samples, temperature — as
+    every prompted probe asks it (:class:`~stereoprobe.prompting.Prompting`)."""
 
     label_orders: Mapping[str, tuple | None] = field(default_factory=dict)
     templates: tuple = ()
-    chat: bool | None = None
-    rung: str | None = None
 
 
 class Reader(Protocol):

@@ -14,7 +14,7 @@ busy server needs, every answer stored as it arrives (:mod:`stereoprobe.served.c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from . import endpoint as _endpoint  # its parse(): the package's own name `parse` is the module parse.py
 from .endpoint import PREFIX, Endpoint, EndpointError
@@ -22,7 +22,8 @@ from .endpoint import PREFIX, Endpoint, EndpointError
 from .ladder import RUNGS, Capabilities
 from .parse import Parsed, parse_answer
 
-__all__ = ["PREFIX", "RUNGS", "Endpoint", "EndpointError", "Capabilities", "capabilities", "parse_answer", "Parsed"]
+__all__ = ["PREFIX", "RUNGS", "Endpoint", "EndpointError", "Capabilities", "Provenance", "capabilities", "parse_answer",
+           "Parsed", "provenances", "served_table"]
 
 
 @dataclass
@@ -37,8 +38,6 @@ class Session:
     caps: object
     max_requests: int | None
     progress: bool
-    samples: int = 1
-    temperature: float | None = None
     options: object = None  # the run's RunOptions (its tokenizer)
     checked: dict = field(default_factory=dict)  # the chat template's checks (stereoprobe.served.chat_exact.check)
 
@@ -62,15 +61,15 @@ class Session:
         return {"requests": u.requests, "retries": u.retries, "from_store": u.cached,
                 "prompt_tokens": u.prompt_tokens, "completion_tokens": u.completion_tokens}
 
-    def finish(self, desc: str, facts: dict, before: dict) -> dict:
-        """``facts`` of one report row completed: what the row asked (the counts since ``before``, a
-        :meth:`counts`), the model ids and system fingerprints the server reported; the run kept in the journal."""
+    def finish(self, desc: str, facts: dict, before: dict) -> "Provenance":
+        """The :class:`Provenance` of one report row: its ``facts`` (rung, passes, label mass, …), what it asked
+        (the counts since ``before``, a :meth:`counts`), the model ids and system fingerprints the server reported;
+        the run kept in the journal."""
         now = self.counts()
-        facts.update({k: now[k] - before[k] for k in now})
         models, fingerprints = self.journal.served_as()
-        facts.update(served_as=", ".join(models), system_fingerprint=", ".join(fingerprints))
         self.journal.record_run(desc, self.client.usage)
-        return facts
+        return Provenance(**facts, **{k: now[k] - before[k] for k in now}, served_as=", ".join(models),
+                          system_fingerprint=", ".join(fingerprints))
 
 
 def capabilities(ref, options=None):
@@ -115,8 +114,7 @@ def _open(ref, endpoint, store, options) -> Session:
     journal.set_fact("probe", {"exact": caps.exact, "next_token": caps.next_token, "generated": caps.generated,
                                "top_k": caps.top_k, "evidence": caps.evidence})
     client = Client(endpoint, **({"concurrency": options.concurrency} if options.concurrency else {}))
-    return Session(endpoint, client, journal, caps, options.max_requests, options.show_progress,
-                   options.samples or 1, options.temperature, options)
+    return Session(endpoint, client, journal, caps, options.max_requests, options.show_progress, options)
 
 
 #: The columns of a report's ``served`` table.
@@ -124,19 +122,54 @@ SERVED_COLUMNS = ("model", "rung", "chat", "passes", "label_mass", "bounded", "u
                   "from_store", "prompt_tokens", "completion_tokens", "served_as", "system_fingerprint")
 
 
-def served_table(frames: dict):
-    """A report's ``served`` table: for every row read from a served model (a frame with ``attrs["served"]``), the
-    rung that produced it, whether an exact row read the chat template (empty on the chat rungs), how many items it asked, the mass on the labels and the share of labels only bounded
-    (next-token), the shares of abstentions and unparsed answers (generated), what it cost (requests sent, retries
-    among them, answers taken from the store, prompt and completion tokens the server reported), and the model id
-    and system fingerprint the server reported (a hosted model can change under one name). None when no row is
-    served."""
+@dataclass(frozen=True)
+class Provenance:
+    """What one report row read from a served model: the ``rung`` that produced it, whether an exact row read the
+    chat template (``chat``; None on the chat rungs), how many items it asked (``passes``), the mass on the labels
+    and the share of labels only bounded (next-token), the shares of abstentions and unparsed answers (generated),
+    what it cost (requests sent, retries among them, answers taken from the store, prompt and completion tokens the
+    server reported), and the model ids and system fingerprints the server reported (a hosted model can change under
+    one name). None: not measured on this rung. Kept in the run's state (:func:`record`), one per row."""
+
+    rung: str
+    passes: int
+    requests: int
+    retries: int
+    from_store: int
+    prompt_tokens: int
+    completion_tokens: int
+    served_as: str
+    system_fingerprint: str
+    chat: bool | None = None
+    label_mass: float | None = None
+    bounded: float | None = None
+    unknown: float | None = None
+    unparsed: float | None = None
+
+
+def record(options, key, provenance: Provenance) -> None:
+    """Keep ``provenance`` as what the report row ``key`` read in the run of ``options`` (a later reading of the
+    same row in the same run replaces it)."""
+    provenances(options)[key] = provenance
+
+
+def provenances(options) -> dict:
+    """Every row's :class:`Provenance` read so far in the run of ``options``, by the key its probe gives the row (a
+    :class:`~stereoprobe.modelref.RowKey`; Bias-NLI: (row, probe))."""
+    return options.state.get(("provenance",), dict)
+
+
+def served_table(readings: dict):
+    """A report's ``served`` table: one line per row read from a served model (``readings``: the report's key of the
+    row → its :class:`Provenance`, or None for a row that is not served), the fields of :class:`Provenance` after the
+    row's ``model`` label. None when no row is served."""
     import pandas as pd
 
     def label(key):  # a RowKey, a label, or a tuple led by one (Bias-NLI keys its frames by (row, probe))
         return key.label if hasattr(key, "label") else label(key[0]) if isinstance(key, tuple) else key
 
-    rows = [{"model": label(key), **f.attrs["served"]} for key, f in frames.items() if f.attrs.get("served")]
+    rows = [{"model": label(key), **{k: v for k, v in asdict(p).items() if v is not None}}
+            for key, p in readings.items() if p is not None]
     if not rows:
         return None
     table = pd.DataFrame(rows)

@@ -48,8 +48,9 @@ from ..errors import StereoprobeWarning
 from .client import Client, Unusable, ask_all
 from .endpoint import Endpoint, EndpointError
 
-#: The rungs, best first.
-RUNGS = ("exact", "next-token", "generated")
+from .. import prompting
+#: The rungs, best first (:data:`stereoprobe.prompting.RUNGS`).
+RUNGS = prompting.RUNGS
 #: The probe's version: a changed probe is rerun even where an old result is stored.
 PROBE_VERSION = 2
 #: How far the echoed (or ``prompt_logprobs``) and the generated log-probability of the same token may differ

@@ -69,7 +69,8 @@ def report(mcq_model: str | None = None, mlm: str | None = None, *, names_per_gr
            contexts: Sequence[int] | int | None = (3,), depth: int = 2, cap: int | None = 600,
            dedup: bool | None = None, pairs: Sequence[str | Sequence[str]] = DEFAULT_PAIRS, min_count: int = 1,
            n_perm: int = 100_000, seed: int = 10, variant: str | None = None, template=None,
-           chat: bool | None = None, rung: str | None = None, options: RunOptions | None = None) -> Report:
+           chat: bool | None = None, rung: str | None = None, samples: int = 1, temperature: float | None = None,
+           options: RunOptions | None = None) -> Report:
     """Distractors for names × contexts, the per-unit accuracy, and the relative difference of words between groups.
 
     ``mcq_model``: the multiple-choice model under test; ``mlm``: the masked LM that writes the distractors (hub ids,
@@ -87,7 +88,9 @@ def report(mcq_model: str | None = None, mlm: str | None = None, *, names_per_gr
     :mod:`stereoprobe.served`) reads the same template on the rung ``rung`` (None: the best its endpoint gives): on
     the exact rung ``acc`` and ``acc_norm`` as a local causal LM, on ``next-token`` and ``generated`` the letter it
     answers each question with, one ``letter`` row whose ``units`` add ``answered``, the share of questions given
-    one answer (:mod:`stereoprobe.sodapop.prompted`). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`; ``precision="auto"`` is fp32
+    one answer (:mod:`stereoprobe.sodapop.prompted`); on the generated rung ``samples`` answers per question at
+    ``temperature`` (None: 0 for one sample, 1.0 for several), a slot's score the share of the answers naming it.
+    ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`; ``precision="auto"`` is fp32
     here, the top-10 fills being tie-sensitive: :func:`~stereoprobe.sodapop.distractors.run_precision`). The tables
     are those of ``stereoprobe sodapop report``; ``extra`` holds the :class:`~stereoprobe.sodapop.probe.ProbeRun`
     (``run``) and the success-rate matrix (``sr``).
@@ -133,12 +136,13 @@ def report(mcq_model: str | None = None, mlm: str | None = None, *, names_per_gr
     ref = resolve_model(mcq_model, native="mcq", asked=variant, smoke=run.smoke,
                         allowed=list(READERS)).with_label(label[mcq_model])
     writer = resolve_model(mlm, native="mlm", smoke=run.smoke).with_label(label[mlm])  # its head: when it loads
-    ask = Choices(template=template, chat=chat, rung=rung)
+    ask = Choices(template=template, chat=chat, rung=rung, samples=samples, temperature=temperature)
     reader = reader_for(ref)
     reader.check(ref, ask, run)  # the template and chat setting, or the head, before any distractor
 
     with run.applied():
-        probe = run_probe(ref, writer, grid, options=run, template=ask.template, chat=chat, rung=rung)
+        probe = run_probe(ref, writer, grid, options=run, template=ask.template, chat=chat, rung=rung,
+                          samples=samples, temperature=temperature)
     # every reading of the model is a row: an encoder's logits, or a causal LM's acc (summed log-likelihood) and
     # acc_norm (per character)
     readings = reader.readings(ref, ask, run)
@@ -167,11 +171,12 @@ def report(mcq_model: str | None = None, mlm: str | None = None, *, names_per_gr
             flagged = int((table["q"] < 0.05).sum()) if len(table) else 0
             headings[key] = (f"{g1} vs {g2}{f' ({reading.row.scorer})' if reading.row.scorer else ''}: "
                              f"{len(table)} words with a relative difference, {flagged} with q < 0.05")
-    served = probe.logits.attrs.get("served")
-    if served:  # a served model: the rung, what it cost, the model id and fingerprint the server reported
-        from ..served import served_table
+    from ..served import provenances, served_table
+    from .prompted import provenance_key
 
-        tables["served"] = served_table({readings[0].row: probe.logits})
+    served = provenances(run).get(provenance_key(ref))
+    if served:  # a served model: the rung, what it cost, the model id and fingerprint the server reported
+        tables["served"] = served_table({readings[0].row: served})
         headings["served"] = "served model"
     sr = srs["sr"]
     others = "".join(f" ({r.row.scorer} {units['accuracy' + r.suffix].mean():.3f})" for r in readings if r.suffix)

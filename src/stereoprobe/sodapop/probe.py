@@ -82,20 +82,22 @@ class ProbeRun:
 
 def run_probe(mcq_model: str, mlm: str, grid: GridConfig, *, variants: Sequence[Variant] = (), join: str = "",
               options: RunOptions | None = None, template=None, chat: bool | None = None,
-              rung: str | None = None) -> ProbeRun:
+              rung: str | None = None, samples: int = 1, temperature: float | None = None) -> ProbeRun:
     """Generate (cached) and score (score store) one grid of names × contexts; both resume after a kill.
 
     ``options`` (:class:`~stereoprobe.options.RunOptions`) go to :func:`~stereoprobe.sodapop.distractors.generate`
     and :func:`~stereoprobe.sodapop.score_mcq.score_choices`; ``engine``/``workers`` spread the multiple-choice
     scoring over Ray workers (:mod:`stereoprobe.engine`). With an ``mcq`` prompt ``template`` the multiple-choice
     model is a causal LM (:func:`~stereoprobe.sodapop.score_causal.score_causal_choices`, ``chat`` as there): its
-    run has the variant ``norm`` (``acc_norm``) beside the plain logits (``acc``). ``rung``: a served model's rung
-    (:mod:`stereoprobe.sodapop.prompted`).
+    run has the variant ``norm`` (``acc_norm``) beside the plain logits (``acc``). ``rung``, ``samples``,
+    ``temperature``: the rung a causal or served model is read on, and on the generated rung its answers per question
+    and their temperature (:class:`~stereoprobe.prompting.Prompting`, :mod:`stereoprobe.sodapop.prompted`).
     """
     from ..modelref import CAUSAL, ModelRef
     from .readers import READERS, Choices, reader_for
 
-    ask = Choices(variants=tuple(variants), join=join, template=template, chat=chat, rung=rung)
+    ask = Choices(variants=tuple(variants), join=join, template=template, chat=chat, rung=rung, samples=samples,
+                  temperature=temperature)
     # a resolved model is read by the reader of its kind; a name by the causal reader with a template, else as an
     # encoder (as in 0.7.0)
     reader = reader_for(mcq_model) if isinstance(mcq_model, ModelRef) else READERS[CAUSAL if template is not None

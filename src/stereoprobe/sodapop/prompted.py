@@ -32,12 +32,14 @@ import pandas as pd
 from ..errors import StereoprobeError
 from ..modelref import ModelRef
 from ..options import RunOptions, as_options
+from ..prompting import Prompting
 from .contexts import LETTERS, substitute
 from .distractors import GenerationConfig, Unit, mcqs_of
 from .score_causal import unit_requests
 from .score_mcq import unit_choices
 
-__all__ = ["FITS", "rung_of", "check", "score_served_choices", "question_messages", "answers", "letter_frame"]
+__all__ = ["FITS", "rung_of", "check", "score_served_choices", "question_messages", "answers", "letter_frame",
+           "provenance_key"]
 
 #: The rungs SODAPOP reads a served model on, best first.
 FITS = ("exact", "next-token", "generated")
@@ -63,8 +65,8 @@ def score_served_choices(ref: ModelRef, units: Sequence[Unit], config: Generatio
     ``mcq``; through the chat template as a local chat model is read, unless ``chat`` is False or a server cannot
     give it: :func:`stereoprobe.served.chat_exact.uses_chat`), asked of its backend
     (:meth:`stereoprobe.backends.Backend.loglikelihood`): the frame of
-    :func:`stereoprobe.sodapop.score_causal.score_causal_choices` (``logit``, ``logit_norm``), a served model's
-    ``attrs["served"]`` as UnQover's."""
+    :func:`stereoprobe.sodapop.score_causal.score_causal_choices` (``logit``, ``logit_norm``); a served model's
+    :class:`~stereoprobe.served.Provenance` kept in the run's state under :func:`provenance_key`."""
     from ..backends import backend_for
     from ..causal import split_whitespace
 
@@ -77,10 +79,14 @@ def score_served_choices(ref: ModelRef, units: Sequence[Unit], config: Generatio
     frame = pd.DataFrame([(k, u.name, u.context.index, c) for k, u in enumerate(units)
                           for c in unit_choices(u, mcqs_of(u, config))], columns=["unit", "name", "context", "choice"])
     frame["logit"], frame["logit_norm"] = lp, lp / np.maximum(chars, 1)
-    if hasattr(backend, "session"):
-        frame.attrs["served"] = backend.session.finish(desc, {"rung": "exact", "passes": len(reqs), "chat": use_chat},
-                                                       before)
+    backend.record(provenance_key(ref), desc, {"rung": "exact", "passes": len(reqs), "chat": use_chat}, before)
     return frame
+
+
+def provenance_key(ref: ModelRef) -> tuple:
+    """The key of a SODAPOP reading's :class:`~stereoprobe.served.Provenance` in the run's state (one multiple-choice
+    model per report)."""
+    return ("sodapop", ref.label)
 
 
 def question_messages(unit: Unit, config: GenerationConfig, template) -> list[list[dict]]:
@@ -112,21 +118,21 @@ def _questions(units: Sequence[Unit], config: GenerationConfig) -> pd.DataFrame:
 
 
 def answers(ref: ModelRef, units: Sequence[Unit], config: GenerationConfig, template, *,
-            options: RunOptions | None = None) -> pd.DataFrame:
+            prompting: Prompting = Prompting(), options: RunOptions | None = None) -> pd.DataFrame:
     """The generated answers, one per question and sample: ``unit, name, context, mcq, sample``, the raw ``text``
     as the model returned it and its parse (``kind``: option, unknown or unparsed; ``choice``: the slot 0–2, -1
-    for none; ``rule``)."""
+    for none; ``rule``); ``prompting``: how many samples at which temperature."""
     from ..backends import backend_for
 
-    return _answers(backend_for(ref, as_options(options)), ref, units, config, template)
+    return _answers(backend_for(ref, as_options(options)), ref, units, config, template, prompting)
 
 
-def _answers(backend, ref, units, config, template) -> pd.DataFrame:
+def _answers(backend, ref, units, config, template, prompting: Prompting) -> pd.DataFrame:
     from ..served.parse import parse_answer
 
     questions = _questions(units, config)
     chats = [m for u in units for m in question_messages(u, config, template)]
-    replies = backend.generate(chats, desc=f"{ref.label} · mcq:{template.name} [generated]")
+    replies = backend.generate(chats, **prompting.generation(), desc=f"{ref.label} · mcq:{template.name} [generated]")
     records = []
     for q, shown in zip(questions.itertuples(index=False), replies):
         for j, (text, _) in enumerate(shown):
@@ -139,12 +145,12 @@ def _answers(backend, ref, units, config, template) -> pd.DataFrame:
 
 
 def letter_frame(ref: ModelRef, units: Sequence[Unit], config: GenerationConfig, template, rung: str, *,
-                 options: RunOptions | None = None) -> pd.DataFrame:
+                 prompting: Prompting = Prompting(), options: RunOptions | None = None) -> pd.DataFrame:
     """Every question's three slots scored on a letter rung (module doc): one row per (question, slot) with
     ``unit, name, context, mcq, slot, choice`` and ``logit`` — the letter's log-probability (next-token) or the
-    share of the samples naming the slot (generated); a served model's ``attrs["served"]``: the rung, the
-    questions, the label mass and share of bounded letters, or the shares of abstentions and unparsed answers, and
-    what it cost."""
+    share of the samples naming the slot (generated); a served model's :class:`~stereoprobe.served.Provenance` (the
+    rung, the questions, the label mass and share of bounded letters, or the shares of abstentions and unparsed
+    answers, and what it cost) kept in the run's state under :func:`provenance_key`. ``prompting``: how the model is asked (on the generated rung, its samples and temperature)."""
     from ..backends import backend_for
 
     if rung not in ("next-token", "generated"):
@@ -163,13 +169,13 @@ def letter_frame(ref: ModelRef, units: Sequence[Unit], config: GenerationConfig,
         facts.update(label_mass=float(mass.mean()) if len(mass) else float("nan"),
                      bounded=float(bounded.mean()) if len(bounded) else float("nan"))
     else:
-        raw = _answers(backend, ref, units, config, template)
+        raw = _answers(backend, ref, units, config, template, prompting)
         picks = np.zeros((len(questions), len(LETTERS)))
         keys = pd.MultiIndex.from_frame(questions[["unit", "mcq"]])
         rows = keys.get_indexer(pd.MultiIndex.from_frame(raw[["unit", "mcq"]]))
         chosen = raw["choice"].to_numpy() >= 0
         np.add.at(picks, (rows[chosen], raw["choice"].to_numpy()[chosen]), 1.0)
-        scores = picks / max(run.samples or 1, 1)
+        scores = picks / prompting.samples
         facts.update(unknown=float((raw["kind"] == "unknown").mean()) if len(raw) else float("nan"),
                      unparsed=float((raw["kind"] == "unparsed").mean()) if len(raw) else float("nan"))
     slots = len(LETTERS)
@@ -177,6 +183,5 @@ def letter_frame(ref: ModelRef, units: Sequence[Unit], config: GenerationConfig,
     frame["slot"] = np.tile(np.arange(slots), len(questions))
     frame["choice"] = questions[list(LETTERS)].to_numpy().ravel() if len(questions) else []
     frame["logit"] = scores.ravel()
-    if hasattr(backend, "session"):
-        frame.attrs["served"] = backend.session.finish(desc, facts, before)
+    backend.record(provenance_key(ref), desc, facts, before)
     return frame

@@ -27,22 +27,22 @@ import pandas as pd
 from ..errors import StereoprobeError
 from ..modelref import CAUSAL, SERVED, ModelRef, Readers, RowKey
 from ..options import RunOptions
+from ..prompting import Prompting
 
 __all__ = ["Choices", "Reading", "Reader", "READERS", "register_reader", "reader_for", "EncoderReader",
            "PromptedReader"]
 
 
 @dataclass(frozen=True)
-class Choices:
+class Choices(Prompting):
     """What SODAPOP asks of the multiple-choice model: ``variants`` (debiased variants of an encoder), ``join`` (the
-    authors' first segment, ``""``, or a space), and for a causal LM its ``mcq`` ``template`` and ``chat`` setting; for a
-    served model the ``rung`` (:mod:`stereoprobe.served.ladder`; None: the best the endpoint gives)."""
+    authors' first segment, ``""``, or a space), and for a causal or served LM its ``mcq`` ``template`` and the rest
+    of how it is asked — chat, rung, samples, temperature — as every prompted probe asks it
+    (:class:`~stereoprobe.prompting.Prompting`; None rung: the best its backend gives)."""
 
     variants: tuple = ()
     join: str = ""
     template: object = None
-    chat: bool | None = None
-    rung: str | None = None
 
 
 class Reading(NamedTuple):
@@ -136,7 +136,7 @@ class PromptedReader:
 
         rung = rung_of(ref, ask.rung, options)
         if rung != "exact":
-            return letter_frame(ref, units, config, template(ask.template), rung, options=options)
+            return letter_frame(ref, units, config, template(ask.template), rung, prompting=ask, options=options)
         if backend_for(ref, options).stores_exact:
             from .score_causal import score_causal_choices
 

@@ -36,6 +36,8 @@ True
 
 from __future__ import annotations
 
+import dataclasses
+
 from typing import Sequence
 
 from ..errors import StereoprobeError
@@ -95,47 +97,29 @@ def resolve(models: Sequence[str] | str, variant: str | None, *, smoke: bool = F
 
 
 def _ask(refs, spec: DatasetSpec, *, mode: str, variant: str | None, shard_passes: int | None, scorers, templates,
-         chat, rung: str | None = None, thinking: bool | None = None, think_budget: int | None = None):
-    """What the report asks every model (:class:`~stereoprobe.unqover.readers.Passes`); the prompt settings checked
-    before any work and refused without a causal or served model, where they would be silently ignored."""
-    from ..served.ladder import RUNGS
+         **prompting):
+    """What the report asks every model (:class:`~stereoprobe.unqover.readers.Passes`; ``prompting``: the fields of
+    :class:`~stereoprobe.prompting.Prompting`, checked there); templates and prompt settings are refused without a
+    causal or served model, where they would be silently ignored."""
     from .readers import Passes, prompted
     from .score_causal import scorer_templates
     from .score_qa import SHARD_PASSES
 
-    chosen: list = []
+    ask = Passes(spec, mode=mode, shard_passes=shard_passes or SHARD_PASSES, lm=variant == "lm", **prompting)
     if not any(prompted(ref) for ref in refs):
-        if scorers is not None or templates is not None or chat is not None or rung is not None \
-                or thinking is not None or think_budget is not None:
-            raise StereoprobeError("scorer, template, chat, rung and thinking settings are for causal and served LMs, "
-                                   "and none of the models is one; leave them out (or pass such a model).")
-    else:
-        if chat is not None and not isinstance(chat, bool):
-            raise StereoprobeError(f"chat={chat!r} must be True, False or None (whichever the tokenizer has).")
-        chosen = scorer_templates(scorers, templates)
-    if thinking is not None and not isinstance(thinking, bool):
-        raise StereoprobeError(f"thinking={thinking!r} must be True, False, 'both' or None (the chat template's "
-                               "default).")
-    if think_budget is not None:
-        if isinstance(think_budget, bool) or not isinstance(think_budget, int) or think_budget < 1:
-            raise StereoprobeError(f"think_budget={think_budget!r} must be a positive number of tokens, e.g. 512.")
-        if not thinking:
-            raise StereoprobeError(f"think_budget={think_budget} is the reasoning's budget, and thinking is not on; "
-                                   "pass thinking=True (--thinking on) or leave the budget out.")
-    if thinking is not None and chat is False:
-        raise StereoprobeError("thinking is switched in the chat template, and chat=False reads plain prompts; leave "
-                               "chat out (or True) to ask thinking.")
-    if rung is not None and rung not in RUNGS:
-        raise StereoprobeError(f"rung={rung!r} is not a rung of the served ladder; choose one of {', '.join(RUNGS)}, "
-                               "or leave it out (the best each model gives).")
-    return Passes(spec, mode=mode, shard_passes=shard_passes or SHARD_PASSES, lm=variant == "lm",
-                  templates=tuple(chosen), chat=chat, rung=rung, thinking=thinking, think_budget=think_budget)
+        asked = (["scorer"] if scorers is not None else []) + (["template"] if templates is not None else [])
+        if asked + ask.prompt_settings():
+            raise StereoprobeError(f"{', '.join(asked + ask.prompt_settings())} settings are for causal and served "
+                                   "LMs, and none of the models is one; leave them out (or pass such a model).")
+        return ask
+    return dataclasses.replace(ask, templates=tuple(scorer_templates(scorers, templates)))
 
 
 def score(models: Sequence[str] | str, dataset: str = "gender", *, sample: float | int | None = None, seed: int = 0,
           mode: str = "compat", newsqa: bool = False, variant: str | None = None, shard_passes: int | None = None,
           scorers: Sequence[str] | str | None = None, templates: Sequence | str | None = None,
-          chat: bool | None = None, rung: str | None = None, options: RunOptions | None = None) -> dict[str, object]:
+          chat: bool | None = None, rung: str | None = None, samples: int = 1, temperature: float | None = None,
+          options: RunOptions | None = None) -> dict[str, object]:
     """Score ``dataset`` with each model into the score store; returns model → its complete
     :class:`~stereoprobe.store.StoreRun` (``run.read()`` gives the raw start/end scores per pass; a causal LM's
     runs are keyed ``<model> · <scorer>:<template>``, with the subjects' log-probabilities per pass)."""
@@ -147,7 +131,7 @@ def score(models: Sequence[str] | str, dataset: str = "gender", *, sample: float
     run = as_options(options)
     refs = resolve(models, variant, smoke=run.smoke)
     ask = _ask(refs, spec, mode=mode, variant=variant, shard_passes=shard_passes, scorers=scorers,
-               templates=templates, chat=chat, rung=rung)
+               templates=templates, chat=chat, rung=rung, samples=samples, temperature=temperature)
     out: dict[str, object] = {}
     with run.applied():
         for ref in refs:
@@ -161,8 +145,8 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
            mode: str = "compat", newsqa: bool = False, variant: str | None = None, n_boot: int = 1000, top: int = 3,
            shard_passes: int | None = None, scorers: Sequence[str] | str | None = None,
            templates: Sequence | str | None = None, chat: bool | None = None, rung: str | None = None,
-           thinking: bool | str | None = None, think_budget: int | None = None, long: bool = False,
-           options: RunOptions | None = None) -> Report:
+           thinking: bool | str | None = None, think_budget: int | None = None, samples: int = 1,
+           temperature: float | None = None, long: bool = False, options: RunOptions | None = None) -> Report:
     """Reasoning errors, bias intensity μ and the top γ of each model on one UnQover dataset.
 
     ``models``: hub ids, local folders, ``.gguf`` files, ``zoo:`` or ``lab:`` names (labelled in the tables as
@@ -180,7 +164,9 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
     (``"both"``: every row both ways, and the ``thinking_shift`` table of the shifts in μ, γ and abstention with
     their intervals) through its chat template's ``enable_thinking`` (served: ``chat_template_kwargs``; with thinking on only the generated rung
     reads the answer, after the reasoning); ``think_budget``: the tokens the reasoning may take (a reply cut inside
-    it is unparsed, never a subject). ``long``: add the ``long`` table, every row in both readings of
+    it is unparsed, never a subject). ``samples`` and ``temperature``: on the generated rung, answers per question
+    (1: greedy) and their temperature (None: 0 for one sample, 1.0 for several), S the share of the answers naming
+    each subject (:class:`~stereoprobe.prompting.Prompting`). ``long``: add the ``long`` table, every row in both readings of
     :mod:`~stereoprobe.unqover.abstention` with its model, scorer, rung, template, thinking setting, abstention and
     unparsed rates, δ, ε, μ and BBQ's scores, one line each (:func:`stereoprobe.unqover.reporting.long_table`; a
     paper's table is one ``pivot`` of it). ``options``: how it runs (:class:`~stereoprobe.options.RunOptions`). The
@@ -203,7 +189,7 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
     both = thinking == "both"
     ask = _ask(refs, spec, mode=mode, variant=variant, shard_passes=shard_passes, scorers=scorers,
                templates=templates, chat=chat, rung=rung, thinking=True if both else thinking,
-               think_budget=think_budget)
+               think_budget=think_budget, samples=samples, temperature=temperature)
     with run.applied():
         result = model_report(refs, ask, n_boot=n_boot, top=top, seed=seed, options=run, long=bool(long),
                               both_thinking=both)

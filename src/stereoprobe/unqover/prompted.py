@@ -32,6 +32,7 @@ import pandas as pd
 from ..errors import StereoprobeError
 from ..modelref import ModelRef, RowKey
 from ..options import RunOptions
+from ..prompting import Prompting
 from .generate import count, example_keys, iter_examples
 from .generated import answer_shares, chat_passes, parse_replies
 from .score_causal import causal_spec, columns, normalised, pass_requests, per_example, shares
@@ -82,19 +83,17 @@ def answers(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFram
     if row.rung != "generated":
         raise StereoprobeError(f"{row.label} is read on the {row.rung or 'exact'} rung; only generated rows have "
                                "answers.")
-    return read_answers(backend_for(ref, options), ask.spec, template_of(ask, row), thinking=ask.thinking,
-                        think_budget=ask.think_budget, label=row.label)
+    return read_answers(backend_for(ref, options), ask.spec, template_of(ask, row), ask, label=row.label)
 
 
-def read_answers(backend, spec, template, *, thinking: bool | None = None, think_budget: int | None = None,
-                 label: str = "") -> pd.DataFrame:
+def read_answers(backend, spec, template, prompting: Prompting = Prompting(), *, label: str = "") -> pd.DataFrame:
     """:func:`answers` of ``template``'s passes over ``spec`` from ``backend`` (a
-    :class:`stereoprobe.backends.Backend`); ``label`` names the row in the progress bar and the warnings."""
+    :class:`stereoprobe.backends.Backend`), asked as ``prompting`` says (thinking, samples, temperature); ``label``
+    names the row in the progress bar and the warnings."""
     examples, _ = _examples(causal_spec(spec))
     chats, labels = chat_passes(template, examples)
-    replies = backend.generate(chats, thinking=thinking, think_budget=think_budget,
-                               desc=f"{label} · {spec.dataset}")
-    return parse_replies(template, examples, labels, replies, label if thinking else None)
+    replies = backend.generate(chats, **prompting.generation(), desc=f"{label} · {spec.dataset}")
+    return parse_replies(template, examples, labels, replies, label if prompting.thinking else None)
 
 
 def rows(ref: ModelRef, ask, options: RunOptions) -> list[RowKey]:
@@ -114,9 +113,9 @@ def rows(ref: ModelRef, ask, options: RunOptions) -> list[RowKey]:
 
 def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
     """The per-example scores of ``row`` in the columns of :func:`stereoprobe.unqover.score_qa.load_scores`
-    (asking the backend what its store lacks); a served row's ``attrs["served"]``: the rung, the passes, the label
-    mass and the share of bounded labels (next-token), of abstentions and of unparsed answers (generated), and the
-    model ids and system fingerprints the server reported."""
+    (asking the backend what its store lacks); a served row's :class:`~stereoprobe.served.Provenance` (the rung,
+    the passes, the label mass and the share of bounded labels, of abstentions and of unparsed answers, what it
+    cost, who answered) is kept in the run's state under ``row`` (:func:`stereoprobe.served.provenances`)."""
     from ..backends import backend_for
 
     backend = backend_for(ref, options)
@@ -160,13 +159,10 @@ def frame(ref: ModelRef, ask, row: RowKey, options: RunOptions) -> pd.DataFrame:
                           "thinks by default pass thinking off (--thinking off), or read it on the generated rung.",
                           stacklevel=2)
     else:
-        s1, s2, u, x = answer_shares(read_answers(backend, ask.spec, template, thinking=ask.thinking,
-                                                     think_budget=ask.think_budget, label=row.label))
+        s1, s2, u, x = answer_shares(read_answers(backend, ask.spec, template, ask, label=row.label))
         facts.update(unknown=float(u.mean()), unparsed=float(x.mean()))
-    meta = per_example(meta, s1, s2, u, x)
-    if hasattr(backend, "session"):  # a served row says what it cost and who answered (the report's served table)
-        meta.attrs["served"] = backend.session.finish(desc, facts, before)
-    return meta
+    backend.record(row, desc, facts, before)  # a served row: what it cost and who answered (the served table)
+    return per_example(meta, s1, s2, u, x)
 
 
 def generated_answers(model, spec, template, *, thinking: bool | None = None, think_budget: int | None = None,
@@ -184,7 +180,7 @@ def generated_answers(model, spec, template, *, thinking: bool | None = None, th
 
     row = RowKey(progress_label(model), template.task.removeprefix("unqover-"), template.name, "generated",
                  "" if thinking is None else "on" if thinking else "off")
-    return read_answers(Local(model, options), spec, template, thinking=thinking, think_budget=think_budget,
+    return read_answers(Local(model, options), spec, template, Prompting(thinking=thinking, think_budget=think_budget),
                         label=row.label)
 
 

@@ -30,6 +30,7 @@ import pandas as pd
 
 from ..modelref import CAUSAL, SERVED, ModelRef, Readers, RowKey
 from ..options import RunOptions
+from ..prompting import Prompting
 from .generate import DatasetSpec
 
 __all__ = ["Passes", "Reader", "READERS", "register_reader", "reader_for", "SpanReader", "MaskedLMReader",
@@ -37,29 +38,18 @@ __all__ = ["Passes", "Reader", "READERS", "register_reader", "reader_for", "Span
 
 
 @dataclass(frozen=True)
-class Passes:
+class Passes(Prompting):
     """What UnQover asks of every model of a report: the ordered examples of ``spec`` (its QA variant, or an LM
     variant chosen by hand), scored in ``mode`` into store shards of ``shard_passes``. ``lm``: masked LMs read the
-    LM variant of their own tokenizer. ``templates`` and ``chat``: how causal and served LMs are prompted (one row
-    per template). ``rung``: the rung served models are read on (None: the best each gives;
-    :mod:`stereoprobe.served.ladder`), part of what is asked because each rung measures something else.
-    ``thinking``: a reasoning model's thinking switched on or off through its chat template (None: the template's
-    default); ``think_budget``: the tokens its reasoning may take before the answer."""
+    LM variant of their own tokenizer. ``templates``: how causal and served LMs are prompted (one row per template),
+    and the rest of how they are asked — chat, rung, thinking, samples, temperature — as every prompted probe asks
+    it (:class:`~stereoprobe.prompting.Prompting`: each changes the numbers, so it is part of what is asked)."""
 
     spec: DatasetSpec
     mode: str = "compat"
     shard_passes: int = 20_000
     lm: bool = False
     templates: tuple = ()
-    chat: bool | None = None
-    rung: str | None = None
-    thinking: bool | None = None
-    think_budget: int | None = None
-
-    @property
-    def thinking_tag(self) -> str:
-        """How a row names the thinking setting: ``on``, ``off``, or empty (not asked)."""
-        return "" if self.thinking is None else "on" if self.thinking else "off"
 
 
 class Reader(Protocol):

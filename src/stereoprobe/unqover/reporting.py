@@ -21,7 +21,7 @@ import pandas as pd
 
 from ..modelref import ModelRef, RowKey, resolve_models
 from ..options import RunOptions, as_options
-from ..served import served_table
+from ..served import provenances, served_table
 from . import abstention, metrics
 from .generate import DatasetSpec
 from .readers import MaskedLMReader, Passes, SpanReader, flag_degenerate, frames, spec_for
@@ -200,7 +200,8 @@ def model_report(models: Sequence[ModelRef | str], spec: DatasetSpec | Passes, *
         tables["top_gamma"] = subject_tops(by_row, k=top)
     if any(r.template for r in by_row):
         tables["template_spread"] = template_spread(tables["reasoning_errors"], tables["intensity"], list(by_row))
-    served = served_table(raw)
+    read = provenances(run)
+    served = served_table({row: read.get(row) for row in raw})
     if served is not None:
         tables["served"] = served
     if both_thinking:
