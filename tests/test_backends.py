@@ -174,7 +174,7 @@ class AlwaysFirst:
 
 @pytest.fixture
 def table_backend():
-    from stereoprobe.backends import _BACKENDS, register_backend
+    from stereoprobe.backends import register_backend, unregister_backend
     from stereoprobe.modelref import ModelKind, register_kind, unregister_kind
 
     register_kind(ModelKind("table", claims=lambda name: name.startswith("table:"), fingerprint=lambda ref: "table",
@@ -182,7 +182,7 @@ def table_backend():
     register_backend("table", AlwaysFirst)
     yield
     unregister_kind("table")
-    _BACKENDS.pop("table", None)
+    unregister_backend("table")
 
 
 def test_a_new_backend_gets_full_reports_of_all_three_probes_on_every_rung(table_backend, tmp_path):

@@ -17,10 +17,11 @@ A backend says which rungs it gives (:meth:`Backend.why_not`) and picks a templa
   generated position's whole distribution (every vocabulary token that is the label up to surrounding space, so no
   bound); generation is batched with left padding (:func:`stereoprobe.causal.generate`), greedy by default. Both
   keep every answer the moment its batch ends (``<store>/generated/<model>.sqlite``), as a server's are kept.
-* :class:`Endpoint` — an OpenAI-compatible endpoint (:mod:`stereoprobe.served`): the probed ladder, the journal, the
-  budget of requests.
+* :class:`stereoprobe.served.ServedBackend` — an OpenAI-compatible endpoint: the probed ladder, the journal, the
+  budget of requests; registered by :mod:`stereoprobe.served` for its kind of model.
 
-:func:`backend_for` gives a model's backend by its kind (:func:`register_backend` adds one).
+:func:`backend_for` gives a model's backend by its kind; the module that defines a backend registers it
+(:func:`register_backend`, :mod:`stereoprobe.plugins`).
 """
 
 from __future__ import annotations
@@ -32,8 +33,9 @@ from typing import Callable, Protocol, Sequence
 import numpy as np
 
 from .errors import StereoprobeError
+from .choices import CAUSAL
 
-__all__ = ["Backend", "Local", "Endpoint", "backend_for", "register_backend"]
+__all__ = ["Backend", "Local", "backend_for", "register_backend"]
 
 from .prompting import RUNGS
 
@@ -271,85 +273,36 @@ class Local:
         """Nothing: a local model's rows cost no requests (its generated answers are kept in the store's journal)."""
 
 
-# -- a server ------------------------------------------------------------------------------------------------------
-class Endpoint:
-    """An OpenAI-compatible endpoint, through the run's :class:`stereoprobe.served.Session` (its probed ladder,
-    journal and budget; held by the run's :class:`~stereoprobe.options.RunState`), opened at the first request
-    (choosing a rung asks only the probe's verdict, kept in the same state)."""
-
-    stores_exact = False
-
-    def __init__(self, ref, options):
-        self.ref, self.options = ref, options
-        self.name = ref.name
-        self._session = None
-
-    @property
-    def session(self):
-        if self._session is None:
-            from .served import session
-
-            self._session = session(self.ref, self.options)
-        return self._session
-
-    def why_not(self, rung: str) -> str | None:
-        from .served import capabilities
-
-        return capabilities(self.ref, self.options).why_not(rung)
-
-    def choose(self, fits: Sequence[str], forced: str | None) -> str:
-        from .served.endpoint import EndpointError
-
-        return choose(self, fits, forced, EndpointError)
-
-    def loglikelihood(self, build: Callable, chat: bool | None, desc: str = ""):
-        from .served.chat_exact import exact_reading
-
-        return exact_reading(self.session, build, chat, desc)
-
-    def label_probabilities(self, messages, labels, *, thinking: bool | None = None, desc: str = ""):
-        from .served.ladder import label_probabilities
-
-        s = self.session
-        return label_probabilities(s.client, s.journal, messages, labels, s.caps.top_k, thinking=thinking,
-                                   **s.ask(desc))
-
-    def generate(self, messages, *, samples: int = 1, temperature: float | None = None, thinking: bool | None = None,
-                 think_budget: int | None = None, desc: str = "") -> list[list[tuple[str, str]]]:
-        from .served.ladder import generated_replies
-
-        s = self.session
-        return generated_replies(s.client, s.journal, messages, samples=samples, temperature=temperature,
-                                 thinking=thinking, think_budget=think_budget, **s.ask(desc))
-
-    def counts(self) -> dict:
-        return self.session.counts()
-
-    def record(self, key, desc: str, facts: dict, before: dict) -> None:
-        from .served import record
-
-        record(self.options, key, self.session.finish(desc, facts, before))
-
-
 # -- which backend reads a model -----------------------------------------------------------------------------------
-_BACKENDS: dict[str, Callable] = {"causal": Local, "served": Endpoint}
+_BACKENDS: dict[str, Callable] = {}
 
 
 def register_backend(kind: str, factory: Callable) -> None:
     """Read models of ``kind`` (a :class:`~stereoprobe.modelref.ModelKind`'s name) through ``factory(ref, options)``,
-    a :class:`Backend`."""
+    a :class:`Backend`; the module that defines a backend registers it (:mod:`stereoprobe.plugins`)."""
     _BACKENDS[kind] = factory
+
+
+def unregister_backend(kind: str) -> None:
+    """Remove a registered backend (tests)."""
+    _BACKENDS.pop(kind, None)
 
 
 def has_backend(kind: str) -> bool:
     """Whether models of ``kind`` have a backend (and so are read through prompts)."""
+    from .plugins import load
+
+    load()
     return kind in _BACKENDS
 
 
 def backend_for(ref, options) -> Backend:
     """The backend that answers ``ref`` (a :class:`~stereoprobe.modelref.ModelRef`) in the run of ``options``."""
-    kind = getattr(ref, "kind", "causal")  # a bare name (the store-level functions' models): a local causal LM
-    if kind not in _BACKENDS:
+    kind = getattr(ref, "kind", CAUSAL)  # a bare name (the store-level functions' models): a local causal LM
+    if not has_backend(kind):
         raise StereoprobeError(f"{getattr(ref, 'name', ref)!r} is a {kind} model, which is not read through prompts; "
                                f"prompted models are {', '.join(sorted(_BACKENDS))} (register_backend adds a kind).")
     return _BACKENDS[kind](ref, options)
+
+
+register_backend(CAUSAL, Local)  # a causal or chat LM whose weights load here

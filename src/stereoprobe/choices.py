@@ -6,6 +6,8 @@
 
 #: ``compat`` reproduces the authors' code bit for bit; ``clean`` follows the paper (or good practice) where they differ.
 MODES = ("compat", "clean")
+#: The kind of a causal (decoder-only) LM, read through prompt templates by every probe (a file's config says it).
+CAUSAL = "causal"
 
 #: Model precision: ``auto`` is bf16 on a GPU that supports it and fp32 on a CPU.
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")

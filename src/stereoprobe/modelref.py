@@ -10,9 +10,10 @@ whether it has a chat template. The tables name it by its ``label``, unique amon
 (:func:`stereoprobe.naming.model_labels`).
 
 **Kinds beyond the files.** :func:`register_kind` adds a kind of model that is not a file at all (a model behind a
-server, say): it claims the names it owns, gives their fingerprint, and each probe adds a reader for it
-(``stereoprobe.unqover.readers``, ``stereoprobe.nli.readers``, ``stereoprobe.sodapop.readers``); nothing else
-changes.
+server, say): it claims the names it owns and gives their fingerprint; with a backend
+(:func:`stereoprobe.backends.register_backend`) every probe's prompted reader reads it, or each probe adds a reader
+for it (``stereoprobe.unqover.readers``, ``stereoprobe.nli.readers``, ``stereoprobe.sodapop.readers``); nothing
+else changes. Such a kind registers itself where it is defined (:mod:`stereoprobe.plugins`: the core names none).
 
 >>> ref = resolve_model("lab:qa-biased", native="qa")            # doctest: +SKIP
 >>> ref.kind, ref.location, ref.label                             # doctest: +SKIP
@@ -30,10 +31,6 @@ from .errors import ModelLoadError, StereoprobeError
 
 __all__ = ["ModelRef", "ModelKind", "RowKey", "register_kind", "resolve_model", "resolve_models"]
 
-#: The kind of a causal (decoder-only) LM, read through prompt templates by every probe.
-CAUSAL = "causal"
-#: The kind of a model behind a server or an API (:mod:`stereoprobe.served`).
-SERVED = "served"
 
 
 @dataclass(frozen=True, repr=False)
@@ -131,9 +128,9 @@ class Readers(dict):
     """A probe's readers by kind of model (``kind → reader``): :meth:`register` adds one, :meth:`of` finds a ref's,
     refusing a kind the probe has none for in one sentence naming ``probe`` and its ``register`` function."""
 
-    def __init__(self, probe: str, register: str, readers: dict):
+    def __init__(self, probe: str, register: str, readers: dict, prompted=None):
         super().__init__(readers)
-        self.probe, self.register_name = probe, register
+        self.probe, self.register_name, self.prompted_reader = probe, register, prompted
 
     def register(self, kind: str, reader) -> None:
         """Read models of ``kind`` (a :class:`ModelKind`'s name) with ``reader``."""
@@ -141,16 +138,15 @@ class Readers(dict):
 
     def of(self, ref: "ModelRef"):
         """The reader of ``ref``'s kind; a kind with no reader of its own but a backend
-        (:func:`stereoprobe.backends.register_backend`) is read by the probe's prompted reader, as causal and served
-        models are."""
+        (:func:`stereoprobe.backends.register_backend`: causal LMs, served models, …) is read by the probe's prompted
+        reader."""
         try:
             return self[ref.kind]
         except KeyError:
             from .backends import has_backend
 
-            prompted = [r for r in self.values() if getattr(r, "prompted", False)]
-            if prompted and has_backend(ref.kind):
-                return prompted[0]
+            if self.prompted_reader is not None and has_backend(ref.kind):
+                return self.prompted_reader
             raise StereoprobeError(f"{self.probe} has no reader for {ref.name!r}, a model of kind {ref.kind!r}; "
                                    f"register one ({self.register_name}).") from None
 
@@ -227,26 +223,6 @@ def kinds() -> dict[str, ModelKind]:
     return dict(_KINDS)
 
 
-def _builtin_kinds() -> None:
-    """Register the kinds stereoprobe ships beside files, once: models behind a server (:mod:`stereoprobe.served`,
-    named ``openai-api/<service>/<model>``; each probe has a reader for them)."""
-    if SERVED in _KINDS:
-        return
-
-    def claims(name: str) -> bool:
-        from .served.endpoint import claims
-
-        return claims(name)
-
-    def fingerprint(ref: ModelRef) -> str:
-        from .served.endpoint import parse
-
-        return parse(ref.name, warn=False).fingerprint
-
-    register_kind(ModelKind(SERVED, claims, location=SERVED, fingerprint=fingerprint, tokenizer=lambda ref: None,
-                            describe="served", answers=("causal",)))
-
-
 def _location(name: str, path: str) -> str:
     from .gguf_files import gguf_location
 
@@ -273,7 +249,9 @@ def resolve_model(name: str, *, native: str, asked: str | None = None, option: s
     if not isinstance(name, str) or not name:
         raise StereoprobeError(f"A model is named by a non-empty string, not {name!r}; pass a hub id, a folder, a "
                                ".gguf file or a zoo:/lab: name.")
-    _builtin_kinds()
+    from .plugins import load
+
+    load()  # the kinds beyond files register themselves (stereoprobe.plugins)
     for kind in _KINDS.values():
         if kind.claims(name):
             if asked is not None and asked != kind.name and asked not in kind.answers:

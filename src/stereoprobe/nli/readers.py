@@ -21,7 +21,7 @@ from typing import Mapping, Protocol, Sequence
 
 import pandas as pd
 
-from ..modelref import CAUSAL, SERVED, ModelRef, Readers, RowKey
+from ..modelref import ModelRef, Readers, RowKey
 from ..options import RunOptions
 from ..prompting import Prompting
 from .templates import TemplateSpec
@@ -104,9 +104,7 @@ class PromptedReader:
 #: The reader of every kind of model Bias-NLI reads (:func:`register_reader` adds one).
 READERS = Readers("Bias-NLI", "stereoprobe.nli.register_reader", {
     "nli": ClassifierReader(),
-    CAUSAL: PromptedReader(),
-    SERVED: PromptedReader(),
-})
+}, prompted=PromptedReader())
 #: Read models of a kind (a :class:`~stereoprobe.modelref.ModelKind`'s name) with a reader.
 register_reader = READERS.register
 #: The reader of a ref's kind.

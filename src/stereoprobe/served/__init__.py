@@ -4,7 +4,7 @@ A served model is named as Inspect names one (:mod:`stereoprobe.served.endpoint`
 from ``<SERVICE>_BASE_URL`` and ``<SERVICE>_API_KEY``) and works wherever a model name does: ``-m`` on the command
 line, ``models=[...]`` in the Python API, a profile's model lists. Each probe reads it through its prompted reader
 (``stereoprobe.unqover.prompted``, ``stereoprobe.nli.prompted``, ``stereoprobe.sodapop.prompted``), asking its
-backend (:class:`stereoprobe.backends.Endpoint`) on
+backend (:class:`stereoprobe.served.backend.ServedBackend`, registered with its kind of model by that module) on
 a ladder of scorers (:mod:`stereoprobe.served.ladder`): exact prompt log-probabilities where the server gives them
 and a first-use probe confirms them, the labels' probabilities as the first generated token, or answers generated
 and parsed (:mod:`stereoprobe.served.parse`); each report row says which. Requests go many at a time, retried as a
@@ -22,8 +22,8 @@ from .endpoint import PREFIX, Endpoint, EndpointError
 from .ladder import RUNGS, Capabilities
 from .parse import Parsed, parse_answer
 
-__all__ = ["PREFIX", "RUNGS", "Endpoint", "EndpointError", "Capabilities", "Provenance", "capabilities", "parse_answer",
-           "Parsed", "provenances", "served_table"]
+__all__ = ["PREFIX", "RUNGS", "Endpoint", "EndpointError", "Capabilities", "Provenance", "capabilities",
+           "parse_answer", "Parsed", "provenances", "served_table"]
 
 
 @dataclass

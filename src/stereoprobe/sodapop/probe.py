@@ -93,15 +93,15 @@ def run_probe(mcq_model: str, mlm: str, grid: GridConfig, *, variants: Sequence[
     ``temperature``: the rung a causal or served model is read on, and on the generated rung its answers per question
     and their temperature (:class:`~stereoprobe.prompting.Prompting`, :mod:`stereoprobe.sodapop.prompted`).
     """
-    from ..modelref import CAUSAL, ModelRef
+    from ..modelref import ModelRef
     from .readers import READERS, Choices, reader_for
 
     ask = Choices(variants=tuple(variants), join=join, template=template, chat=chat, rung=rung, samples=samples,
                   temperature=temperature)
     # a resolved model is read by the reader of its kind; a name by the causal reader with a template, else as an
     # encoder (as in 0.7.0)
-    reader = reader_for(mcq_model) if isinstance(mcq_model, ModelRef) else READERS[CAUSAL if template is not None
-                                                                                   else "mcq"]
+    reader = reader_for(mcq_model) if isinstance(mcq_model, ModelRef) else (READERS.prompted_reader if template
+                                                                                   is not None else READERS["mcq"])
     if template is not None and (variants or join):
         raise StereoprobeError("Debiased variants and join are for multiple-choice encoders; a causal LM reads "
                                "the prompt template's layout.")

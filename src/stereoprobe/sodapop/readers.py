@@ -25,7 +25,7 @@ from typing import NamedTuple, Protocol, Sequence
 import pandas as pd
 
 from ..errors import StereoprobeError
-from ..modelref import CAUSAL, SERVED, ModelRef, Readers, RowKey
+from ..modelref import ModelRef, Readers, RowKey
 from ..options import RunOptions
 from ..prompting import Prompting
 
@@ -155,9 +155,7 @@ def template(asked):
 #: The reader of every kind of model SODAPOP's multiple-choice items are put to (:func:`register_reader` adds one).
 READERS = Readers("SODAPOP", "stereoprobe.sodapop.register_reader", {
     "mcq": EncoderReader(),
-    CAUSAL: PromptedReader(),
-    SERVED: PromptedReader(),
-})
+}, prompted=PromptedReader())
 #: Read models of a kind (a :class:`~stereoprobe.modelref.ModelKind`'s name) with a reader.
 register_reader = READERS.register
 #: The reader of a ref's kind.

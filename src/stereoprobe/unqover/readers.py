@@ -28,7 +28,7 @@ from typing import Protocol, Sequence
 
 import pandas as pd
 
-from ..modelref import CAUSAL, SERVED, ModelRef, Readers, RowKey
+from ..modelref import ModelRef, Readers, RowKey
 from ..options import RunOptions
 from ..prompting import Prompting
 from .generate import DatasetSpec
@@ -163,9 +163,7 @@ READERS = Readers("UnQover", "stereoprobe.unqover.register_reader", {
     "lm": MaskedLMReader(),
     "lm-bert": MaskedLMReader(),
     "lm-roberta": MaskedLMReader(),
-    CAUSAL: PromptedReader(),
-    SERVED: PromptedReader(),
-})
+}, prompted=PromptedReader())
 #: Read models of a kind (a :class:`~stereoprobe.modelref.ModelKind`'s name) with a reader.
 register_reader = READERS.register
 #: The reader of a ref's kind.
