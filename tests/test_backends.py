@@ -231,3 +231,21 @@ def test_local_samples_give_shares_and_are_kept(tmp_path):
     assert backend.counts()["requests"] == 0 and len(again) == 3 * 2 * len(first)
     greedy = _unqover(ref, "generated", opts(tmp_path))[1]  # the same store: greedy is its own reading
     assert set(np.unique(greedy[["s1_pos", "s2_pos"]].to_numpy())) <= {0.0, 1.0}
+
+
+def test_kinds_beyond_files_register_themselves_through_the_plugins_entry_point(monkeypatch):
+    """The served kind and its backend come from the module that defines them, loaded through the entry point
+    stereoprobe.plugins (the core names no such kind); a plug-in that does not import is refused in one line."""
+    from importlib.metadata import EntryPoint
+
+    from stereoprobe import plugins
+    from stereoprobe.backends import has_backend
+    from stereoprobe.modelref import kinds
+
+    assert plugins.load()["served"] == "stereoprobe.served.backend"
+    assert "served" in kinds() and has_backend("served") and has_backend("causal")
+    monkeypatch.setattr(plugins, "_SCANNED", [])
+    monkeypatch.setattr("importlib.metadata.entry_points",
+                        lambda group: [EntryPoint("broken", "no_such_module_of_anyone", group)])
+    with pytest.raises(StereoprobeError, match="plug-in 'broken' .* does not import .* reinstall"):
+        plugins.load()

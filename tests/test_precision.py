@@ -86,7 +86,8 @@ def test_the_weights_load_in_the_precision_asked_for(bf16_llama, precision):
 @pytest.mark.parametrize("precision", list(DTYPES))
 def test_the_store_key_names_the_dtype_the_model_ran_in(bf16_llama, bf16_qa, tmp_path, monkeypatch, precision):
     """UnQover through a causal LM and through a QA model, both saved in bf16: under each precision the run's key
-    and the weights of the model that scored it have the same dtype."""
+    and the weights of the model that scored it have the same dtype, resolved once for the run (RunOptions.dtype)."""
+    import stereoprobe.engine as engine
     import stereoprobe.models as models
     from stereoprobe.unqover.generate import DatasetSpec
     from stereoprobe.unqover.score_causal import score_causal
@@ -101,6 +102,8 @@ def test_the_store_key_names_the_dtype_the_model_ran_in(bf16_llama, bf16_qa, tmp
         return loaded
 
     monkeypatch.setattr(models, "load", spy)
+    resolved, compute_dtype = [], engine.compute_dtype
+    monkeypatch.setattr(engine, "compute_dtype", lambda *a: resolved.append(a) or compute_dtype(*a))
     options = RunOptions(device="cpu", precision=precision, store=str(tmp_path / "store"), progress=False)
     name = str(DTYPES[precision]).removeprefix("torch.")
     spec = DatasetSpec("gender", sample=2)
@@ -108,6 +111,7 @@ def test_the_store_key_names_the_dtype_the_model_ran_in(bf16_llama, bf16_qa, tmp
     qa_run = score_dataset(str(bf16_qa), spec, options=options)
     assert causal_run.mode.endswith(f"-{name}") and qa_run.mode.endswith(f"-{name}")
     assert ran == [name, name]  # one load each, in the key's dtype
+    assert resolved == [("cpu", precision)]  # the run's precision resolved once, for both scorers
     assert np.isfinite(causal_run.read()["logp1"]).all() and np.isfinite(qa_run.read()["start1"]).all()
 
 

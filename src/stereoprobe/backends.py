@@ -164,7 +164,7 @@ class Local:
         from .causal import scorer_for
 
         run = self.options
-        return scorer_for(self.ref, device=run.device, smoke=run.smoke, precision=run.precision,
+        return scorer_for(self.ref, device=run.device, smoke=run.smoke, precision=run.dtype(),
                           batch_tokens=run.batch_tokens)
 
     def loglikelihood(self, build: Callable, chat: bool | None, desc: str = ""):
@@ -225,7 +225,7 @@ class Local:
             journal.close()
 
     def _settings(self, **extra) -> dict:
-        return {**extra, "precision": self.options.precision, "device": str(self.options.device)}
+        return {**extra, "dtype": self.options.dtype(), "device": str(self.options.device)}
 
     def label_probabilities(self, messages, labels, *, thinking: bool | None = None, desc: str = ""):
         from .causal import first_token_logprobs

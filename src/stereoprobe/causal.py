@@ -409,12 +409,12 @@ def prepare_run(model: str, chat: bool | None, options) -> tuple[Any, str, bool,
     setting, the workers' device, the dtype name). The tokenizer and fingerprint come from the model's files, fetched
     first when they are not local (:func:`stereoprobe.models.fetch`); no weights load here, so a GPU a worker will
     use stays free."""
-    from .engine import compute_dtype, worker_device
+    from .engine import worker_device
     from .errors import ModelLoadError
     from .models import load_tokenizer, model_fingerprint
 
     dev = worker_device(options.device, options.engine)
-    dtype = compute_dtype(dev, options.precision)
+    dtype = options.dtype()
     model_fp = model_fingerprint(model, smoke=options.smoke)
     tok = load_tokenizer(model, smoke=options.smoke)
     if tok is None:

@@ -153,6 +153,25 @@ class RunOptions:
 
         return progress_enabled() if self.progress is None else bool(self.progress)
 
+    def dtype(self, auto: str | None = None) -> str:
+        """The dtype the run computes in, resolved once for the run (kept in its :attr:`state`): ``float32``,
+        ``bfloat16`` or ``float16`` on the device its workers use (:func:`stereoprobe.engine.worker_device`,
+        :func:`stereoprobe.engine.compute_dtype`). ``auto``: what ``precision="auto"`` means for this probe (SODAPOP's
+        ``"fp32"``), None for the device's default. Everything below the entry points receives this name, so no
+        layer decides ``auto`` again.
+
+        >>> RunOptions(device="cpu").dtype(), RunOptions(device="cpu", precision="bf16").dtype()
+        ('float32', 'bfloat16')
+        """
+        precision = auto if self.precision == "auto" and auto is not None else self.precision
+
+        def resolve() -> str:
+            from .engine import compute_dtype, worker_device
+
+            return compute_dtype(worker_device(self.device, self.engine), precision)
+
+        return self.state.get(("dtype", precision), resolve)
+
     def score_store(self):
         """The :class:`~stereoprobe.store.ScoreStore` scores go to: ``store``, or with None the cache folder's
         ``scores/``."""

@@ -11,8 +11,6 @@ Before the first model name is resolved, :func:`load` imports every module so de
 
 from __future__ import annotations
 
-import warnings
-
 #: The entry-point group through which a package (stereoprobe itself included) adds kinds of models and backends.
 GROUP = "stereoprobe.plugins"
 
@@ -21,8 +19,8 @@ _SCANNED: list[bool] = []
 
 
 def load() -> dict[str, str]:
-    """Import every module of :data:`GROUP`'s entry points once; name → module of those loaded. One that fails to
-    import is skipped with a warning naming it and its package's fix."""
+    """Import every module of :data:`GROUP`'s entry points once; name → module of those loaded. One that does not
+    import is refused in one line naming it and the fix."""
     if _SCANNED:
         return dict(_LOADED)
     _SCANNED.append(True)
@@ -31,14 +29,13 @@ def load() -> dict[str, str]:
     for point in entry_points(group=GROUP):
         try:
             point.load()
-        except Exception as err:  # say which, and go on with the others
-            from .errors import StereoprobeWarning
+        except ImportError as err:
+            from .errors import StereoprobeError
 
-            warnings.warn(f"The stereoprobe plug-in {point.name!r} ({point.value}) did not load ({err}); its kinds of "
-                          "models are not available. Reinstall the package that declares it, or remove it.",
-                          StereoprobeWarning, stacklevel=2)
-        else:
-            _LOADED[point.name] = point.value
+            _SCANNED.clear()
+            raise StereoprobeError(f"The stereoprobe plug-in {point.name!r} ({point.value}) does not import ({err}); "
+                                   "reinstall the package that declares it, or uninstall it.") from err
+        _LOADED[point.name] = point.value
     return dict(_LOADED)
 
 

@@ -139,7 +139,7 @@ def score_pairs(model: str, spec: TemplateSpec, *, label_order: Sequence[str] | 
     (:mod:`stereoprobe.engine`). The model is loaded (and its labels checked) as soon as some shard is
     missing, before any scoring. Returns the complete :class:`~stereoprobe.store.StoreRun`.
     """
-    from ..engine import compute_dtype, fill, worker_device
+    from ..engine import fill, worker_device
     from ..models import model_fingerprint
 
     options = as_options(options)
@@ -147,7 +147,7 @@ def score_pairs(model: str, spec: TemplateSpec, *, label_order: Sequence[str] | 
     if isinstance(shard_pairs, bool) or not isinstance(shard_pairs, (int, np.integer)) or shard_pairs < 1:
         raise StereoprobeError(f"shard_pairs={shard_pairs!r} is not a positive integer; pass e.g. {SHARD_PAIRS}.")
     dev = worker_device(options.device, engine)
-    dtype = compute_dtype(dev, options.precision)
+    dtype = options.dtype()
     state: dict = {}
     suffix = ""
     if projection is not None:

@@ -95,8 +95,6 @@ def report(mcq_model: str | None = None, mlm: str | None = None, *, names_per_gr
     are those of ``stereoprobe sodapop report``; ``extra`` holds the :class:`~stereoprobe.sodapop.probe.ProbeRun`
     (``run``) and the success-rate matrix (``sr``).
     """
-    from ..batching import resolve_precision
-    from ..engine import worker_device
     from ..modelref import resolve_model
     from . import analysis, names
     from .distractors import run_precision
@@ -128,7 +126,7 @@ def report(mcq_model: str | None = None, mlm: str | None = None, *, names_per_gr
     groups = grid.groups()
     grid.probe_contexts()
     run = as_options(options)
-    resolve_precision(worker_device(run.device, run.engine), run_precision(run))
+    run.dtype(auto=run_precision(run))  # checked (and resolved once) before any work
     if variant not in (None, "mcq", "causal"):
         raise StereoprobeError(f"Unknown variant {variant!r}; choose mcq (a multiple-choice encoder) or causal (a "
                                "causal LM), or leave it out.")

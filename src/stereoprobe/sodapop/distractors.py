@@ -555,8 +555,9 @@ def generate(mlm: str, names: Sequence[str], contexts: Sequence[Context], config
     for chunk in bar(blocks, desc=f"distractors ({len(todo)} of {len(units)} units to generate)",
                      disable=not options.show_progress or not blocks, unit="block"):
         if masker is None:
-            loaded = load(mlm, "mlm", device=device, smoke=smoke, precision=run_precision(options))
-            masker = FillMasker(loaded, config.top_m, config.decoding, options.batch_tokens, run_precision(options))
+            dtype = options.dtype(auto="fp32")  # the run's dtype, resolved once
+            loaded = load(mlm, "mlm", device=device, smoke=smoke, precision=dtype)
+            masker = FillMasker(loaded, config.top_m, config.decoding, options.batch_tokens, dtype)
         generate_units(chunk, masker, config)
         for u in chunk:
             _write_unit(_unit_file(folder, u.name, u.context.index), u)

@@ -20,7 +20,7 @@ in stream order), through the score store, and says which columns are the model'
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple, Protocol, Sequence
+from typing import NamedTuple, Protocol
 
 import pandas as pd
 

@@ -242,7 +242,7 @@ def score_choices(mcq_model: str, units: Sequence[Unit], config: GenerationConfi
     n = int(ends[-1]) if len(ends) else 0
     job = ScoreJob(n_rows=n, shard_size=SHARD_CHOICES, model=mcq_model, units=list(units), config=config, ends=ends,
                    variants=tuple(variants), join=join, batch_tokens=options.batch_tokens, device=dev,
-                   precision=precision, smoke=smoke)
+                   precision=options.dtype(auto="fp32"), smoke=smoke)
     fill(run, job, engine=engine, workers=options.workers, progress=options.show_progress,
          desc=f"{mcq_model} · {n:,} distinct choices")
     logits = run.read()

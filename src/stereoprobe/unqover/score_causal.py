@@ -183,7 +183,7 @@ def score_causal_passes(model: str, spec: DatasetSpec, template: PromptTemplate,
     think block before the answer cue), thinking on is a generated reading (:func:`generated_frame`). The tokenizer
     is checked before any weight loads (:func:`~stereoprobe.unqover.score_causal.check_causal`). Returns the
     complete :class:`~stereoprobe.store.StoreRun` (columns ``pass_id, logp1, logp2``)."""
-    from ..engine import compute_dtype, fill, worker_device
+    from ..engine import fill, worker_device
     from ..models import model_fingerprint
 
     run_options = as_options(options)
@@ -199,7 +199,7 @@ def score_causal_passes(model: str, spec: DatasetSpec, template: PromptTemplate,
                                f"questions stay in one shard); pass e.g. {SHARD_PASSES}.")
     engine, smoke = run_options.engine, run_options.smoke
     dev = worker_device(run_options.device, engine)
-    dtype = compute_dtype(dev, run_options.precision)
+    dtype = run_options.dtype()
     model_fp = model_fingerprint(model, smoke=smoke)  # fetched when not local; no weights load on the driver
     if thinking:
         raise StereoprobeError("Thinking on is read by generating the reasoning and then the answer, not by scoring "

@@ -495,7 +495,7 @@ def score_dataset(
     Returns the complete :class:`~stereoprobe.store.StoreRun`. The model is loaded only when some
     shard is missing, after its tokenizer alone has been checked (:func:`check_tokenizer`).
     """
-    from ..engine import compute_dtype, fill, worker_device
+    from ..engine import fill, worker_device
     from ..models import model_fingerprint
 
     if mode not in MODES:
@@ -504,7 +504,7 @@ def score_dataset(
     smoke = options.smoke
     shard_passes = _check_shard_passes(shard_passes)
     dev = worker_device(options.device, options.engine)
-    dtype = compute_dtype(dev, options.precision)  # validates device + precision first
+    dtype = options.dtype()  # validates device + precision first
     model_fp = model_fingerprint(model, smoke=smoke)  # fetched, not loaded, when not local: no weights on the driver
     head = _head(spec)
     store = options.score_store()
