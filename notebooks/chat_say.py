@@ -392,8 +392,10 @@ chapter.thinking_view(thinking)
 # :class: dropdown
 #
 # ```python
-# from stereoprobe.served import served_table
-# print(served_table(frames)[["model", "rung", "passes", "label_mass", "bounded"]].to_string())
+# from stereoprobe.served import provenances, served_table
+# read = provenances(options)  # what each served row read, kept in the run's state
+# print(served_table({row: read.get(row) for row in frames})[["model", "rung", "passes", "label_mass", "bounded"]]
+#       .to_string())
 # ```
 #
 # The label mass is the mean over the passes of the probability the letters take as the first token of the reply;

@@ -56,12 +56,12 @@ def lab_rungs(tmp_path_factory):
     spec = DatasetSpec("gender", sample=60, seed=5)
     frames = view.rung_frames("lab:chat-biased", spec, [template("letters-unknown", "unqover-choice")], options=run,
                               rungs=("exact", "generated"))
-    return spec, frames, view.long(frames, spec, n_boot=100, seed=0)
+    return spec, frames, view.long(frames, spec, n_boot=100, seed=0), run  # the run: its state holds the provenance
 
 
 @pytest.mark.slow
 def test_the_lab_model_read_locally_and_on_each_rung(lab_rungs):
-    spec, frames, table = lab_rungs
+    spec, frames, table, run = lab_rungs
     assert [view.rung_of(r) for r in frames] == ["local", "exact", "generated"]
     assert table["rung"].tolist() == ["local", "local", "exact", "exact", "generated", "generated"]
     answered = table[table["reading"] == "answered"].set_index("rung")
@@ -80,7 +80,7 @@ def test_the_lab_model_read_locally_and_on_each_rung(lab_rungs):
 def test_bbq_beside_unqover_and_the_figures(lab_rungs):
     import matplotlib.pyplot as plt
 
-    _, frames, table = lab_rungs
+    _, frames, table, _ = lab_rungs
     side = view.bbq_beside_unqover(table)
     assert side["rung"].tolist() == ["local", "exact", "generated"]
     assert (side["mu_no_preference"] < side["mu"]).all()  # abstentions count as no preference there
@@ -139,7 +139,7 @@ def test_gamma_toward_the_stereotype_signs_by_the_bls_direction():
 
 @pytest.mark.slow
 def test_the_captioned_views_and_gamma_toward_the_stereotype(lab_rungs):
-    _, frames, table = lab_rungs
+    _, frames, table, _ = lab_rungs
     side = view.bbq_beside_unqover(table, frames).set_index("rung")
     # the plant (nurse, secretary, dancer → female; firefighter, pilot, astronaut → male) follows BLS's direction
     assert side.loc["generated", "gamma_stereo"] > 0.3 and side.loc["generated", "directed"] >= 2
@@ -199,7 +199,7 @@ def test_the_worked_solution_on_the_width_of_a_rank_correlation():
 
 @pytest.mark.slow
 def test_the_worked_solutions_on_the_readings(lab_rungs, lab_thinking):
-    spec, frames, table = lab_rungs
+    spec, frames, table, run = lab_rungs
     solutions = _solutions()
     assert set(solutions) == {"say-ex-1", "say-ex-2", "say-ex-3", "say-ex-4", "say-ex-5"}
     # say-ex-1: the forced local and exact rows read alike both ways; the generated row differs
@@ -217,7 +217,7 @@ def test_the_worked_solutions_on_the_readings(lab_rungs, lab_thinking):
     moved, p2 = (ast.literal_eval(part) for part in printed["lab:chat-biased"].split(" P2: "))
     assert len(moved) == 3 and moved[0] in p2 and len(p2) >= 2  # P2's occupations lead the list
     # say-ex-5: the served rows (exact and generated here) in the served table
-    printed = _run(solutions["say-ex-5"], frames=frames)
+    printed = _run(solutions["say-ex-5"], frames=frames, options=run)
     assert "label_mass" in printed and "generated" in printed
 
 
