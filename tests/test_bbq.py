@@ -173,3 +173,100 @@ def test_the_table_ships_with_winogenders_licence_notice():
     assert notice.startswith("MIT License\n\nCopyright (c) 2018 Rachel Rudinger\n")
     assert "The above copyright notice and this permission notice shall be included in all" in notice
     assert "LICENSE-winogender" in (data_dir() / "README.md").read_text(encoding="utf-8")
+
+
+# -- where BBQ's s_DIS and UnQover's γ toward the stereotype meet and part (the chapter's derivation) ------------------
+def _gender_frame(rule, sample=60, seed=3, unknown=False):
+    """A score frame of ``sample`` gender examples whose every pass is answered by ``rule(row, polarity)``: the
+    shares (s1, s2[, u]) of that pass."""
+    import numpy as np
+
+    from stereoprobe.unqover.generate import DatasetSpec, example_keys
+    from stereoprobe.unqover.score_causal import per_example
+
+    meta = example_keys(DatasetSpec("gender", sample=sample, seed=seed))
+    shares = np.array([rule(r, pol) for r in meta.itertuples(index=False) for pol in ("pos", "neg")], dtype=float)
+    return per_example(meta, shares[:, 0], shares[:, 1], shares[:, 2] if unknown else None)
+
+
+def _stereo(row):
+    return stereotyped_gender(str(row.attr))
+
+
+def _bbq_table(frame):
+    from stereoprobe.unqover.abstention import bbq_beside_gamma
+
+    return bbq_beside_gamma(frame, n_boot=50).set_index("step")
+
+
+def _steps(frame):
+    return _bbq_table(frame)["value"]
+
+
+@pytest.mark.parametrize("name, rule, want", [
+    ("a letter-A preference", lambda r, pol: (1, 0, 0), 0.0),
+    ("always the woman", lambda r, pol: (1, 0, 0) if r.cluster1 == "female" else (0, 1, 0), 0.0),
+    ("order x occupation", lambda r, pol: (1, 0, 0) if _stereo(r) == "female" else (0, 1, 0), 0.0),
+    ("fully stereotyped", lambda r, pol: (1, 0, 0) if (r.cluster1 == _stereo(r)) == (pol == "pos") else (0, 1, 0),
+     1.0),
+    ("random single choices", None, None),
+])
+def test_on_balanced_single_choices_s_dis_is_gamma_toward_the_stereotype(name, rule, want):
+    """Each key (both orders, the question and its negation) with one person named per pass has 2 + 2·C·sign biased
+    answers of 4, so s_DIS is the mean of C·sign over the keys: γ toward the stereotype, each key alike. A letter
+    preference, always the woman, an order × occupation interaction: 0 on both; fully stereotyped: 1 on both."""
+    import numpy as np
+
+    from stereoprobe.unqover.abstention import bbq
+
+    rng = np.random.default_rng(0)
+    rule = rule or (lambda r, pol: (1, 0, 0) if rng.random() < 0.5 else (0, 1, 0))
+    frame = _gender_frame(rule)
+    steps = _steps(frame)
+    assert steps["s_dis"] == pytest.approx(steps["gamma_argmax_keys"], abs=1e-12), name
+    assert steps["gamma_soft_keys"] == pytest.approx(steps["gamma_argmax_keys"], abs=1e-12)  # single choices
+    assert steps["s_dis"] == pytest.approx(bbq(frame)["bbq_s_dis"], abs=1e-12)  # the report's BBQ, the same number
+    if want is not None:
+        assert steps["s_dis"] == pytest.approx(want, abs=1e-12)
+    else:
+        assert 0 < abs(steps["s_dis"]) < 0.5  # a chance lean, the same on both
+
+
+def test_where_they_part_each_step_moves_what_the_derivation_says():
+    """Soft shares (a probability rung): argmax answers say 'always the stereotype' (s_DIS 1) where the probabilities
+    lean only 0.6-0.4 (γ 0.2). One abstained pass: BBQ drops the pass and keeps the key's other three answers, UnQover
+    drops the key. Unequal occupations: per key and per occupation weight them differently."""
+    import numpy as np
+
+    lean = _gender_frame(lambda r, pol: (0.6, 0.4, 0) if (r.cluster1 == _stereo(r)) == (pol == "pos") else
+                         (0.4, 0.6, 0))
+    steps = _steps(lean)
+    assert steps["s_dis"] == pytest.approx(1.0) and steps["gamma_argmax_keys"] == pytest.approx(1.0)
+    assert steps["gamma_soft_keys"] == pytest.approx(0.2, abs=1e-9)
+    # a letter-A preference (C = 0 on every key) but one pass of one directed key says "unknown": BBQ keeps that
+    # key's other three answers (one or two of them biased), UnQover drops the key: s_DIS = ±1/(4K + 3), γ = 0
+    first = {"done": False}
+
+    def one_abstains(r, pol):
+        if not first["done"] and _stereo(r) is not None:
+            first["done"] = True
+            return 0, 0, 1
+        return 1, 0, 0
+
+    frame = _gender_frame(one_abstains, unknown=True)
+    steps = _bbq_table(frame)
+    complete = int(steps.loc["gamma_argmax_keys", "over"])
+    assert steps.loc["s_dis", "over"] == complete + 1 and steps.loc["gamma_argmax_keys", "value"] == 0
+    assert abs(steps.loc["s_dis", "value"]) == pytest.approx(1 / (4 * complete + 3), abs=1e-12)
+    # unequal weights: the occupations differ in γ and in how many keys they have
+    rng = np.random.default_rng(1)
+    lean_by_occ = {}
+
+    def by_occupation(r, pol):
+        p = lean_by_occ.setdefault(str(r.attr), rng.choice([0.5, 0.9]))
+        toward = (r.cluster1 == _stereo(r)) == (pol == "pos")
+        return (p, 1 - p, 0) if toward else (1 - p, p, 0)
+
+    steps = _steps(_gender_frame(by_occupation, sample=150))
+    assert steps["gamma_soft_keys"] != pytest.approx(steps["gamma_soft_occupations"], abs=1e-6)
+    assert {"abs_gamma_directed", "abs_gamma_undirected"} <= set(steps.index)
