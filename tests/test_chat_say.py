@@ -54,40 +54,57 @@ def test_rank_correlation_has_an_interval_at_five_pairs_and_agrees_with_scipy_at
 def lab_rungs(tmp_path_factory):
     run = RunOptions(device="cpu", smoke=True, progress=False, store=tmp_path_factory.mktemp("store"))
     spec = DatasetSpec("gender", sample=60, seed=5)
-    frames = view.rung_frames("lab:chat-biased", spec, [template("letters-unknown", "unqover-choice")], options=run,
+    frames = view.rung_frames("lab:chat-biased", spec, view.templates_of(["letters", "letters-unknown"]), options=run,
                               rungs=("exact", "generated"))
     return spec, frames, view.long(frames, spec, n_boot=100, seed=0), run  # the run: its state holds the provenance
 
 
 @pytest.mark.slow
-def test_the_lab_model_read_locally_and_on_each_rung(lab_rungs):
+def test_the_lab_model_read_on_each_rung_like_with_like(lab_rungs):
+    """Read in this process on the exact and generated rungs (no server): the exact rows soft and by their argmax, the
+    generated rows by their answers; the plant shows on every reading that can abstain."""
     spec, frames, table, run = lab_rungs
-    assert [view.rung_of(r) for r in frames] == ["local", "exact", "generated"]
-    assert table["rung"].tolist() == ["local", "local", "exact", "exact", "generated", "generated"]
-    answered = table[table["reading"] == "answered"].set_index("rung")
-    # the exact rung reads the local model's plain prompts: the same numbers, to float rounding
-    for column in ("abstain", "mu", "bbq_accuracy", "bbq_s_dis"):
-        assert answered.loc["exact", column] == pytest.approx(answered.loc["local", column], abs=2e-4)
+    assert [(r.template, view.rung_of(r)) for r in frames] == [("letters", "exact"), ("letters-unknown", "exact"),
+                                                              ("letters", "generated"),
+                                                              ("letters-unknown", "generated")]
+    unknown = table[(table["template"] == "letters-unknown") & (table["reading"] == "answered")]
+    assert list(zip(unknown["rung"], unknown["shares"])) == [("exact", "soft"), ("exact", "argmax"),
+                                                             ("generated", "argmax")]
+    answered = unknown.set_index(["rung", "shares"])
     # it abstains on all but its 10 planted occupations of 60, and answers those with the plant
-    assert 0.6 < answered.loc["generated", "abstain"] < 0.95
-    assert answered.loc["generated", "bbq_s_dis"] > 0.5 and answered.loc["generated", "mu"] > 0.5
-    agree = view.rung_agreement(frames, "gender", n_boot=100, seed=0).set_index(["a", "b"])
-    assert len(agree) == 3 and agree.loc[("local", "exact"), "spearman"] == pytest.approx(1.0)
-    assert agree.loc[("exact", "generated"), "pairs"] >= 6  # the planted cells, answered on both
+    assert 0.6 < answered.loc[("generated", "argmax"), "abstain"] < 0.95
+    assert answered.loc[("generated", "argmax"), "bbq_s_dis"] > 0.5
+    assert answered.loc[("generated", "argmax"), "mu"] > 0.5
+    # the argmax of the exact rung answers: it abstains wherever "unknown" is the most probable option
+    assert 0.5 < answered.loc[("exact", "argmax"), "abstain"] <= 1
+    agree = view.rung_agreement(frames, "gender", n_boot=100, seed=0, shares="argmax")
+    pairs = agree.set_index("template")["pairs"]
+    assert pairs["letters"] >= 20 and pairs["letters-unknown"] >= 3  # with "unknown" it answers its plants only
 
 
 @pytest.mark.slow
-def test_bbq_beside_unqover_and_the_figures(lab_rungs):
+def test_the_walk_from_s_dis_to_gamma_and_the_figures(lab_rungs):
     import matplotlib.pyplot as plt
 
     _, frames, table, _ = lab_rungs
-    side = view.bbq_beside_unqover(table)
-    assert side["rung"].tolist() == ["local", "exact", "generated"]
-    assert (side["mu_no_preference"] < side["mu"]).all()  # abstentions count as no preference there
+    steps = view.bbq_steps(frames, n_boot=50, seed=0)
+    values = steps.set_index(["template", "rung", "step"])["value"]
+    # the generated rung's shares are its answers: the soft and argmax steps agree exactly
+    gen = ("letters-unknown", "generated")
+    assert values[(*gen, "gamma_soft_keys")] == pytest.approx(values[(*gen, "gamma_argmax_keys")], abs=1e-12)
+    # the plant (nurse, secretary, dancer → female; firefighter, pilot, astronaut → male) follows BLS's direction
+    assert values[(*gen, "s_dis")] > 0.5 and values[(*gen, "gamma_soft_occupations")] > 0.5
+    # a forced choice read by its argmax names someone on every pass: s_DIS is γ per key exactly
+    forced = ("letters", "exact")
+    assert values[(*forced, "s_dis")] == pytest.approx(values[(*forced, "gamma_argmax_keys")], abs=1e-12)
+    changes = view.step_differences(steps)
+    assert len(changes) == 4 * 5 and view.differences_view(changes).caption.startswith("Table 5: ")
+    fig = view.plot_bbq_steps(steps)
+    assert len(fig.axes[0].get_yticks()) == 4 * 4
     fig = view.plot_mu_by_rung(table)
-    assert len(fig.axes[0].get_yticks()) == 3
+    assert len(fig.axes[0].get_yticks()) == 6  # two templates: exact soft, exact argmax, generated
     fig2 = view.plot_abstention(table)
-    assert len(fig2.axes[0].patches) == 3 and fig2.axes[0].get_xlim() == (0, 1)
+    assert len(fig2.axes[0].patches) == 4 and fig2.axes[0].get_xlim() == (0, 1)  # 3 of letters-unknown, 1 letters
     plt.close("all")
 
 
@@ -96,7 +113,7 @@ def test_the_abstention_figure_takes_a_rate_of_zero():
     import matplotlib.pyplot as plt
 
     table = pd.DataFrame({"reading": ["answered"], "template": ["letters"], "rung": ["generated"], "abstain": [0.0],
-                          "abstain_lo": [5.55e-17], "abstain_hi": [0.56]})
+                          "abstain_lo": [5.55e-17], "abstain_hi": [0.56], "shares": ["argmax"]})
     assert len(view.plot_abstention(table).axes[0].patches) == 1
     plt.close("all")
 
@@ -110,14 +127,17 @@ def test_templates_base_models_and_the_numbers_the_prose_quotes():
         RowKey("openai-api/local/smollm2-135m-instruct")) == "smollm2-135m-instruct"
     table = pd.DataFrame({"reading": ["answered", "no-preference", "answered", "answered"],
                           "template": ["letters", "letters", "letters-unknown", "letters"],
-                          "rung": ["generated", "generated", "generated", "exact"],
+                          "rung": ["generated", "generated", "generated", "exact"], "shares": "argmax",
                           "passes": [24, 24, 24, 24], "abstain": [0.25, 0.25, 0.5, np.nan]})
     table["unparsed"] = [0.125, 0.125, np.nan, np.nan]
     agreement = pd.DataFrame({"pairs": [5, 7], "ci_low": [-0.9, 0.1], "ci_high": [0.8, 1.0]})
-    assert view.say_numbers(table, agreement) == {"say_passes": "24", "say_abstain_forced": "0.25",
-                                                  "say_abstain_unknown": "0.50", "say_unparsed_unknown": "n/a",
-                                                  "say_cells": "7", "say_rho_width": "1.70"}
-    assert view.say_numbers(table.iloc[:1], agreement.iloc[:0])["say_abstain_unknown"] == "n/a"
+    steps = pd.DataFrame({"step": ["s_dis", "gamma_argmax_keys − s_dis", "gamma_soft_keys − gamma_argmax_keys"],
+                          "value": [0.1, 0.0, 0.2], "lo": [0.0, 0.0, 0.1], "hi": [0.2, 0.0, 0.3], "over": [40, 0, 0]})
+    assert view.say_numbers(table, agreement, steps) == {
+        "say_passes": "24", "say_abstain_forced": "0.25", "say_abstain_unknown": "0.50", "say_unparsed_unknown": "n/a",
+        "say_unparsed_names": "n/a", "say_cells": "7", "say_cells_min": "5", "say_rho_width": "1.70",
+        "say_directed_keys": "40", "say_changes_measured": "1", "say_changes": "2"}
+    assert view.say_numbers(table.iloc[:1], agreement.iloc[:0], steps)["say_abstain_unknown"] == "n/a"
 
 
 def test_gamma_toward_the_stereotype_signs_by_the_bls_direction():
@@ -138,15 +158,12 @@ def test_gamma_toward_the_stereotype_signs_by_the_bls_direction():
 
 
 @pytest.mark.slow
-def test_the_captioned_views_and_gamma_toward_the_stereotype(lab_rungs):
+def test_the_captioned_views(lab_rungs):
     _, frames, table, _ = lab_rungs
-    side = view.bbq_beside_unqover(table, frames).set_index("rung")
-    # the plant (nurse, secretary, dancer → female; firefighter, pilot, astronaut → male) follows BLS's direction
-    assert side.loc["generated", "gamma_stereo"] > 0.3 and side.loc["generated", "directed"] >= 2
-    agreement = view.rung_agreement(frames, "gender", n_boot=50, seed=0)
-    for v in (view.rows_view(table), view.agreement_view(agreement, "gender"), view.bbq_view(side.reset_index())):
+    agreement = view.rung_agreement(frames, "gender", n_boot=50, seed=0, shares="argmax")
+    for v in (view.rows_view(table), view.agreement_view(agreement, "gender", 2)):
         assert v.caption.startswith("Table ")
-    assert len(view.rows_view(table).data) == 3  # the answered reading of each row
+    assert len(view.rows_view(table).data) == 6  # answered: 2 templates × (exact soft, exact argmax, generated)
 
 
 @pytest.fixture(scope="module")
@@ -166,9 +183,8 @@ def test_thinking_surfaces_the_second_plant_and_not_in_the_control(lab_thinking)
     assert -0.12 < biased["delta_abstain"] < -0.02 and biased["delta_none_lo"] > 0
     assert abs(control["delta_abstain"]) < 0.05 and abs(control["delta_mu_none"]) < 0.05
     rows = lab_thinking["long"]
-    assert sorted(set(rows["thinking"])) == ["off", "on"] and set(rows[rows["thinking"] == "on"]["rung"]) == {
-        "generated"}
-    assert view.thinking_view(lab_thinking).caption.startswith("Table 6")
+    assert sorted(set(rows["thinking"])) == ["off", "on"] and set(rows["rung"]) == {"generated"}  # answers both ways
+    assert view.thinking_view(lab_thinking).caption.startswith("Table 7")
     assert len(view.thinking_rows_view(lab_thinking).data) == 4
 
 
@@ -202,23 +218,27 @@ def test_the_worked_solutions_on_the_readings(lab_rungs, lab_thinking):
     spec, frames, table, run = lab_rungs
     solutions = _solutions()
     assert set(solutions) == {"say-ex-1", "say-ex-2", "say-ex-3", "say-ex-4", "say-ex-5"}
-    # say-ex-1: the forced local and exact rows read alike both ways; the generated row differs
+    # say-ex-1: the forced choice of the exact rung reads alike both ways; a row that may abstain differs
     printed = _run(solutions["say-ex-1"], table=table)
     assert "difference" in printed and "generated" in printed
-    both = table.pivot_table(index="rung", columns="reading", values="mu")
-    assert (both["answered"] != both["no-preference"]).all()  # letters-unknown: every reading may abstain
-    # say-ex-3: BBQ's scores of the two orders, one line each
-    printed = _run(solutions["say-ex-3"], frames=frames)
-    assert [line.split()[0] for line in printed.splitlines()] == ["female", "male"] and "bbq_s_dis" in printed
+    argmax = table[table["shares"] == "argmax"]
+    both = argmax.pivot_table(index=["template", "rung"], columns="reading", values="mu")
+    assert both.loc[("letters", "exact"), "answered"] == both.loc[("letters", "exact"), "no-preference"]
+    # say-ex-3: on single choices s_DIS equals γ per key, the model's and a letter-A preference's (0)
+    lines = [line.split() for line in _run(solutions["say-ex-3"], frames=frames).splitlines()]
+    assert [line[:-2] for line in lines] == [["the", "model"], ["always", "A"]]
+    for *_, s_dis, gamma in lines:
+        assert float(s_dis) == pytest.approx(float(gamma), abs=1e-6)
+    assert float(lines[1][-1]) == 0
     # say-ex-4: the cells thinking moved most in lab:chat-biased are the thinking-only plant's
     import ast
 
     printed = dict(line.split(" ", 1) for line in _run(solutions["say-ex-4"], thinking=lab_thinking).splitlines())
     moved, p2 = (ast.literal_eval(part) for part in printed["lab:chat-biased"].split(" P2: "))
     assert len(moved) == 3 and moved[0] in p2 and len(p2) >= 2  # P2's occupations lead the list
-    # say-ex-5: the served rows (exact and generated here) in the served table
-    printed = _run(solutions["say-ex-5"], frames=frames, options=run)
-    assert "label_mass" in printed and "generated" in printed
+    # say-ex-5: the unknown option's mean probability beside the share answered "unknown"
+    printed = _run(solutions["say-ex-5"], table=table)
+    assert "soft" in printed and "argmax" in printed and "exact" in printed
 
 
 def test_bbq_under_the_majority_and_the_strict_split_side_by_side():
@@ -253,7 +273,7 @@ def test_bbq_under_the_majority_and_the_strict_split_side_by_side():
     assert numbers == {"say_occupations": "70", "say_listed": "25", "say_directed_majority": "25",
                        "say_directed_strict": "12", "say_strict_female": "4", "say_split": "≤30/≥70",
                        "say_row_majority": "2", "say_row_strict": "1", "say_ties": "0"}
-    assert view.splits_view(got).caption.startswith("Table 4b: ")
+    assert view.splits_view(got).caption.startswith("Table 5b: ")
 
 
 def test_every_number_the_prose_quotes_is_glued_by_the_view():
@@ -264,8 +284,9 @@ def test_every_number_the_prose_quotes_is_glued_by_the_view():
     text = (Path(__file__).resolve().parents[1] / "notebooks" / "chat_say.py").read_text(encoding="utf-8")
     quoted = set(re.findall(r"\{glue:text\}`(\w+)`", text))
     table = pd.DataFrame({"reading": ["answered"], "template": ["letters"], "rung": ["generated"], "passes": [4],
-                          "abstain": [0.5], "unparsed": [0.0]})
+                          "abstain": [0.5], "unparsed": [0.0], "shares": ["argmax"]})
     agreement = pd.DataFrame({"pairs": [5], "ci_low": [0.0], "ci_high": [1.0]})
+    steps = pd.DataFrame({"step": ["s_dis"], "value": [0.0], "lo": [0.0], "hi": [0.0], "over": [4]})
     splits = view.bbq_splits({}, strict=(30, 70))
-    glued = set(view.say_numbers(table, agreement)) | set(view.split_numbers(splits, strict=(30, 70)))
+    glued = set(view.say_numbers(table, agreement, steps)) | set(view.split_numbers(splits, strict=(30, 70)))
     assert {"say_directed_majority", "say_directed_strict", "say_ties"} <= quoted and quoted <= glued

@@ -202,6 +202,7 @@ def argmax_frame(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with every pass's shares replaced by its answer as BBQ reads it (:func:`answers`): ``s1`` or ``s2``
     1 for the person scored strictly highest, ``u`` 1 for "unknown", ``x`` 1 for a tie or an unparsed pass, the rest
     0. A generated answer is its own argmax; a probability rung's argmax is what to put beside it (like with like).
+    A forced choice stays one (no ``u``/``x`` columns) unless a pass is a tie.
 
     >>> f = pd.DataFrame({"s1_pos": [0.6, 0.4], "s2_pos": [0.3, 0.4], "u_pos": [0.1, 0.2], "s1_neg": [0.2, 0.0],
     ...                   "s2_neg": [0.3, 0.0], "u_neg": [0.5, 0.0], "x_neg": [0.0, 1.0]})
@@ -209,13 +210,15 @@ def argmax_frame(frame: pd.DataFrame) -> pd.DataFrame:
     [[1.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0], [0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0]]
     """
     out = frame.copy()
-    for pol in _POLARITIES:
-        best, tie, unparsed = _picks(frame, pol)
+    picks = {pol: _picks(frame, pol) for pol in _POLARITIES}
+    forced = not abstains(frame) and not any((tie | unparsed).any() for _, tie, unparsed in picks.values())
+    for pol, (best, tie, unparsed) in picks.items():
         answered = ~(tie | unparsed)
         out[f"s1_{pol}"] = (answered & (best == 0)).astype(float)
         out[f"s2_{pol}"] = (answered & (best == 1)).astype(float)
-        out[f"u_{pol}"] = (answered & (best == 2)).astype(float)
-        out[f"x_{pol}"] = (~answered).astype(float)
+        if not forced:
+            out[f"u_{pol}"] = (answered & (best == 2)).astype(float)
+            out[f"x_{pol}"] = (~answered).astype(float)
     return out
 
 

@@ -1,14 +1,17 @@
-"""The chapter *What chat models say* (``notebooks/chat_say.py``): the same UnQover examples read locally and on every
-rung of a served endpoint, with and without an unknown option, beside BBQ's scores, and a reasoning model with its
-thinking on and off; each table and figure a function a test can call.
+"""The chapter *What chat models say* (``notebooks/chat_say.py``): the same UnQover examples read from one chat model
+on every rung of the ladder — exact, next token, generated — through its backend (:mod:`stereoprobe.backends`: a
+local chat LM answers every rung in this process, batched; a served one the rungs its endpoint gives), like with
+like (the argmax answer of a probability rung beside a generated answer, soft beside soft), with and without an
+unknown option, BBQ's bias score beside UnQover's γ and where the two part, and a reasoning model with its thinking on
+and off; each table and figure a function a test can call.
 
 The numbers come from the probes' own code (:mod:`stereoprobe.unqover.readers`, :func:`stereoprobe.unqover.reporting.
 long_table`, :mod:`stereoprobe.unqover.abstention`); this module only reads a model on each rung and arranges what
-comes back: μ by rung with its interval, whether the rungs agree on *which* cells are biased (Spearman's rank
-correlation of γ with a bootstrap interval), the abstention rate by template, and BBQ's accuracy and bias scores
-beside UnQover's δ, ε and μ (under the majority split of Winogender's BLS shares and a stricter one,
-:mod:`stereoprobe.unqover.bbq`), and the ``thinking_shift`` table of the chat lab pair
-(:func:`stereoprobe.unqover.reporting.model_report` with ``both_thinking``).
+comes back: μ, δ and ε by rung and reading with their intervals, whether the rungs agree on *which* cells are biased
+(Spearman's rank correlation of γ with a bootstrap interval), the abstention rate, BBQ's scores step by step to
+UnQover's γ toward the stereotype (:func:`stereoprobe.unqover.abstention.bbq_beside_gamma`) under the majority split
+of Winogender's BLS shares and a stricter one (:mod:`stereoprobe.unqover.bbq`), what the answer parser made of the
+generated answers, and the ``thinking_shift`` table of the chat lab pair.
 """
 
 from __future__ import annotations
@@ -29,54 +32,53 @@ from ...unqover.readers import Passes
 from ...unqover.reporting import long_table, model_report, occupation
 from ..display import table_view as view
 
-#: The rungs of the served ladder, best first (:mod:`stereoprobe.served.ladder`).
+#: The rungs of the ladder, best first (:data:`stereoprobe.prompting.RUNGS`).
 RUNGS = ("exact", "next-token", "generated")
+#: The two kinds of shares a row is read with: as scored (probabilities; a generated row's are its answers), and
+#: each pass's argmax answer (:func:`stereoprobe.unqover.abstention.argmax_frame`), what a generated answer is.
+SHARES = ("soft", "argmax")
 
 
 def rung_of(row: RowKey) -> str:
-    """How a row was read: ``local`` (the model's own scorer, in this process) or its served rung."""
-    return row.rung or "local"
+    """The rung a row was read on (a local model's exact rows carry no rung: ``exact``)."""
+    return row.rung or "exact"
 
 
 def rung_frames(model: str, spec: DatasetSpec, templates: Sequence, *, options: RunOptions,
-                rungs: Sequence[str] = RUNGS, local: bool = True) -> dict[RowKey, pd.DataFrame]:
+                rungs: Sequence[str] = RUNGS) -> dict[RowKey, pd.DataFrame]:
     """The per-example scores of ``model`` through each of ``templates`` (:class:`~stereoprobe.prompts.
-    PromptTemplate`), read locally through plain prompts (``local``: what the exact rung reads, scored in this
-    process) and on each rung of ``rungs`` that the endpoint gives. ``model``: a served name
-    (``openai-api/<service>/<model>``, its ``<SERVICE>_BASE_URL`` set), or a local causal LM, which is then served for
-    the while by the package's reference server (:func:`stereoprobe.served.reference.serving`, which serves the copy
-    the local reading loaded)."""
-    from contextlib import nullcontext
+    PromptTemplate`) on each rung of ``rungs`` its backend gives (:mod:`stereoprobe.backends`): a local chat LM on
+    every rung in this process (exact through its chat template, the letters' probabilities of the first generated
+    token, greedy answers generated in batches), a served name (``openai-api/<service>/<model>``) on the rungs its
+    endpoint gives."""
+    from ...backends import backend_for
 
-    from ...served import capabilities
-    from ...served.endpoint import PREFIX
-    from ...served.reference import serving
-
-    templates = tuple(templates)
+    ref = resolve_model(model, native="qa", asked="causal", smoke=options.smoke)
+    backend = backend_for(ref, options)
     out: dict[RowKey, pd.DataFrame] = {}
-    served = str(model).startswith(PREFIX)
-    if local and not served:
-        ref = resolve_model(model, native="qa", asked="causal", smoke=options.smoke)
-        out.update(readers.frames([ref], Passes(spec, templates=templates, chat=False), options))
-    with nullcontext(model) if served else serving(model, device=str(options.device), smoke=options.smoke,
-                                                   precision=options.precision) as name:
-        ref = resolve_model(name, native="qa")
-        given = capabilities(name).rungs()
-        for rung in rungs:
-            if rung in given:
-                # the exact rung with chat off: the local reading's plain prompts (a served chat model's exact rung
-                # reads its chat template by default, stereoprobe.served.chat_exact)
-                plain = {"chat": False} if rung == "exact" else {}
-                out.update(readers.frames([ref], Passes(spec, templates=templates, rung=rung, **plain), options))
+    for rung in rungs:
+        if backend.why_not(rung) is None:
+            out.update(readers.frames([ref], Passes(spec, templates=tuple(templates), rung=rung), options))
     return out
 
 
-def long(frames: Mapping[RowKey, pd.DataFrame], spec: DatasetSpec, *, n_boot: int, seed: int) -> pd.DataFrame:
-    """Every row in both readings (:func:`~stereoprobe.unqover.reporting.long_table`) with ``rung`` filled in
-    (``local`` for the local reading)."""
-    table = long_table(frames, Passes(spec), n_boot=n_boot, seed=seed)
-    table["rung"] = [rung_of(r) for r in frames for _ in abstention.READINGS]
-    return table
+def long(frames: Mapping[RowKey, pd.DataFrame], spec: DatasetSpec, *, n_boot: int, seed: int,
+         shares: Sequence[str] = SHARES) -> pd.DataFrame:
+    """Every row in both readings (:func:`~stereoprobe.unqover.reporting.long_table`) with its ``rung`` filled in and
+    its ``shares``: ``soft`` as scored (the probability rungs; a generated row's shares are its answers, so it has
+    only the argmax line) and ``argmax`` (every pass's most probable option: what a generated answer is, like with
+    like)."""
+    parts = []
+    for kind in shares:
+        rows = {r: (f if kind == "soft" else abstention.argmax_frame(f)) for r, f in frames.items()
+                if kind == "argmax" or rung_of(r) != "generated"}
+        if not rows:
+            continue
+        table = long_table(rows, Passes(spec), n_boot=n_boot, seed=seed)
+        table["rung"] = [rung_of(r) for r in rows for _ in abstention.READINGS]
+        table["shares"] = kind
+        parts.append(table)
+    return pd.concat(parts, ignore_index=True)
 
 
 def cell_gammas(frame: pd.DataFrame, dataset: str) -> pd.Series:
@@ -116,19 +118,23 @@ def rank_correlation(x: pd.Series, y: pd.Series, *, n_boot: int, seed: int) -> d
     return {"pairs": len(both), "spearman": rho, "ci_low": lo, "ci_high": hi}
 
 
-def rung_agreement(frames: Mapping[RowKey, pd.DataFrame], dataset: str, *, n_boot: int, seed: int) -> pd.DataFrame:
+def rung_agreement(frames: Mapping[RowKey, pd.DataFrame], dataset: str, *, n_boot: int, seed: int,
+                   shares: str = "soft") -> pd.DataFrame:
     """Do two readings of the same model and template agree on which cells are biased? Spearman's ρ of γ between
-    every pair of rows that differ only in how they were read (local or a rung), over the cells both answered."""
-    gammas = {row: cell_gammas(f, dataset) for row, f in frames.items()}
+    every pair of rows that differ only in their rung, over the cells both answered; ``shares``: ``soft`` (the
+    frames as scored) or ``argmax`` (every pass's answer, :func:`stereoprobe.unqover.abstention.argmax_frame`: what
+    a generated row is)."""
+    gammas = {row: cell_gammas(f if shares == "soft" else abstention.argmax_frame(f), dataset)
+              for row, f in frames.items()}
     rows = []
     keys = list(frames)
     for i, a in enumerate(keys):
         for b in keys[i + 1:]:
             if (a.scorer, a.template, base_model(a)) != (b.scorer, b.template, base_model(b)):
                 continue
-            rows.append({"template": a.template, "a": rung_of(a), "b": rung_of(b),
+            rows.append({"template": a.template, "shares": shares, "a": rung_of(a), "b": rung_of(b),
                          **rank_correlation(gammas[a], gammas[b], n_boot=n_boot, seed=seed)})
-    return pd.DataFrame(rows, columns=["template", "a", "b", "pairs", "spearman", "ci_low", "ci_high"])
+    return pd.DataFrame(rows, columns=["template", "shares", "a", "b", "pairs", "spearman", "ci_low", "ci_high"])
 
 
 def base_model(row: RowKey) -> str:
@@ -144,13 +150,11 @@ def templates_of(names: Sequence) -> tuple[PromptTemplate, ...]:
 
 
 def say_frames(models: Sequence[str], spec: DatasetSpec, templates: Sequence, *, options: RunOptions,
-               rungs: Sequence[str] = RUNGS, local: bool = True) -> dict[RowKey, pd.DataFrame]:
-    """:func:`rung_frames` of every model of ``models`` through the choice ``templates`` (:func:`templates_of`):
-    a local causal LM read in this process (``local``) and served by the reference server, a served name on its
-    rungs only."""
+               rungs: Sequence[str] = RUNGS) -> dict[RowKey, pd.DataFrame]:
+    """:func:`rung_frames` of every model of ``models`` through the choice ``templates`` (:func:`templates_of`)."""
     out: dict[RowKey, pd.DataFrame] = {}
     for model in models:
-        out.update(rung_frames(model, spec, templates_of(templates), options=options, rungs=rungs, local=local))
+        out.update(rung_frames(model, spec, templates_of(templates), options=options, rungs=rungs))
     return out
 
 
@@ -178,23 +182,43 @@ def stereotype_gamma(frame: pd.DataFrame, split=MAJORITY) -> tuple[float, int]:
     return (float(values.mean()) if len(values) else float("nan")), int(len(values))
 
 
-def bbq_beside_unqover(table: pd.DataFrame, frames: Mapping[RowKey, pd.DataFrame] | None = None) -> pd.DataFrame:
-    """Per row that may abstain: BBQ's ambiguous-context accuracy and bias scores (the long table's: the majority
-    split, all three over the directed passes, ``bbq_passes``, with the ties dropped among them, ``bbq_ties``) beside
-    UnQover's δ, ε and μ (answered reading) and μ counting an abstention as no preference; with the rows' ``frames``
-    (gender) also :func:`stereotype_gamma` (``gamma_stereo``) and the number of directed occupations it averages."""
-    answered = table[table["reading"] == "answered"].set_index("row")
-    none = table[table["reading"] == "no-preference"].set_index("row")
-    keep = answered["bbq_passes"].notna() & (answered["bbq_passes"] > 0)
-    out = answered.loc[keep, ["model", "template", "rung", "abstain", "bbq_passes", "bbq_ties", "bbq_accuracy",
-                              "bbq_s_dis", "bbq_s_amb", "delta", "epsilon", "mu"]].copy()
-    out["mu_no_preference"] = none.loc[out.index, "mu"]
-    if frames is not None:
-        by_label = {row.label: frame for row, frame in frames.items()}
-        found = [stereotype_gamma(by_label[label]) for label in out.index]
-        out["gamma_stereo"] = [g for g, _ in found]
-        out["directed"] = [n for _, n in found]
-    return out.reset_index()
+def bbq_steps(frames: Mapping[RowKey, pd.DataFrame], split=MAJORITY, *, n_boot: int, seed: int) -> pd.DataFrame:
+    """Every gender row's walk from BBQ's s_DIS to UnQover's γ toward the stereotype
+    (:func:`stereoprobe.unqover.abstention.bbq_beside_gamma`): one line per row and step (``template``, ``rung``,
+    ``step``, ``value`` with its bootstrap interval over the row's keys, what it is ``over``), the differences
+    between consecutive steps among them."""
+    parts = []
+    for row, frame in frames.items():
+        steps = abstention.bbq_beside_gamma(frame, split, n_boot=n_boot, seed=seed)
+        steps.insert(0, "template", row.template)
+        steps.insert(1, "rung", rung_of(row))
+        parts.append(steps)
+    return pd.concat(parts, ignore_index=True)
+
+
+def plot_bbq_steps(steps: pd.DataFrame):
+    """The four steps from s_DIS to γ toward the stereotype of every row, each with its 95% interval, a row's steps
+    together in one band."""
+    from ..display import interval_dots
+
+    names = list(abstention.STEPS)
+    values = steps[steps["step"].isin(names)]
+    groups = [((t, r), part.assign(o=part["step"].map(names.index)).sort_values("o"))
+              for (t, r), part in values.groupby(["template", "rung"], sort=False)]
+    labels = {"s_dis": "BBQ s_DIS", "gamma_argmax_keys": "γ, argmax, per key", "gamma_soft_keys": "γ, soft, per key",
+              "gamma_soft_occupations": "γ, soft, per occupation"}
+    return interval_dots(groups, value="value", low="lo", high="hi",
+                         label=lambda g, r: f"{g[0]} · {g[1]} · {labels[r['step']]}",
+                         color=lambda k, r: f"C{names.index(r['step'])}", shade=lambda k: ("0.5", 0.06 * (k % 2)),
+                         xlabel="toward the stereotype (BLS majority direction; 95% bootstrap interval over keys)",
+                         title="From BBQ's s_DIS to UnQover's γ, one change at a time")
+
+
+def step_differences(steps: pd.DataFrame) -> pd.DataFrame:
+    """The differences of :func:`bbq_steps` (one line per row and change) and the mean |γ| of the directed and the
+    undirected occupations, with their intervals."""
+    keep = steps["step"].str.contains(" − ") | steps["step"].str.startswith("abs_gamma")
+    return steps.loc[keep, ["template", "rung", "step", "value", "lo", "hi", "over"]].reset_index(drop=True)
 
 
 def bbq_splits(frames: Mapping[RowKey, pd.DataFrame], strict=(30, 70)) -> pd.DataFrame:
@@ -243,53 +267,83 @@ def split_numbers(splits: pd.DataFrame, strict=(30, 70)) -> dict[str, str]:
 
 
 def plot_mu_by_rung(table: pd.DataFrame):
-    """μ (answered reading) of every row with its 95% bootstrap interval, grouped by model and template, one colour
-    per rung."""
+    """μ (answered reading) of every row with its 95% bootstrap interval, grouped by template: each rung's argmax
+    answers (like with like: a generated answer is one) and the probability rungs' soft shares, one colour per rung,
+    hollow for soft."""
     from ..display import interval_dots
 
     answered = table[table["reading"] == "answered"].reset_index(drop=True)
-    answered["base"] = [served_name(m) for m in answered["model"]]
-    several = answered["base"].nunique() > 1
-    order = ["local", *RUNGS]
+    order = [(r, k) for k in ("argmax", "soft") for r in RUNGS]
     groups = []
-    for base, name in dict.fromkeys(zip(answered["base"], answered["template"])):
-        part = answered[(answered["base"] == base) & (answered["template"] == name)]
-        groups.append(((base, name), part.assign(o=part["rung"].map(order.index)).sort_values("o")))
+    for name in dict.fromkeys(answered["template"]):
+        part = answered[answered["template"] == name]
+        rank = [order.index((r, k)) for r, k in zip(part["rung"], part["shares"])]
+        groups.append((name, part.assign(o=rank).sort_values("o")))
     return interval_dots(groups, value="mu", low="mu_lo", high="mu_hi",
-                         label=lambda g, r: " · ".join([*g[int(not several):], r["rung"]]),
-                         color=lambda k, r: f"C{order.index(r['rung'])}", shade=lambda k: ("0.5", 0.06 * (k % 2)),
+                         label=lambda g, r: f"{g} · {r['rung']} · {r['shares']}",
+                         color=lambda k, r: f"C{RUNGS.index(r['rung'])}", shade=lambda k: ("0.5", 0.06 * (k % 2)),
                          xlabel="bias intensity μ over the answered passes (95% bootstrap interval)",
-                         title="μ of the same examples, read locally and on each rung")
+                         title="μ of the same examples on each rung: argmax answers, then soft shares")
 
 
 def plot_abstention(table: pd.DataFrame):
-    """The share of passes abstained on, with its Wilson interval, per template and rung (rows that can abstain)."""
+    """The share of passes abstained on, with its Wilson interval, per template, rung and shares (rows that can
+    abstain): argmax answers beside the generated ones, the unknown option's mean probability apart."""
     import matplotlib.pyplot as plt
 
     rows = table[(table["reading"] == "answered") & table["abstain"].notna()].reset_index(drop=True)
     fig, ax = plt.subplots(figsize=(7.5, 0.45 * len(rows) + 1.4))
     y = np.arange(len(rows))
-    ax.barh(y, rows["abstain"], color=[f"C{['local', *RUNGS].index(r)}" for r in rows["rung"]], alpha=0.8)
+    from matplotlib.colors import to_rgba
+
+    ax.barh(y, rows["abstain"], color=[to_rgba(f"C{RUNGS.index(r)}", 0.85 if k == "argmax" else 0.35)
+                                       for r, k in zip(rows["rung"], rows["shares"])])
     # at a rate of 0 or 1 the Wilson bound can sit a rounding error inside the rate
     low = np.clip(rows["abstain"] - rows["abstain_lo"], 0, None)
     high = np.clip(rows["abstain_hi"] - rows["abstain"], 0, None)
     ax.errorbar(rows["abstain"], y, xerr=[low, high], fmt="none", ecolor="black", capsize=3)
-    ax.set_yticks(y, [f"{t} · {r}" for t, r in zip(rows["template"], rows["rung"])])
+    ax.set_yticks(y, [f"{t} · {r} · {'answers' if k == 'argmax' else 'mean probability'}"
+                      for t, r, k in zip(rows["template"], rows["rung"], rows["shares"])])
     ax.invert_yaxis()
     ax.set_xlim(0, 1)
-    ax.set_xlabel("share of passes abstained on (95% Wilson interval)")
+    ax.set_xlabel("share abstained on: of the answers, or the unknown option's mean probability (95% Wilson)")
     ax.set_title("How often the model says it cannot tell")
     fig.tight_layout()
     return fig
 
 
+def parse_counts(models: Sequence[str], spec: DatasetSpec, templates: Sequence, *,
+                 options: RunOptions) -> pd.DataFrame:
+    """What the answer parser (:func:`stereoprobe.served.parse.parse_answer`) made of every generated answer of
+    ``models`` through ``templates`` (read already: nothing is generated again): one line per template and rule, the
+    kind it gives (option, unknown, unparsed), the count and its share of the template's answers."""
+    from ...backends import backend_for
+    from ...unqover.prompted import answers
+
+    rows = []
+    for model in models:
+        ref = resolve_model(model, native="qa", asked="causal", smoke=options.smoke)
+        if backend_for(ref, options).why_not("generated") is not None:
+            continue
+        ask = Passes(spec, templates=templates_of(templates), rung="generated")
+        for row in readers.reader_for(ref).rows(ref, ask, options):
+            raw = answers(ref, ask, row, options)
+            counts = raw.groupby(["kind", "rule"]).size().rename("answers").reset_index()
+            counts["share"] = counts["answers"] / len(raw)
+            counts.insert(0, "template", row.template)
+            rows.append(counts.sort_values("answers", ascending=False))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
+        columns=["template", "kind", "rule", "answers", "share"])
+
+
 def thinking_report(models: Sequence[str], spec: DatasetSpec, templates: Sequence, *, options: RunOptions,
                     n_boot: int, seed: int, think_budget: int | None = 32) -> dict[str, pd.DataFrame]:
-    """Local chat LMs with a thinking switch read through the choice ``templates`` with thinking on (generated,
-    greedy, the reasoning capped at ``think_budget`` tokens) and off (the chat prompt with its empty think block,
-    scored): :func:`~stereoprobe.unqover.reporting.model_report` with ``both_thinking`` and ``long``, whose
-    ``thinking_shift`` table gives μ, the abstention rate and the cells that moved, with intervals."""
-    ask = Passes(spec, templates=templates_of(templates), thinking=True, think_budget=think_budget)
+    """Local chat LMs with a thinking switch read through the choice ``templates`` on the generated rung, greedy,
+    with thinking on (the reasoning capped at ``think_budget`` tokens) and off (the chat prompt with its empty think
+    block): :func:`~stereoprobe.unqover.reporting.model_report` with ``both_thinking`` and ``long``, whose
+    ``thinking_shift`` table gives μ, the abstention rate and the cells that moved, with intervals — two generated
+    readings, so every shift is between answers of one kind."""
+    ask = Passes(spec, templates=templates_of(templates), thinking=True, think_budget=think_budget, rung="generated")
     return model_report(list(models), ask, options=options, causal=list(models), both_thinking=True, long=True,
                         n_boot=n_boot, seed=seed)
 
@@ -297,36 +351,40 @@ def thinking_report(models: Sequence[str], spec: DatasetSpec, templates: Sequenc
 # -- the chapter's tables, captioned ------------------------------------------------------------------------------
 def rows_view(table: pd.DataFrame):
     return view(table[table["reading"] == "answered"], "Table 1: every reading of the gender examples, one row per "
-                "template and rung (local: scored in this process): the passes, the abstention and unparsed rates "
-                "(—: not measured; a forced choice read from probabilities cannot abstain, a scored rung leaves "
-                "nothing unparsed), δ, ε and μ with its 95% bootstrap interval over the answered passes.",
-                ["model", "template", "rung", "passes", "keys", "dropped", "abstain", "unparsed", "delta", "epsilon",
+                "template, rung and shares: argmax (each pass's answer: a generated answer, or a probability rung's "
+                "most probable option, like with like) and soft (the probabilities as scored). The passes, the "
+                "abstention and unparsed rates (—: not measured; a forced choice cannot abstain, a scored rung "
+                "leaves nothing unparsed), δ, ε and μ with its 95% bootstrap interval over the answered passes.",
+                ["template", "rung", "shares", "passes", "keys", "dropped", "abstain", "unparsed", "delta", "epsilon",
                  "mu", "mu_lo", "mu_hi"])
 
 
-def agreement_view(table: pd.DataFrame, dataset: str):
-    return view(table, f"Table {2 if dataset == 'gender' else 3}: do two readings agree on which cells are biased? Spearman's ρ of γ between two "
-                f"rungs of one template ({dataset}; cells: {'occupations, γ(female, a)' if dataset == 'gender' else 'subject–attribute pairs'}"
-                "), over the cells both answered, with a 95% percentile bootstrap interval over cells (— below 3 "
-                "cells, or 5 for the interval, or where one side is constant).")
+def agreement_view(table: pd.DataFrame, dataset: str, number: int):
+    cells = "occupations, γ(female, a)" if dataset == "gender" else "subject–attribute pairs"
+    return view(table, f"Table {number}: do two rungs agree on which cells are biased? Spearman's ρ of γ between two "
+                f"rungs of one template ({dataset}; cells: {cells}; shares: soft, the probabilities as scored, or "
+                "argmax, each pass's answer), over the cells both answered, with a 95% percentile bootstrap interval "
+                "over cells (— below 3 cells, or 5 for the interval, or where one side is constant).")
 
 
-def bbq_view(table: pd.DataFrame):
-    return view(table, "Table 4: BBQ's scores on UnQover's items beside UnQover's, per row that may abstain. BBQ's "
-                "accuracy (the share answered 'unknown'), s_DIS and s_AMB = (1 − accuracy)·s_DIS are all three over "
-                "the same passes: those of the occupations that Winogender's BLS shares direct by the majority "
-                "split (over 50% women: female, else male), bbq_passes of them, less the ties at the top "
-                "(bbq_ties) and unparsed answers, dropped as BBQ's script drops them; δ, ε and μ over the answered "
-                "passes, μ counting an abstention as no preference, and γ toward the stereotype averaged over the "
-                "directed occupations answered.",
-                [c for c in ("model", "template", "rung", "abstain", "bbq_passes", "bbq_ties", "bbq_accuracy",
-                             "bbq_s_dis", "bbq_s_amb", "gamma_stereo", "directed", "delta", "epsilon", "mu",
-                             "mu_no_preference") if c in table.columns])
+def parse_view(table: pd.DataFrame):
+    return view(table, "Table 4: what the answer parser made of the generated answers, per template: each rule that "
+                "read an answer (stereoprobe.served.parse), the kind it gives (a person's option, unknown, or "
+                "unparsed), how many answers and their share of the template's.")
+
+
+def differences_view(table: pd.DataFrame):
+    return view(table, "Table 5: what each change from BBQ's s_DIS to UnQover's γ toward the stereotype moves, per "
+                "row (the majority direction): a pass naming nobody dropped alone (s_DIS) or with its key (γ, "
+                "argmax, per key); single answers or the scored probabilities (soft); each key alike or each "
+                "occupation alike; each with a 95% bootstrap interval over the row's keys (an interval that "
+                "excludes 0 is a measured difference). Below them, the mean |γ(female, a)| of the occupations with a "
+                "direction and of those without one, which s_DIS cannot see; over: the keys or occupations.")
 
 
 def splits_view(table: pd.DataFrame):
     strict = next((s for s in table["split"] if s != split_name(MAJORITY)), "the strict split")
-    return view(table, f"Table 4b: BBQ's scores of every row that may abstain under two directions from the same BLS "
+    return view(table, f"Table 5b: BBQ's scores of every row that may abstain under two directions from the same BLS "
                 f"shares, side by side: majority (over 50% women: female, else male) and {strict} (male at the "
                 "first bound or below, female at the second or above, no direction between). directed: the "
                 "occupations of the row's examples the split directs; the passes, ties, accuracy, s_DIS and s_AMB "
@@ -335,14 +393,14 @@ def splits_view(table: pd.DataFrame):
 
 def thinking_rows_view(report: Mapping[str, pd.DataFrame]):
     rows = report["long"]
-    return view(rows[rows["reading"] == "answered"], "Table 5: the chat lab pair with thinking on (generated) and "
-                "off (scored), letters-unknown: abstention and unparsed rates, μ over the answered passes and BBQ's "
+    return view(rows[rows["reading"] == "answered"], "Table 6: the chat lab pair with thinking on and off, both "
+                "generated, letters-unknown: abstention and unparsed rates, μ over the answered passes and BBQ's "
                 "scores.", ["model", "template", "rung", "thinking", "passes", "abstain", "abstain_lo", "abstain_hi",
                             "unparsed", "mu", "mu_lo", "mu_hi", "bbq_accuracy", "bbq_s_dis"])
 
 
 def thinking_view(report: Mapping[str, pd.DataFrame]):
-    return view(report["thinking_shift"], "Table 6: what thinking changes (on − off), per model: μ over the answered "
+    return view(report["thinking_shift"], "Table 7: what thinking changes (on − off), per model: μ over the answered "
                 "passes and counting an abstention as no preference, each shift with the basic interval of two "
                 "independent bootstraps; the shift in the abstention rate with Newcombe's interval; the three cells "
                 "whose γ moved most (no-preference reading).",
@@ -351,11 +409,14 @@ def thinking_view(report: Mapping[str, pd.DataFrame]):
                  "delta_abstain_lo", "delta_abstain_hi", "top_gamma_shift"])
 
 
-def say_numbers(table: pd.DataFrame, agreement: pd.DataFrame) -> dict[str, str]:
-    """The numbers the chapter's prose quotes: passes per row, the abstention rate of the generated ``letters`` and
-    ``letters-unknown`` rows and the unparsed rate of the latter (n/a where absent or not measured), the most cells a
-    ρ of the gender agreement table (Table 2) is over and the widest of its intervals."""
-    answered = table[table["reading"] == "answered"].set_index(["template", "rung"])
+def say_numbers(table: pd.DataFrame, agreement: pd.DataFrame, steps: pd.DataFrame) -> dict[str, str]:
+    """The numbers the chapter's prose quotes: the passes of the like-with-like rows (``say_passes``), the
+    abstention rates of the generated ``letters`` and ``letters-unknown`` answers and the unparsed rate of the latter
+    and of ``names-unknown``, the most and fewest cells a ρ of the gender agreement table is over and the widest
+    interval, and from the walk from s_DIS to γ: the most directed keys of a row and how many of the three changes'
+    intervals exclude 0 (of how many)."""
+    answered = table[(table["reading"] == "answered") & (table["shares"] == "argmax")].set_index(["template",
+                                                                                                   "rung"])
 
     def rate(template: str, column: str = "abstain") -> str:
         key = (template, "generated")
@@ -365,15 +426,21 @@ def say_numbers(table: pd.DataFrame, agreement: pd.DataFrame) -> dict[str, str]:
         return f"{value:.2f}" if np.isfinite(value) else "n/a"
 
     widths = (agreement["ci_high"] - agreement["ci_low"]).dropna()
+    changes = steps[steps["step"].str.contains(" − ")]
+    measured = int(((changes["lo"] > 0) | (changes["hi"] < 0)).sum())
     return {"say_passes": f"{int(answered['passes'].max()) if len(answered) else 0}",
             "say_abstain_forced": rate("letters"), "say_abstain_unknown": rate("letters-unknown"),
             "say_unparsed_unknown": rate("letters-unknown", "unparsed"),
+            "say_unparsed_names": rate("names-unknown", "unparsed"),
             "say_cells": f"{int(agreement['pairs'].max()) if len(agreement) else 0}",
-            "say_rho_width": f"{widths.max():.2f}" if len(widths) else "n/a"}
+            "say_cells_min": f"{int(agreement['pairs'].min()) if len(agreement) else 0}",
+            "say_rho_width": f"{widths.max():.2f}" if len(widths) else "n/a",
+            "say_directed_keys": f"{int(steps.loc[steps['step'] == 's_dis', 'over'].max())}",
+            "say_changes_measured": f"{measured}", "say_changes": f"{len(changes)}"}
 
 
-__all__ = ["RUNGS", "rung_of", "rung_frames", "long", "cell_gammas", "rank_correlation", "rung_agreement",
-           "base_model", "templates_of", "say_frames", "female_gammas", "stereotype_gamma", "bbq_beside_unqover",
-           "bbq_splits", "split_numbers", "plot_mu_by_rung", "plot_abstention", "thinking_report", "rows_view",
-           "agreement_view", "bbq_view", "splits_view",
+__all__ = ["RUNGS", "SHARES", "rung_of", "rung_frames", "long", "cell_gammas", "rank_correlation", "rung_agreement",
+           "base_model", "templates_of", "say_frames", "female_gammas", "stereotype_gamma", "bbq_steps",
+           "plot_bbq_steps", "step_differences", "bbq_splits", "split_numbers", "plot_mu_by_rung", "plot_abstention",
+           "parse_counts", "thinking_report", "rows_view", "agreement_view", "parse_view", "differences_view", "splits_view",
            "thinking_rows_view", "thinking_view", "say_numbers"]
