@@ -72,7 +72,6 @@ profile = "cpu"
 
 # %% tags=["hide-input"]
 import matplotlib.pyplot as plt
-import pandas as pd
 
 from stereoprobe import RunOptions
 from stereoprobe.book.views import chat_say as chapter
@@ -107,14 +106,8 @@ lab_gender = DatasetSpec("gender", mode=mode, sample=lab_sample, seed=seed)
 show_method(answer_shares)
 
 # %%
-# the probability rungs of `letters-unknown` on 200 examples; the generated rung of every template on another 100,
-# read exactly too where not read above (the forced `letters`: its argmax beside its answers on the same examples)
-probability = chapter.say_frames(chat_models, gender, probability_templates, options=options,
-                                 rungs=("exact", "next-token"))
-others = [t for t in templates if t not in probability_templates]
-generated = {**chapter.say_frames(chat_models, gender_generated, others, options=options, rungs=("exact",)),
-             **chapter.say_frames(chat_models, gender_generated, templates, options=options, rungs=("generated",))}
-frames = {**probability, **generated}
+probability, frames = chapter.chapter_frames(chat_models, gender, gender_generated, templates, probability_templates,
+                                             options=options)
 table = chapter.long(frames, gender, n_boot=n_boot, seed=seed)
 chapter.rows_view(table)
 
@@ -143,9 +136,7 @@ plt.show()
 # whose cells come from its own sample.
 
 # %%
-agreement = pd.concat([chapter.rung_agreement(probability, "gender", n_boot=n_boot, seed=seed),
-                       chapter.rung_agreement(frames, "gender", n_boot=n_boot, seed=seed, shares="argmax")],
-                      ignore_index=True)
+agreement = chapter.agreement_table(probability, frames, "gender", n_boot=n_boot, seed=seed)
 chapter.agreement_view(agreement, "gender", 2)
 
 # %%

@@ -54,7 +54,7 @@ def test_the_gpu_run_resolves_every_chapter_with_the_cpu_sizes_and_the_gpu_model
     sodapop = by["discovering_biases"]
     assert (sodapop["mlm"], sodapop["name_encoder"]) == ("roberta-base", "bert-base-uncased")  # the paper's models
     assert (sodapop["single_depth"], sodapop["names_per_group"], sodapop["n_perm"]) == (2, 8, 100_000)
-    assert by["chat_say"]["templates"] == ["letters", "letters-unknown"] and by["chat_say"]["sample"] == 5
+    assert by["chat_say"]["templates"] == ["letters", "letters-unknown"] and by["chat_say"]["sample"] == 200
     tiny = {c["stem"]: c["parameters"] for c in G.plan("gpu", ["sample=7"], ["gender_occupations"], "cpu", tiny=True)}
     assert list(tiny) == ["gender_occupations"] and tiny["gender_occupations"]["sample"] == 7
     assert tiny["gender_occupations"]["run"]["device"] == "cpu" and len(tiny["gender_occupations"]["models"]) == 10

@@ -161,6 +161,25 @@ def say_frames(models: Sequence[str], spec: DatasetSpec, templates: Sequence, *,
     return out
 
 
+def chapter_frames(models: Sequence[str], spec: DatasetSpec, generated_spec: DatasetSpec, templates: Sequence,
+                   probability_templates: Sequence, *, options: RunOptions) -> tuple[dict, dict]:
+    """The chapter's readings: (the probability rungs of ``probability_templates`` on ``spec``, every row). The
+    generated rung reads every template on ``generated_spec`` (generating costs far more per pass), where the
+    templates not read above are read exactly too, so that their argmax and their answers are of the same examples."""
+    probability = say_frames(models, spec, probability_templates, options=options, rungs=("exact", "next-token"))
+    others = [t for t in templates if t not in probability_templates]
+    generated = {**say_frames(models, generated_spec, others, options=options, rungs=("exact",)),
+                 **say_frames(models, generated_spec, templates, options=options, rungs=("generated",))}
+    return probability, {**probability, **generated}
+
+
+def agreement_table(probability: Mapping[RowKey, pd.DataFrame], frames: Mapping[RowKey, pd.DataFrame], dataset: str,
+                    *, n_boot: int, seed: int) -> pd.DataFrame:
+    """:func:`rung_agreement` of the probability rungs' soft shares, then of every row's argmax answers."""
+    return pd.concat([rung_agreement(probability, dataset, n_boot=n_boot, seed=seed),
+                      rung_agreement(frames, dataset, n_boot=n_boot, seed=seed, shares="argmax")], ignore_index=True)
+
+
 def female_gammas(frame: pd.DataFrame) -> pd.DataFrame:
     """γ(female, a) of every occupation over the answered passes (``attr``, ``occupation``, ``gamma``, ``n``);
     empty when nothing was answered."""
@@ -468,7 +487,7 @@ def say_numbers(table: pd.DataFrame, agreement: pd.DataFrame, steps: pd.DataFram
 
 
 __all__ = ["RUNGS", "SHARES", "rung_of", "rung_frames", "long", "cell_gammas", "rank_correlation", "rung_agreement",
-           "base_model", "templates_of", "say_frames", "female_gammas", "stereotype_gamma", "bbq_steps",
+           "base_model", "templates_of", "say_frames", "chapter_frames", "agreement_table", "female_gammas", "stereotype_gamma", "bbq_steps",
            "plot_bbq_steps", "step_differences", "bbq_splits", "split_numbers", "plot_mu_by_rung", "plot_abstention",
            "parse_counts", "parse_numbers", "thinking_report", "rows_view", "agreement_view", "parse_view", "differences_view", "splits_view",
            "thinking_rows_view", "thinking_view", "say_numbers"]
