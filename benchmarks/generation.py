@@ -1,34 +1,39 @@
-"""A local chat model's generated rung: batched generation (the backend's) against one prompt at a time.
+"""A local chat model's generated rung: stereoprobe's batched generation against one prompt at a time.
 
-Both generate greedy replies, up to 64 new tokens (the generated rung's answer budget), to the same chat prompts: the
-UnQover gender questions of the ``letters`` template, each rendered through SmolLM2-135M-Instruct's own chat template
-(the zoo's ``zoo:smollm2-135m-instruct``, float32 on the CPU) as :class:`stereoprobe.backends.Local` renders them:
+All runs generate greedy replies, up to 64 new tokens (the generated rung's answer budget), to the same chat prompts:
+the UnQover gender questions of the ``letters`` template, each rendered through SmolLM2-135M-Instruct's own chat
+template (the zoo's ``zoo:smollm2-135m-instruct``, float32 on the CPU) as :class:`stereoprobe.backends.Local` renders
+them:
 
-* **baseline** — one prompt at a time (``batch_size=1``), what a loop over the examples, or a server that answers one
-  request at a time, does;
-* **served** — what the chat chapter did before the backend seam: the same weights behind the package's reference
-  server (:func:`stereoprobe.served.reference.serving`, 127.0.0.1), asked through the served backend's generated
-  rung (:class:`stereoprobe.backends.Endpoint`, 16 requests in flight, answered one at a time), an empty store;
-* **stereoprobe** — :func:`stereoprobe.causal.generate` as the local backend calls it: left-padded batches of 16,
-  longest prompts first.
+* **baseline** — transformers' ``model.generate``, one prompt at a time: what a loop over the examples, or a server
+  that answers one request at a time, does;
+* **hf-batched** — ``model.generate`` on the same left-padded batches of 16 (what stereoprobe ran until 0.9.x: a batch
+  runs until its longest reply ends, every row computed at every step);
+* **stereoprobe** — :func:`stereoprobe.causal.generate` as the local backend calls it: longest prompts first, as many
+  per batch as 2,048 padded prompt tokens hold (the CPU's default budget: 25 to 30 of these prompts), a reply leaving
+  the batch (its cache rows dropped) the step it ends.
 
-The replies are compared with stereoprobe's (greedy: equal, up to float noise at near-ties), and the ratios are each
-baseline's wall time over stereoprobe's, measured in the same run, alternating (baseline, stereoprobe, twice; the
-best of each).
+The replies are compared with the baseline's (greedy: equal, up to float noise at near-ties), and the ratios are the
+baseline's wall time over each run's, measured in the same run, alternating (every run, twice; the best of each).
 
-Measured (2026-12-05, AMD EPYC Zen 3 with AVX2 only, 2 cores, alone on the machine; 64 prompts, best of 2;
-``benchmarks/results/generation-2026-12-05.json``):
+Measured (2026-12-05, an Intel Xeon with AVX-512 and AMX, 2 cores, alone on the machine; 64 prompts, replies 1 to 38
+tokens, median 10.5; best of 2; ``benchmarks/results/generation-2026-12-05.json``):
 
-    run                          seconds   ratio    replies as stereoprobe's
-    one at a time (local)        47.1      2.30×    100 %
-    reference server             64.6      3.15×    100 %
-    stereoprobe (batches of 16)  20.5
+    run                                 seconds   ratio   replies as the baseline's
+    one at a time (model.generate)      29.5      1       100 %
+    model.generate, batches of 16       13.0      2.26×   100 %
+    stereoprobe (2,048-token batches)    9.4      3.12×   100 %
 
-Short of the 5× issue 52 asks for, and why: on two CPU cores a generation step costs nearly in proportion to the
-sequences in it (the matrix products, not Python, are the work: batches of 32 and 64 took as long as 16, 20.5 s and
-19.7 s, measured the same day), and a batch runs until its longest reply ends (the replies are 3 to 38 tokens,
-median 10): the gain is the per-step overhead and the server's HTTP and one-token Python loop, not the arithmetic. A GPU, where a step of 16
-costs little more than a step of one, is where batching pays (not measured: no GPU was lent this session).
+The same day on an AMD EPYC Zen 3 (AVX2 only, 2 cores), before a finished reply left its batch: 47.1 s one at a time,
+20.5 s in batches of 16 (2.30×); batches of 32 and 64 took as long as 16, as every row was computed until the
+batch's longest reply ended.
+
+Short of the 5× issue 52 asked for, and why: on two CPU cores the prompts themselves cost a floor no batching removes.
+Reading the 64 prompts (68 to 79 tokens each) once, with no reply, takes 4.8 s in batches and 6.4 s one at a time
+(:func:`stereoprobe.causal.first_token_logprobs`, same machine), so even free decoding would give at most 29.5 / 4.8
+≈ 6×; one prompt's decoding step is bound by reading the weights (≈ 30 ms for 540 MB of float32), a batch's step by
+its arithmetic, which the dropped replies cut but do not remove. A GPU, where a step of many rows costs little more
+than a step of one, is where batching pays more (not measured: no GPU was lent this session).
 
     python benchmarks/generation.py                       # 16 paper examples: 64 prompts
     python benchmarks/generation.py --examples 32 --out benchmarks/results
@@ -44,6 +49,10 @@ import os
 import platform
 import time
 from pathlib import Path
+
+import numpy as np
+import torch
+import transformers
 
 
 def prompts(n_examples: int) -> tuple[list[str], object, object, list]:
@@ -64,16 +73,19 @@ def prompts(n_examples: int) -> tuple[list[str], object, object, list]:
     return backend._render(chats, None), scorer.model, scorer.tokenizer, chats
 
 
-def served_replies(chats: list, store: Path) -> list[str]:
-    """The greedy replies of the same weights behind the reference server, through the served backend."""
-    from stereoprobe import RunOptions
-    from stereoprobe.backends import Endpoint
-    from stereoprobe.modelref import resolve_model
-    from stereoprobe.served.reference import serving
+def hf_generate(model, tok, texts: list[str], batch_size: int) -> list[str]:
+    """Greedy replies through transformers' ``model.generate`` on the same left-padded batches, longest first."""
+    from stereoprobe.causal import _left_padded
+    from stereoprobe.served.ladder import ANSWER_TOKENS
 
-    with serving("zoo:smollm2-135m-instruct", precision="fp32") as name:
-        backend = Endpoint(resolve_model(name, native="qa"), RunOptions(store=store, progress=False))
-        return [r[0][0] for r in backend.generate(chats)]
+    out = [""] * len(texts)
+    for batch, input_ids, mask in _left_padded(model, tok, texts, batch_size, None, False, ""):
+        with torch.no_grad():
+            new = model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=ANSWER_TOKENS,
+                                 do_sample=False, pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id)
+        for j, i in enumerate(batch):
+            out[i] = tok.decode(new[j, input_ids.shape[1]:], skip_special_tokens=True)
+    return out
 
 
 def main() -> None:
@@ -85,36 +97,33 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="folder for the JSON result")
     args = parser.parse_args()
 
-    import tempfile
-
-    texts, model, tok, chats = prompts(args.examples)
-    timings: dict[str, list[float]] = {"baseline": [], "served": [], "stereoprobe": []}
-    replies = {}
-    for k in range(2):
-        for run in ("baseline", "served", "stereoprobe"):
+    texts, model, tok, _ = prompts(args.examples)
+    runs = ("baseline", "hf-batched", "stereoprobe")
+    timings: dict[str, list[float]] = {run: [] for run in runs}
+    replies: dict[str, list[str]] = {}
+    for _ in range(2):
+        for run in runs:
             t0 = time.perf_counter()
-            if run == "served":
-                with tempfile.TemporaryDirectory() as store:  # nothing from the store: every request is answered
-                    replies[run] = served_replies(chats, Path(store) / f"s{k}")
+            if run == "stereoprobe":
+                replies[run] = generate(model, tok, texts, max_new_tokens=ANSWER_TOKENS)
             else:
-                replies[run] = generate(model, tok, texts, max_new_tokens=ANSWER_TOKENS,
-                                        batch_size=1 if run == "baseline" else 16)
+                replies[run] = hf_generate(model, tok, texts, 1 if run == "baseline" else 16)
             timings[run].append(time.perf_counter() - t0)
-    same = {run: sum(a == b for a, b in zip(replies[run], replies["stereoprobe"])) / len(texts)
-            for run in ("baseline", "served")}
+    same = {run: sum(a == b for a, b in zip(replies[run], replies["baseline"])) / len(texts) for run in runs}
     best = {k: min(v) for k, v in timings.items()}
+    lengths = [len(tok(r, add_special_tokens=False)["input_ids"]) for r in replies["stereoprobe"]]
     result = {"benchmark": "generation", "model": "zoo:smollm2-135m-instruct", "prompts": len(texts),
-              "max_new_tokens": ANSWER_TOKENS, "batch_size": 16, "seconds": best,
-              "ratio": best["baseline"] / best["stereoprobe"], "ratio_served": best["served"] / best["stereoprobe"],
-              "same_replies": same,
+              "max_new_tokens": ANSWER_TOKENS, "batch_tokens": 2048, "seconds": best,
+              "ratio": {run: best["baseline"] / best[run] for run in runs}, "same_replies_as_baseline": same,
+              "reply_tokens": {"min": min(lengths), "median": float(np.median(lengths)), "max": max(lengths)},
               "machine": {"processor": platform.processor() or platform.machine(), "cores": os.cpu_count()},
+              "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
               "date": time.strftime("%Y-%m-%d")}
-    print(f"{len(texts)} prompts, up to {ANSWER_TOKENS} new tokens each (best of 2)")
-    print(f"  one at a time (local)     {best['baseline']:7.1f} s   {result['ratio']:5.2f}×   "
-          f"same replies {same['baseline']:.0%}")
-    print(f"  reference server          {best['served']:7.1f} s   {result['ratio_served']:5.2f}×   "
-          f"same replies {same['served']:.0%}")
-    print(f"  stereoprobe (batches 16)  {best['stereoprobe']:7.1f} s")
+    print(f"{len(texts)} prompts, up to {ANSWER_TOKENS} new tokens each (replies {min(lengths)} to {max(lengths)} "
+          f"tokens, median {np.median(lengths):g}; best of 2)")
+    for run, label in zip(runs, ("one at a time (model.generate)", "model.generate, batches of 16",
+                                 "stereoprobe (2,048-token batches)")):
+        print(f"  {label:32s} {best[run]:7.1f} s   {result['ratio'][run]:5.2f}×   same replies {same[run]:.0%}")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         (args.out / f"generation-{result['date']}.json").write_text(json.dumps(result, indent=2) + "\n")

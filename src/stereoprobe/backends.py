@@ -237,7 +237,7 @@ class Local:
 
         def compute(prompts):
             scorer = self._scorer()
-            logp = first_token_logprobs(scorer.model, scorer.tokenizer, prompts)
+            logp = first_token_logprobs(scorer.model, scorer.tokenizer, prompts, batch_tokens=scorer.batch_tokens)
             return [{"probs": [float(np.exp(row[i]).sum()) for i in ids]} for row in logp]
 
         answers = self._answered(self._render(messages, thinking), self._settings(next_token=list(labels)),
@@ -260,7 +260,7 @@ class Local:
         def compute(prompts):
             scorer = self._scorer()
             texts = generate(scorer.model, scorer.tokenizer, prompts, max_new_tokens=max_new, samples=samples,
-                             temperature=temperature)
+                             temperature=temperature, batch_tokens=scorer.batch_tokens)
             return [{"text": t} if isinstance(t, str) else {"texts": list(t)} for t in texts]
 
         answers = self._answered(self._render(messages, thinking), settings, "replies", compute, desc or self.name)

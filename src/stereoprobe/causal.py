@@ -458,59 +458,118 @@ def scorer_for(name: str, *, device: str = "auto", smoke: bool = False, batch_to
     return CausalScorer(_RECENT[key], batch_tokens=batch_tokens, precision=precision)
 
 
-def _left_padded(model, tokenizer, prompts: Sequence[str], batch_size: int, progress: bool, desc: str):
+def _left_padded(model, tokenizer, prompts: Sequence[str], batch_size: int | None, batch_tokens: int | None,
+                 progress: bool, desc: str):
     """``prompts`` in batches, longest first: (the prompts' indices, input ids left-padded, attention mask); texts
-    that already hold the chat template's tokens, so no special tokens are added. The batching of :func:`generate`
-    and :func:`first_token_logprobs`."""
+    that already hold the chat template's tokens, so no special tokens are added. ``batch_size`` prompts per batch
+    where given, else as many as ``batch_tokens`` padded prompt tokens hold (default: the library's, by device,
+    :func:`stereoprobe.batching.batch_tokens_for`). The batching of :func:`generate` and
+    :func:`first_token_logprobs`."""
     import torch
 
-    from .batching import progress as bar
+    from .batching import batch_tokens_for, progress as bar, token_budget_batches
 
     tok = tokenizer
     pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    order = sorted(range(len(prompts)), key=lambda i: -len(prompts[i]))
+    ids = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    lengths = [len(x) for x in ids]
+    if batch_size is not None:
+        batches = list(token_budget_batches(lengths, max(lengths, default=1) * batch_size, max_batch=batch_size))
+    else:
+        batches = list(token_budget_batches(lengths, batch_tokens_for(model, batch_tokens)))
     device = next(model.parameters()).device
-    for start in bar(range(0, len(order), batch_size), total=-(-len(order) // batch_size), desc=desc,
-                     disable=not progress):
-        batch = order[start:start + batch_size]
-        ids = [tok(prompts[i], add_special_tokens=False)["input_ids"] for i in batch]
-        width = max(map(len, ids))
-        input_ids = torch.tensor([[pad] * (width - len(x)) + x for x in ids], device=device)
-        mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in ids], device=device)
+    for batch in bar(batches, total=len(batches), desc=desc, disable=not progress):
+        batch = batch.tolist()
+        width = max(lengths[i] for i in batch)
+        input_ids = torch.tensor([[pad] * (width - lengths[i]) + ids[i] for i in batch], device=device)
+        mask = torch.tensor([[0] * (width - lengths[i]) + [1] * lengths[i] for i in batch], device=device)
         yield batch, input_ids, mask
 
 
-def generate(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: int, batch_size: int = 16,
-             progress: bool = False, desc: str = "generating", samples: int = 1, temperature: float = 0.0,
+def generate(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: int, batch_size: int | None = None,
+             batch_tokens: int | None = None, progress: bool = False, desc: str = "generating", samples: int = 1, temperature: float = 0.0,
              seed: int = 0) -> list[list[str]] | list[str]:
     """Continuations of ``prompts`` (texts that already hold the chat template's tokens: no special tokens are
-    added), up to ``max_new_tokens`` or the end-of-sequence token, decoded without special tokens; batched with left
-    padding, longest prompts first. Greedy with ``samples`` 1 and ``temperature`` 0 (a list of texts), else
-    ``samples`` sampled continuations per prompt at ``temperature`` (default 1.0), seeded per batch with ``seed`` (a
-    list of lists). The local counterpart of a server's chat completion (:class:`stereoprobe.backends.Local`)."""
+    added), up to ``max_new_tokens`` or the tokenizer's end-of-sequence token, decoded without special tokens; batched
+    with left padding, longest prompts first (``batch_size`` prompts, else as many as ``batch_tokens`` padded prompt
+    tokens hold). Greedy with ``samples`` 1 and ``temperature`` 0 (a list of texts), else
+    ``samples`` sampled continuations per prompt at ``temperature`` (default 1.0; no top-k or top-p) (a list of
+    lists). The local counterpart of a server's chat completion (:class:`stereoprobe.backends.Local`).
+
+    One decoding loop over a key-value cache, as ``model.generate`` runs it, except that a sequence leaves the batch
+    (its rows of the cache dropped) the step it ends: a batch costs the tokens its replies hold, not its size times
+    its longest reply. Greedy replies equal one-prompt-at-a-time ones up to float noise at near-ties (a test). Each
+    sampled reply draws from its own generator, seeded by ``seed``, the sample's number and the prompt's text, so a
+    prompt's samples are the same whatever batch, order or company it is generated in."""
+    import hashlib
+
     import torch
 
     tok = tokenizer
-    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
     sampled = samples > 1 or temperature > 0
+    k = samples if sampled else 1
+    temp = float(temperature or 1.0)
     out: list = [None] * len(prompts)
-    for batch, input_ids, mask in _left_padded(model, tok, prompts, batch_size, progress, desc):
-        kw = dict(do_sample=False)
+    if batch_size is None and k > 1:  # a prompt's k samples are k rows of its batch
+        from .batching import batch_tokens_for
+
+        batch_tokens = max(1, batch_tokens_for(model, batch_tokens) // k)
+    for batch, input_ids, mask in _left_padded(model, tok, prompts, batch_size, batch_tokens, progress, desc):
+        if k > 1:
+            input_ids, mask = input_ids.repeat_interleave(k, 0), mask.repeat_interleave(k, 0)
+        gens = None
         if sampled:
-            torch.manual_seed(seed)
-            kw = dict(do_sample=True, temperature=float(temperature or 1.0), top_p=1.0, top_k=0,
-                      num_return_sequences=samples)
-        with torch.no_grad():
-            new = model.generate(input_ids=input_ids, attention_mask=mask, max_new_tokens=max_new_tokens,
-                                 pad_token_id=pad, eos_token_id=tok.eos_token_id, **kw)[:, input_ids.shape[1]:]
-        texts = [tok.decode(row, skip_special_tokens=True) for row in new.tolist()]
+            gens = []
+            for i in batch:
+                for j in range(k):
+                    key = hashlib.sha256(f"{seed}\0{j}\0{prompts[i]}".encode()).digest()
+                    gens.append(torch.Generator(device=input_ids.device).manual_seed(
+                        int.from_bytes(key[:8], "little") & (2**63 - 1)))
+        replies = _decode_batch(model, input_ids, mask, max_new_tokens, tok.eos_token_id, temp, gens)
+        texts = [tok.decode(row, skip_special_tokens=True) for row in replies]
         for j, i in enumerate(batch):
-            out[i] = texts[j * samples:(j + 1) * samples] if sampled else texts[j]
+            out[i] = texts[j * k:(j + 1) * k] if sampled else texts[j]
     return out
 
 
-def first_token_logprobs(model, tokenizer, prompts: Sequence[str], *, batch_size: int = 16,
-                         progress: bool = False, desc: str = "next token"):
+def _decode_batch(model, input_ids, mask, max_new_tokens: int, eos: int | None, temperature: float,
+                  generators: list | None) -> list[list[int]]:
+    """The new tokens of every row of one left-padded batch (eos included where it came): greedy where
+    ``generators`` is None, else sampled at ``temperature`` (the Gumbel-max draw over the row's own generator: the
+    same distribution as softmax sampling). A row that writes ``eos`` leaves the batch at once."""
+    import torch
+    from transformers import DynamicCache
+
+    tokens: list[list[int]] = [[] for _ in range(input_ids.shape[0])]
+    live = list(range(input_ids.shape[0]))
+    cache = DynamicCache(config=model.config)
+    step_ids, positions = input_ids, (mask.cumsum(-1) - 1).clamp(min=0)
+    with torch.no_grad():
+        for step in range(max_new_tokens):
+            logits = model(input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
+                           use_cache=True, logits_to_keep=1).logits[:, -1].float()
+            if generators is None:
+                chosen = logits.argmax(-1)
+            else:
+                noise = torch.stack([torch.rand(logits.shape[1], generator=generators[r], device=logits.device)
+                                     for r in live])
+                chosen = (logits / temperature - torch.log(-torch.log(noise.clamp_min(1e-20)))).argmax(-1)
+            for r, t in zip(live, chosen.tolist()):
+                tokens[r].append(t)
+            keep = chosen != eos if eos is not None else torch.ones_like(chosen, dtype=torch.bool)
+            if step == max_new_tokens - 1 or not keep.any():
+                break
+            if not keep.all():
+                idx = keep.nonzero().squeeze(1)
+                cache.batch_select_indices(idx)
+                live, mask, chosen = [live[i] for i in idx.tolist()], mask[idx], chosen[idx]
+            mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
+            step_ids, positions = chosen[:, None], mask.sum(-1, keepdim=True) - 1
+    return tokens
+
+
+def first_token_logprobs(model, tokenizer, prompts: Sequence[str], *, batch_size: int | None = None,
+                         batch_tokens: int | None = None, progress: bool = False, desc: str = "next token"):
     """log P of every vocabulary token as the first token generated after each of ``prompts`` (rendered chat
     templates, as for :func:`generate`): a [prompts, vocabulary] float32 array, from the unprocessed logits of the
     first generated position (no temperature, no penalty): one forward pass of each left-padded batch with the
@@ -521,7 +580,7 @@ def first_token_logprobs(model, tokenizer, prompts: Sequence[str], *, batch_size
 
     tok = tokenizer
     out = None
-    for batch, input_ids, mask in _left_padded(model, tok, prompts, batch_size, progress, desc):
+    for batch, input_ids, mask in _left_padded(model, tok, prompts, batch_size, batch_tokens, progress, desc):
         positions = (mask.cumsum(-1) - 1).clamp(min=0)
         with torch.no_grad():
             logits = model(input_ids=input_ids, attention_mask=mask, position_ids=positions, use_cache=False,
