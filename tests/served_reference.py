@@ -1,4 +1,4 @@
-"""The tests' side of the reference server (``stereoprobe.served.reference``): a served lab model for a test, a tiny
+"""The tests' side of the reference server (tests/reference_server.py): a served lab model for a test, a tiny
 random causal LM built in a second, and log P(continuation | context) straight from a model, the value a correct
 server's echoed log-probabilities add up to. tests/conftest.py loads it as ``stereoprobe_test_served_reference``."""
 
@@ -8,7 +8,8 @@ from typing import Any
 
 import torch
 
-from stereoprobe.served.reference import ECHO_MODES, ReferenceServer  # noqa: F401  (the tests read them from here)
+from stereoprobe_test_reference_server import ECHO_MODES, ReferenceServer, serving  # noqa: F401  (tests/conftest.py
+# loads it first; the tests read these names from here)
 
 #: the sentences the tokenizer of :func:`tiny_causal_lm` learns its merges from
 TINY_CORPUS = (

@@ -98,7 +98,7 @@ STANDINS: dict[str, StandIn] = {
 
 #: Every served model of params/*.yaml (``openai-api/<service>/<model>``, found at ``<SERVICE>_BASE_URL``: a reader's
 #: own vLLM server) and the stand-in that answers for it: a tiny random model of the family, with its chat template,
-#: behind the package's reference server (stereoprobe.served.reference.ReferenceServer, which answers every rung of
+#: behind the tests' reference server (tests/reference_server.py's ReferenceServer, which answers every rung of
 #: the ladder) under the model's name on that server (:func:`serve_standins`).
 SERVED_STANDINS: dict[str, StandIn] = {
     # the chapter "What chat models say" (params/gpu.yaml, chat_say.chat_models)
@@ -169,7 +169,8 @@ def serve_standins(folder: Path, names=None) -> Iterator[dict[str, str]]:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     from stereoprobe.served.endpoint import PREFIX, variable
-    from stereoprobe.served.reference import ReferenceServer
+
+    ReferenceServer = _loaded("stereoprobe_test_reference_server", "reference_server.py").ReferenceServer
 
     _, decoders = _families()
     env: dict[str, str] = {}
@@ -194,17 +195,22 @@ def require_standins(ids) -> None:
 
 
 # -- building -------------------------------------------------------------------------------------------------------
-def _families():
-    """(tests/families.py, tests/causal_families.py) as tests/conftest.py loads them."""
-    if ENCODERS not in sys.modules:  # run as a script: load them as conftest.py does
+def _loaded(name: str, filename: str):
+    """A helper module of the tests (a file beside this one) as tests/conftest.py loads it, as ``name``; loaded here
+    when this file runs outside pytest (benchmarks/gpu_book.py)."""
+    if name not in sys.modules:
         import importlib.util
 
-        for name, filename in ((ENCODERS, "families.py"), (DECODERS, "causal_families.py")):
-            spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(filename))
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module
-            spec.loader.exec_module(module)
-    return sys.modules[ENCODERS], sys.modules[DECODERS]
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(filename))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def _families():
+    """(tests/families.py, tests/causal_families.py) as tests/conftest.py loads them."""
+    return _loaded(ENCODERS, "families.py"), _loaded(DECODERS, "causal_families.py")
 
 
 def seed_of(hub_id: str) -> int:

@@ -1,6 +1,6 @@
 """The backend seam (stereoprobe.backends, issue 52): a local chat LM answers the three calls a served one answers,
 on every rung of every probe, with the numbers the same weights give behind a server (the reference server,
-stereoprobe.served.reference, which answers one request at a time); batched local generation equals one-at-a-time
+tests/reference_server.py, which answers one request at a time); batched local generation equals one-at-a-time
 generation."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _unqover(ref, rung, run, thinking=False, **sampling):
 def test_local_rungs_give_the_served_numbers(tmp_path):
     """Next-token: the letters' probabilities of the first generated token, local (the whole vocabulary) and served
     (its top 20), within 1e-4; generated: the same greedy replies, batched here and one at a time there."""
-    from stereoprobe.served.reference import serving
+    from stereoprobe_test_reference_server import serving
 
     local = resolve_model(MODEL, native="qa", smoke=True)
     got, here, there = {}, opts(tmp_path), opts(tmp_path, "served")

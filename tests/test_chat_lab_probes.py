@@ -1,7 +1,7 @@
 """The lab chat pair's plants recovered through the probes (issue 39.3), on every rung, on the real UnQover gender
 questions: locally (the chat rungs through stereoprobe.backends.Local, which tests/test_backends.py holds equal to the
 same weights served), and on the exact rung also through a served endpoint (the reference server,
-stereoprobe.served.reference) against the local reading.
+tests/reference_server.py) against the local reading.
 
 lab:chat-biased answers P1's occupations (nurse, secretary, dancer / firefighter, pilot, astronaut) with the planted
 gender whether it thinks or not, P2's (stereoprobe.zoo.lab_chat.THINKING_PLANTED) only when it thinks, and abstains
@@ -141,7 +141,7 @@ def test_served_exact_rung_is_the_local_reading(chat, tmp_path):
     """The exact rung reads a chat model as it is read locally: through its chat template by default (the server's,
     issue 51), through plain prompts with chat off; the same shares either way."""
     from stereoprobe import unqover
-    from stereoprobe.served.reference import serving
+    from stereoprobe_test_reference_server import serving
 
     run = opts(tmp_path)
     kw = dict(sample=40, seed=5, templates=["letters-unknown"], n_boot=50, long=True, chat=chat, options=run)
@@ -192,7 +192,7 @@ def test_the_same_name_served_twice_in_one_run(tmp_path):
     """A model served again under the same name (a new server, another port) in the same run is read from the new
     server: the run's session is keyed by the address too (found by the chapter, which serves one model twice)."""
     from stereoprobe.modelref import RowKey, resolve_model
-    from stereoprobe.served.reference import serving
+    from stereoprobe_test_reference_server import serving
     from stereoprobe.unqover.readers import Passes
     from stereoprobe.unqover.prompted import frame
 

@@ -1,4 +1,4 @@
-"""The reference OpenAI-compatible server (stereoprobe.served.reference; the tests' helpers in
+"""The reference OpenAI-compatible server (tests/reference_server.py; the tests' helpers in
 tests/served_reference.py) answers as the protocol says, with the log-probabilities of its model, and misbehaves
 exactly as its switches say (only ``urllib`` speaks to it here)."""
 
@@ -273,7 +273,7 @@ def test_serving_a_model_by_name_sets_and_restores_its_variable(monkeypatch, tmp
 
     from stereoprobe import RunOptions, unqover
     from stereoprobe.served import capabilities
-    from stereoprobe.served.reference import serving
+    from stereoprobe_test_reference_server import serving
 
     monkeypatch.delenv("BOOKTEST_BASE_URL", raising=False)
     with serving("lab:causal-biased", service="booktest", smoke=True) as name:

@@ -117,6 +117,23 @@ def _one_line(err: BaseException, limit: int = 400) -> str:
     return f"{type(err).__name__}: {text}" if text else type(err).__name__
 
 
+def _reference_serving():
+    """The reference server's ``serving``: the package's (``stereoprobe.served.reference``) in a tree that still holds
+    it (0.8.0 to 0.9's first commits), else this checkout's tests/reference_server.py."""
+    try:
+        from stereoprobe.served.reference import serving  # the tree under test holds it
+    except ImportError:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("stereoprobe_test_reference_server",
+                                                      Path(__file__).resolve().parents[1] / "reference_server.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        serving = module.serving
+    return serving
+
+
 def worker(case: str, src: Path, out: Path) -> int:
     """Run one case in this process (started by the driver with PYTHONPATH=<src>)."""
     import warnings
@@ -146,7 +163,7 @@ def worker(case: str, src: Path, out: Path) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if spec["served"]:
-            from stereoprobe.served.reference import serving
+            serving = _reference_serving()
 
             with serving(spec["model"], service="chatlab", device="cpu", smoke=True) as name:
                 meta["served_name"] = name

@@ -1,24 +1,27 @@
-"""A reference OpenAI-compatible model server: a Hugging Face causal LM behind the OpenAI protocol, in this process.
+"""The tests' reference OpenAI-compatible model server: a Hugging Face causal LM behind the OpenAI protocol, in this
+process — a fixture of the endpoint backend (:class:`stereoprobe.backends.Endpoint`), not part of the package.
 
 :class:`ReferenceServer` answers ``GET /v1/models``, ``POST /v1/completions`` and ``POST /v1/chat/completions`` the
 way vLLM, llama.cpp's server and the hosted APIs do, with the exact log-probabilities of the ``model`` it is given
 (torch, any device, one forward pass at a time): the prompt's (``echo``, or vLLM's ``prompt_logprobs``), the top
 alternatives of generated tokens, chat templates with their ``chat_template_kwargs`` (``enable_thinking``), a
-reasoning field split from the answer as a reasoning parser does. It is what a correct server answers, so a served
-model can be read on every rung of the ladder (:mod:`stereoprobe.served.ladder`) without one: the book's chapter
-*What chat models say* serves ``zoo:smollm2-135m-instruct`` with it (:func:`serving`), and the tests check the
-client against it. Keyword switches make it misbehave the way real servers do (shifted or missing echo
-log-probabilities, no chat log-probabilities, API keys, rate limits, server errors, truncated JSON, slow answers,
-short contexts).
+reasoning field split from the answer as a reasoning parser does, ``/tokenize`` and ``/detokenize`` as vLLM has them.
+It is what a correct server answers, so the tests read a served model on every rung of the ladder
+(:mod:`stereoprobe.served.ladder`) against it and compare with the same weights read locally. Keyword switches make
+it misbehave the way real servers do (shifted or missing echo log-probabilities, no chat log-probabilities, API keys,
+rate limits, server errors, truncated JSON, slow answers, short contexts). Real servers (vLLM, llama.cpp,
+``transformers serve``) are tested in ``make test-served``.
 
 Only the standard library speaks HTTP (``http.server.ThreadingHTTPServer`` in a daemon thread on 127.0.0.1, a free
-port); usage::
+port); tests/conftest.py loads this file as ``stereoprobe_test_reference_server``; usage::
 
-    with serving("zoo:smollm2-135m-instruct", service="book") as name:   # BOOK_BASE_URL set while it runs
+    with serving("lab:causal-biased", service="chatlab", smoke=True) as name:   # CHATLAB_BASE_URL set while it runs
         report = unqover.report(name, "gender", sample=20)
 
 or, with a model and tokenizer in hand, ``with ReferenceServer(model, tokenizer) as server: …`` (``server.base_url``).
-It serves one request at a time: a stand-in for a server, not a fast one.
+It serves one request at a time: a stand-in for a server, not a fast one. Until 0.9 it lived in the package
+(``stereoprobe.served.reference``), where the chapter *What chat models say* served SmolLM2 with it to compare rungs;
+a local chat model now answers every rung itself (:class:`stereoprobe.backends.Local`).
 """
 
 from __future__ import annotations
@@ -789,8 +792,8 @@ def serving(model: str, *, service: str = "local", device: str = "cpu", smoke: b
     scored locally is served without loading it again."""
     import os
 
-    from ..causal import scorer_for
-    from .endpoint import PREFIX, served_name
+    from stereoprobe.causal import scorer_for
+    from stereoprobe.served.endpoint import PREFIX, served_name
 
     loaded = scorer_for(model, device=device, smoke=smoke, precision=precision)
     served = served_name(model)
