@@ -10,8 +10,9 @@ them:
 * **hf-batched** — ``model.generate`` on the same left-padded batches of 16 (what stereoprobe ran until 0.9.x: a batch
   runs until its longest reply ends, every row computed at every step);
 * **stereoprobe** — :func:`stereoprobe.causal.generate` as the local backend calls it: longest prompts first, as many
-  per batch as 2,048 padded prompt tokens hold (the CPU's default budget: 25 to 30 of these prompts), a reply leaving
-  the batch (its cache rows dropped) the step it ends.
+  per batch as 2,048 padded prompt tokens hold (the CPU's default budget: 25 to 30 of these prompts), the tokens every
+  prompt of a batch begins with (the chat template's preamble, 24 of these 68 to 79) run once, a reply leaving the
+  batch (its cache rows dropped) the step it ends.
 
 The replies are compared with the baseline's (greedy: equal, up to float noise at near-ties), and the ratios are the
 baseline's wall time over each run's, measured in the same run, alternating (every run, twice; the best of each).
@@ -20,16 +21,18 @@ Measured (2026-12-05, an Intel Xeon with AVX-512 and AMX, 2 cores, alone on the 
 tokens, median 10.5; best of 2; ``benchmarks/results/generation-2026-12-05.json``):
 
     run                                 seconds   ratio   replies as the baseline's
-    one at a time (model.generate)      29.5      1       100 %
-    model.generate, batches of 16       13.0      2.26×   100 %
-    stereoprobe (2,048-token batches)    9.4      3.12×   100 %
+    one at a time (model.generate)      29.7      1       100 %
+    model.generate, batches of 16       13.4      2.21×   100 %
+    stereoprobe (2,048-token batches)    8.6      3.48×   100 %
+
+(3.12× before the shared preamble ran once, 9.4 s.)
 
 The same day on an AMD EPYC Zen 3 (AVX2 only, 2 cores), before a finished reply left its batch: 47.1 s one at a time,
 20.5 s in batches of 16 (2.30×); batches of 32 and 64 took as long as 16, as every row was computed until the
 batch's longest reply ended.
 
 Short of the 5× issue 52 asked for, and why: on two CPU cores the prompts themselves cost a floor no batching removes.
-Reading the 64 prompts (68 to 79 tokens each) once, with no reply, takes 4.8 s in batches and 6.4 s one at a time
+Reading the 64 prompts (68 to 79 tokens each) once, with no reply, took 4.8 s in padded batches and 6.4 s one at a time
 (:func:`stereoprobe.causal.first_token_logprobs`, same machine), so even free decoding would give at most 29.5 / 4.8
 ≈ 6×; one prompt's decoding step is bound by reading the weights (≈ 30 ms for 540 MB of float32), a batch's step by
 its arithmetic, which the dropped replies cut but do not remove. A GPU, where a step of many rows costs little more

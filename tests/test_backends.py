@@ -76,6 +76,73 @@ def test_batched_generation_is_one_at_a_time_generation(tmp_path):
     assert batched == alone
 
 
+def _lab_prompts(tmp_path, template_=LETTERS, thinking=False):
+    from stereoprobe.unqover.generate import count, iter_examples
+    from stereoprobe.unqover.generated import chat_passes
+
+    backend = Local(resolve_model(MODEL, native="qa", smoke=True), opts(tmp_path))
+    chats, labels = chat_passes(template_, list(iter_examples(SPEC, 0, count(SPEC).ordered_examples)))
+    return backend._render(chats, thinking), labels
+
+
+def test_local_generation_is_transformers_greedy_generation(tmp_path):
+    """The decoding loop (a finished reply leaves its batch; the batch's shared beginning runs once) writes what
+    transformers' own ``model.generate`` writes, one prompt at a time, greedy."""
+    import torch
+
+    from stereoprobe.causal import generate, scorer_for
+
+    prompts, _ = _lab_prompts(tmp_path, template("letters", "unqover-choice"), thinking=True)  # thoughts of 3 lengths
+    scorer = scorer_for(MODEL, device="cpu", smoke=True)
+    tok = scorer.tokenizer
+    theirs = []
+    for p in prompts:
+        ids = tok(p, add_special_tokens=False, return_tensors="pt")
+        with torch.no_grad():
+            new = scorer.model.generate(**ids, max_new_tokens=48, do_sample=False, pad_token_id=tok.pad_token_id,
+                                        eos_token_id=tok.eos_token_id)
+        theirs.append(tok.decode(new[0, ids["input_ids"].shape[1]:], skip_special_tokens=True))
+    ours = generate(scorer.model, tok, prompts, max_new_tokens=48)
+    assert ours == theirs
+    assert len({len(t) for t in ours}) > 1  # replies of several lengths: some left the batch before others
+
+
+def test_sampled_replies_do_not_depend_on_the_batch(tmp_path):
+    from stereoprobe.causal import generate, scorer_for
+
+    prompts, _ = _lab_prompts(tmp_path)
+    prompts = prompts[:6]
+    scorer = scorer_for(MODEL, device="cpu", smoke=True)
+    kw = dict(max_new_tokens=12, samples=3, temperature=3.0, seed=7)  # hot: the lab model is sure of its letter
+    together = generate(scorer.model, scorer.tokenizer, prompts, **kw)
+    apart = generate(scorer.model, scorer.tokenizer, prompts[::-1], batch_size=2, **kw)[::-1]
+    assert together == apart
+    assert generate(scorer.model, scorer.tokenizer, prompts, **{**kw, "seed": 8}) != together
+    assert any(len(set(s)) > 1 for s in together)  # the samples of a prompt differ
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_next_token_logprobs_are_the_first_generated_position(tmp_path, share):
+    """The next-token rung through the scorer's prefix tree (or, unshared, padded batches) equals log-softmax of the
+    logits at each prompt's last position, one prompt at a time."""
+    import torch
+
+    from stereoprobe.causal import CausalScorer, scorer_for
+
+    prompts, labels = _lab_prompts(tmp_path)
+    base = scorer_for(MODEL, device="cpu", smoke=True)
+    scorer = CausalScorer(base.model, base.tokenizer, share=share, progress=False)
+    tokens = [i for group in label_ids(base.tokenizer, labels[0]) for i in group]
+    got = scorer.next_token_logprobs(prompts, tokens)
+    assert got.shape == (len(prompts), len(tokens))
+    for p, row in zip(prompts, got):
+        ids = base.tokenizer(p, add_special_tokens=False, return_tensors="pt")
+        with torch.no_grad():
+            want = torch.log_softmax(base.model(**ids).logits[0, -1].float(), -1)[tokens].numpy()
+        np.testing.assert_allclose(row, want, atol=1e-4)
+    assert scorer.share == share
+
+
 def test_the_store_keeps_local_answers_and_a_second_call_computes_nothing(tmp_path):
     ref = resolve_model(MODEL, native="qa", smoke=True)
     run = opts(tmp_path)

@@ -15,7 +15,9 @@ A backend says which rungs it gives (:meth:`Backend.why_not`) and picks a templa
 * :class:`Local` — a causal or chat LM whose weights load here: the exact rung is the store-backed scorer of each
   probe (sharded, resumable, Ray-capable: :attr:`Backend.stores_exact`); the next-token rung reads the first
   generated position's whole distribution (every vocabulary token that is the label up to surrounding space, so no
-  bound); generation is batched with left padding (:func:`stereoprobe.causal.generate`), greedy by default. Both
+  bound) through the causal scorer's prefix tree (:meth:`stereoprobe.causal.CausalScorer.next_token_logprobs`);
+  generation is batched with left padding, a finished reply leaving its batch (:func:`stereoprobe.causal.generate`),
+  greedy by default. Both
   keep every answer the moment its batch ends (``<store>/generated/<model>.sqlite``), as a server's are kept.
 * :class:`stereoprobe.served.ServedBackend` — an OpenAI-compatible endpoint: the probed ladder, the journal, the
   budget of requests; registered by :mod:`stereoprobe.served` for its kind of model.
@@ -228,17 +230,17 @@ class Local:
         return {**extra, "dtype": self.options.dtype(), "device": str(self.options.device)}
 
     def label_probabilities(self, messages, labels, *, thinking: bool | None = None, desc: str = ""):
-        from .causal import first_token_logprobs
-
         if thinking:
             raise StereoprobeError("The next-token rung reads the first token of the answer, which with thinking on "
                                    "is the reasoning's; ask thinking of the generated rung (rung generated).")
         ids = label_ids(self.tokenizer, labels)
 
+        flat = [i for group in ids for i in group]
+        cuts = np.cumsum([len(group) for group in ids])[:-1]
+
         def compute(prompts):
-            scorer = self._scorer()
-            logp = first_token_logprobs(scorer.model, scorer.tokenizer, prompts, batch_tokens=scorer.batch_tokens)
-            return [{"probs": [float(np.exp(row[i]).sum()) for i in ids]} for row in logp]
+            logp = self._scorer().next_token_logprobs(prompts, flat)
+            return [{"probs": [float(np.exp(part).sum()) for part in np.split(row, cuts)]} for row in logp]
 
         answers = self._answered(self._render(messages, thinking), self._settings(next_token=list(labels)),
                                  "next-token readings", compute, desc or self.name)

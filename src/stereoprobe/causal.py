@@ -536,15 +536,18 @@ def _decode_batch(model, input_ids, mask, max_new_tokens: int, eos: int | None, 
                   generators: list | None) -> list[list[int]]:
     """The new tokens of every row of one left-padded batch (eos included where it came): greedy where
     ``generators`` is None, else sampled at ``temperature`` (the Gumbel-max draw over the row's own generator: the
-    same distribution as softmax sampling). A row that writes ``eos`` leaves the batch at once."""
+    same distribution as softmax sampling). A row that writes ``eos`` leaves the batch at once. The tokens every row
+    begins with (a chat template's preamble) run once, their cache copied to every row; the rest of each prompt
+    follows, left-padded after them (:func:`_shared_start`)."""
     import torch
     from transformers import DynamicCache
 
     tokens: list[list[int]] = [[] for _ in range(input_ids.shape[0])]
     live = list(range(input_ids.shape[0]))
     cache = DynamicCache(config=model.config)
-    step_ids, positions = input_ids, (mask.cumsum(-1) - 1).clamp(min=0)
     with torch.no_grad():
+        step_ids, mask = _shared_start(model, cache, input_ids, mask)
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -step_ids.shape[1]:]
         for step in range(max_new_tokens):
             logits = model(input_ids=step_ids, attention_mask=mask, position_ids=positions, past_key_values=cache,
                            use_cache=True, logits_to_keep=1).logits[:, -1].float()
@@ -566,6 +569,30 @@ def _decode_batch(model, input_ids, mask, max_new_tokens: int, eos: int | None, 
             mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
             step_ids, positions = chosen[:, None], mask.sum(-1, keepdim=True) - 1
     return tokens
+
+
+def _shared_start(model, cache, input_ids, mask):
+    """Run the tokens that every row of a left-padded batch begins with (all but each row's last) once into
+    ``cache``, repeated for every row: (the rest of each row, left-padded, and the mask of the whole), what the first
+    forward pass then reads. With no shared tokens, the batch as it came."""
+    import torch
+
+    starts = (mask.shape[1] - mask.sum(-1)).tolist()
+    rows = [input_ids[i, s:].tolist() for i, s in enumerate(starts)]
+    shared = min(len(r) for r in rows) - 1
+    for r in rows[1:]:
+        shared = next((j for j in range(shared) if r[j] != rows[0][j]), shared)
+    if shared < 1:
+        return input_ids, mask
+    model(input_ids=input_ids[:1, starts[0]:starts[0] + shared], past_key_values=cache, use_cache=True,
+          logits_to_keep=1)
+    cache.batch_repeat_interleave(len(rows))
+    width = max(len(r) for r in rows) - shared
+    rest = torch.tensor([[0] * (width - len(r) + shared) + r[shared:] for r in rows],  # 0: masked padding
+                        device=input_ids.device)
+    tail = torch.tensor([[0] * (width - len(r) + shared) + [1] * (len(r) - shared) for r in rows], device=mask.device,
+                        dtype=mask.dtype)
+    return rest, torch.cat([mask.new_ones(len(rows), shared), tail], dim=1)
 
 
 def first_token_logprobs(model, tokenizer, prompts: Sequence[str], *, batch_size: int | None = None,
@@ -820,6 +847,27 @@ class CausalScorer:
             self._check_sharing()
         values = self._run(encoded, self.share)
         return _collect(encoded, *values, per_token=per_token)
+
+    def next_token_logprobs(self, prompts: Sequence[str], tokens: Sequence[int]) -> np.ndarray:
+        """log P(token | prompt) of each of ``tokens`` (vocabulary ids) as the first token after each of ``prompts``
+        (texts that already hold the chat template's tokens: none are added), a [prompts, tokens] array: the local
+        next-token rung (:class:`stereoprobe.backends.Local`). With sharing on, every token is a one-token
+        continuation of its prompt in the prefix tree, so a chat template's preamble and the context the passes of an
+        example share run once and the head runs at each prompt's last position only; else one left-padded forward
+        pass per batch of prompts (:func:`first_token_logprobs`). The two agree to float rounding (a test)."""
+        if not self._checked:
+            self._check_sharing()
+        tokens = [int(t) for t in tokens]
+        if not self.share:
+            logp = first_token_logprobs(self.model, self.tokenizer, prompts, batch_tokens=self.batch_tokens)
+            return logp[:, tokens].astype(np.float64) if len(prompts) else np.empty((0, len(tokens)))
+        texts = [self.tokenizer.decode([t]) for t in tokens]
+        encoded = []
+        for prompt in prompts:
+            ids = tuple(self.tokenizer(prompt, add_special_tokens=False)["input_ids"])
+            _check_length(len(ids) + 1, self.limit, prompt)
+            encoded.extend(Encoded(ids + (t,), len(ids), prompt, text) for t, text in zip(tokens, texts))
+        return self.score_encoded(encoded).logprob.reshape(len(prompts), len(tokens))
 
     # -- internals -------------------------------------------------------------------------------------------------
     def _run(self, encoded: Sequence[Encoded], share: bool, *, show: bool | None = None):
