@@ -46,9 +46,9 @@
 # * **The `gpu` profile** reads a model on your own server instead: name it `openai-api/<service>/<model>` and point
 #   `<SERVICE>_BASE_URL` at it, as in `VLLM_BASE_URL=http://127.0.0.1:8000/v1 stereoprobe book --profile gpu` with
 #   `vllm serve meta-llama/Llama-3.1-8B-Instruct` running (the profile's default name); it reads 2,000 examples.
-# * **Time**: `cpu` profile on 2 CPU cores: 6.7 min from a cold cache (2-core Xeon, alone), 6.1 of them reading
-#   SmolLM2 (its generated rung 2.4, next token 1.2, exact 0.9; the first load dequantizes its GGUF file). The
-#   timings of every chapter are in {doc}`/book/scale`.
+# * **Time**: `cpu` profile on 2 CPU cores: 4.5 min from a cold cache (2-core Intel Xeon, alone), 4.0 of them
+#   reading SmolLM2 (its generated rung 1.5, next token 0.8, exact 0.8, the first load 0.3: it dequantizes the GGUF
+#   file). The timings of every chapter are in {doc}`/book/scale`.
 # :::
 
 # %% tags=["parameters"]
