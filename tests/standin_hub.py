@@ -196,15 +196,12 @@ def require_standins(ids) -> None:
 
 # -- building -------------------------------------------------------------------------------------------------------
 def _loaded(name: str, filename: str):
-    """A helper module of the tests (a file beside this one) as tests/conftest.py loads it, as ``name``; loaded here
-    when this file runs outside pytest (benchmarks/gpu_book.py)."""
+    """A helper module of the tests (a file beside this one) as tests/conftest.py loads it, as ``name``; outside
+    pytest (benchmarks/gpu_book.py, which puts tests/ on ``sys.path``) imported here and kept under that name."""
     if name not in sys.modules:
-        import importlib.util
+        import importlib
 
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(filename))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
+        sys.modules[name] = importlib.import_module(Path(filename).stem)
     return sys.modules[name]
 
 
