@@ -60,22 +60,6 @@ def test_local_rungs_give_the_served_numbers(tmp_path):
     assert got["generated"][["x_pos", "x_neg"]].to_numpy().mean() < 0.2
 
 
-def test_batched_generation_is_one_at_a_time_generation(tmp_path):
-    from stereoprobe.causal import generate, scorer_for
-
-    backend = Local(resolve_model(MODEL, native="qa", smoke=True), opts(tmp_path))
-    from stereoprobe.unqover.generate import count, iter_examples
-    from stereoprobe.unqover.generated import chat_passes
-
-    chats, _ = chat_passes(LETTERS, list(iter_examples(SPEC, 0, count(SPEC).ordered_examples)))
-    prompts = backend._render(chats, False)
-    scorer = scorer_for(MODEL, device="cpu", smoke=True)
-    batched = generate(scorer.model, scorer.tokenizer, prompts, max_new_tokens=24, batch_size=16)
-    alone = generate(scorer.model, scorer.tokenizer, prompts, max_new_tokens=24, batch_size=1)
-    assert len(set(map(len, prompts))) > 1  # the batches were padded
-    assert batched == alone
-
-
 def _lab_prompts(tmp_path, template_=LETTERS, thinking=False):
     from stereoprobe.unqover.generate import count, iter_examples
     from stereoprobe.unqover.generated import chat_passes
@@ -83,6 +67,17 @@ def _lab_prompts(tmp_path, template_=LETTERS, thinking=False):
     backend = Local(resolve_model(MODEL, native="qa", smoke=True), opts(tmp_path))
     chats, labels = chat_passes(template_, list(iter_examples(SPEC, 0, count(SPEC).ordered_examples)))
     return backend._render(chats, thinking), labels
+
+
+def test_batched_generation_is_one_at_a_time_generation(tmp_path):
+    from stereoprobe.causal import generate, scorer_for
+
+    prompts, _ = _lab_prompts(tmp_path)
+    scorer = scorer_for(MODEL, device="cpu", smoke=True)
+    batched = generate(scorer.model, scorer.tokenizer, prompts, max_new_tokens=24, batch_size=16)
+    alone = generate(scorer.model, scorer.tokenizer, prompts, max_new_tokens=24, batch_size=1)
+    assert len(set(map(len, prompts))) > 1  # the batches were padded
+    assert batched == alone
 
 
 def test_local_generation_is_transformers_greedy_generation(tmp_path):

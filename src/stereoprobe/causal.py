@@ -487,8 +487,8 @@ def _left_padded(model, tokenizer, prompts: Sequence[str], batch_size: int | Non
 
 
 def generate(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: int, batch_size: int | None = None,
-             batch_tokens: int | None = None, progress: bool = False, desc: str = "generating", samples: int = 1, temperature: float = 0.0,
-             seed: int = 0) -> list[list[str]] | list[str]:
+             batch_tokens: int | None = None, progress: bool = False, desc: str = "generating", samples: int = 1,
+             temperature: float = 0.0, seed: int = 0) -> list[list[str]] | list[str]:
     """Continuations of ``prompts`` (texts that already hold the chat template's tokens: no special tokens are
     added), up to ``max_new_tokens`` or the tokenizer's end-of-sequence token, decoded without special tokens; batched
     with left padding, longest prompts first (``batch_size`` prompts, else as many as ``batch_tokens`` padded prompt
@@ -577,11 +577,11 @@ def _shared_start(model, cache, input_ids, mask):
     forward pass then reads. With no shared tokens, the batch as it came."""
     import torch
 
+    import os
+
     starts = (mask.shape[1] - mask.sum(-1)).tolist()
     rows = [input_ids[i, s:].tolist() for i, s in enumerate(starts)]
-    shared = min(len(r) for r in rows) - 1
-    for r in rows[1:]:
-        shared = next((j for j in range(shared) if r[j] != rows[0][j]), shared)
+    shared = min(len(os.path.commonprefix(rows)), min(map(len, rows)) - 1)
     if shared < 1:
         return input_ids, mask
     model(input_ids=input_ids[:1, starts[0]:starts[0] + shared], past_key_values=cache, use_cache=True,
@@ -601,7 +601,7 @@ def first_token_logprobs(model, tokenizer, prompts: Sequence[str], *, batch_size
     templates, as for :func:`generate`): a [prompts, vocabulary] float32 array, from the unprocessed logits of the
     first generated position (no temperature, no penalty): one forward pass of each left-padded batch with the
     positions :func:`generate` gives it (counted from each prompt's first token) and the head at the last position
-    only. The local next-token rung (:class:`stereoprobe.backends.Local`)."""
+    only. The next-token rung of a model whose packed rows disagree (:meth:`CausalScorer.next_token_logprobs`)."""
     import numpy as np
     import torch
 
