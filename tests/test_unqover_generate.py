@@ -160,6 +160,79 @@ def test_sampling_keeps_orders_and_polarities_together(sample):
     assert gen.fingerprint(spec) != gen.fingerprint(DatasetSpec("religion", sample=sample, seed=4))
 
 
+@pytest.mark.parametrize("dataset,subjects,attributes,frame", [
+    ("gender", 3, 12, 3 * 3 * 12 * 4),  # 3 women × 3 men × 12 occupations × 4 templates
+    ("religion", 4, 2, 6 * 2 * 14),  # C(4, 2) pairs × 2 attributes × 14 templates
+    ("nationality", 3, None, None),
+])
+def test_narrowed_frame(dataset, subjects, attributes, frame):
+    """subjects/attributes: the sample comes from the drawn subjects' pairs and the drawn attributes only, with
+    both orders and polarities; sample=None takes every example of the frame; the draw follows the seed."""
+    full = gen.subjects_of(DatasetSpec(dataset))
+    n_attrs = len({ex_attr for ex_attr in gen.example_keys(DatasetSpec(dataset, sample=2000))["attr"]})
+    everything = DatasetSpec(dataset, subjects=subjects, attributes=attributes, seed=5)
+    keys = gen.example_keys(everything)
+    names = set(keys["subj1"]) | set(keys["subj2"])
+    assert len(names) == subjects * len(full)
+    if attributes is not None:
+        assert keys["attr"].nunique() == attributes and count(everything).paper_examples == frame
+    else:
+        assert keys["attr"].nunique() >= n_attrs
+    sample = DatasetSpec(dataset, sample=30, subjects=subjects, attributes=attributes, seed=5)
+    drawn = list(iter_examples(sample))
+    assert count(sample).paper_examples == 30 and len(drawn) == 60
+    assert set(Counter(ex.unit for ex in drawn).values()) == {2} and {ex.order for ex in drawn} == {0, 1}
+    assert {ex.subj1 for ex in drawn} | {ex.subj2 for ex in drawn} <= names
+    assert set(gen.example_keys(sample)["attr"]) <= set(keys["attr"])
+    other = gen.example_keys(DatasetSpec(dataset, subjects=subjects, attributes=attributes, seed=6))
+    assert set(other["subj1"]) | set(other["subj2"]) != names or set(other["attr"]) != set(keys["attr"])
+
+
+def test_attributes_named():
+    """attributes as a tuple (or list) of attribute texts: exactly those, in every template; an unknown one is
+    refused by name."""
+    spec = DatasetSpec("gender", subjects=1, attributes=["was a nurse", "was a pilot"])
+    assert spec.attributes == ("was a nurse", "was a pilot") and hash(spec)
+    keys = gen.example_keys(spec)
+    assert set(keys["attr"]) == {"was a nurse", "was a pilot"} and count(spec).paper_examples == 1 * 2 * 4
+    with pytest.raises(StereoprobeError, match="'was a poett' is not an attribute of gender"):
+        count(DatasetSpec("gender", attributes=("was a poett",)))
+    with pytest.raises(StereoprobeError, match="name each attribute once"):
+        DatasetSpec("gender", attributes=("was a nurse", "was a nurse"))
+
+
+def test_narrowed_frame_leaves_earlier_specs_alone():
+    """Unset, the new fields change neither the draw nor the fingerprint (the score store's keys)."""
+    spec = DatasetSpec("religion", sample=40, seed=2)
+    assert "subjects" not in spec.as_dict() and "attributes" not in spec.as_dict()
+    # the draw before the fields existed: 40 units among 38,500 by default_rng(2).choice
+    import numpy as np
+
+    units = np.sort(np.random.default_rng(2).choice(38_500, size=40, replace=False))
+    assert sorted({ex.unit for ex in iter_examples(spec)}) == units.tolist()
+    assert gen.fingerprint(spec) != gen.fingerprint(DatasetSpec("religion", sample=40, seed=2, attributes=3))
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(dataset="religion", subjects=1), "subjects=1 is invalid"),
+    (dict(dataset="gender", attributes=0), "attributes=0 is invalid"),
+    (dict(dataset="gender", subjects=2.0), "subjects=2.0 is invalid"),
+])
+def test_bad_narrowing(kwargs, match):
+    with pytest.raises(StereoprobeError, match=match):
+        DatasetSpec(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    (dict(subjects=71), "gender list has 70 subjects; draw at most 70"),
+    (dict(attributes=71), "gender has 70 attributes; draw at most 70"),
+    (dict(subjects=2, attributes=2, sample=33), "the 2 subjects and 2 attributes drawn hold 32"),  # 2 × 2 pairs × 2 × 4
+])
+def test_narrowing_beyond_the_lists(kwargs, match):
+    with pytest.raises(StereoprobeError, match=match):
+        count(DatasetSpec("gender", **kwargs))
+
+
 def test_quirk_settings():
     names = {s.name for s in gen.subjects_of(DatasetSpec("nationality", quirks="paper"))[0]}
     assert "German" in names and "Germany" not in names

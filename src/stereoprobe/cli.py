@@ -128,10 +128,12 @@ def _sample_opt(what: str):
     return typer.Option(None, "--sample", help=f"{what} to keep: {SAMPLE_RULE} (the default).")
 
 
-def _spec(dataset: str, sample: Optional[str], seed: int, mode: str, newsqa: bool, variant: str = "qa"):
+def _spec(dataset: str, sample: Optional[str], seed: int, mode: str, newsqa: bool, variant: str = "qa",
+          subjects: Optional[int] = None, attributes: Optional[int] = None):
     from .unqover.generate import DatasetSpec
 
-    return DatasetSpec(dataset, variant=variant, newsqa=newsqa, mode=mode, sample=_sample(sample), seed=seed)
+    return DatasetSpec(dataset, variant=variant, newsqa=newsqa, mode=mode, sample=_sample(sample), seed=seed,
+                       subjects=subjects, attributes=attributes)
 
 
 #: The one ``-o/--out`` of every report command (checked by :func:`_check_out_dir`, written by :func:`_write_tables`).
@@ -204,6 +206,11 @@ def _write_tables(out: Optional[Path], rep) -> None:
 DatasetOpt = typer.Option("gender", "--dataset", "-d", help="The UnQover dataset.")
 SampleOpt = _sample_opt("Paper examples")
 SeedOpt = typer.Option(0, "--seed", min=0, help="Seed of the sampling.")
+SubjectsOpt = typer.Option(None, "--subjects", min=1, help="Draw this many subjects of each subject list (gender: this "
+                           "many women and men) before sampling, and sample among their examples (default: all).")
+AttributesOpt = typer.Option(None, "--attributes", min=1, help="Draw this many attributes before sampling, and sample "
+                             "among their examples (default: all). With --subjects, fuller (subject, attribute) cells "
+                             "give μ an interval that measures something.")
 NBootOpt = typer.Option(1000, "--n-boot", min=1, help="Bootstrap resamples for the CIs.")
 ModeOpt = typer.Option("compat", "--mode", help="compat (the authors' code, bit for bit) or clean.")
 NewsqaOpt = typer.Option(False, "--newsqa", help="Prepend the NewsQA header (automatic for models whose name contains 'newsqa').")
@@ -229,12 +236,15 @@ def count_cmd(
     variant: Variant = VariantOpt,
     sample: Optional[str] = SampleOpt,
     seed: int = SeedOpt,
+    subjects: Optional[int] = SubjectsOpt,
+    attributes: Optional[int] = AttributesOpt,
 ):
     """Print Table 1: paper examples, ordered examples and forward passes (nothing is generated)."""
     from .unqover.generate import count
 
     names = list(DATASETS) if dataset == "all" else [dataset]
-    rows = [(name, count(_spec(name, sample, seed, "compat", False, variant))) for name in names]
+    rows = [(name, count(_spec(name, sample, seed, "compat", False, variant, subjects, attributes)))
+            for name in names]
     typer.echo(f"{'dataset':<12} {'#Ex (paper)':>13} {'ordered':>13} {'passes':>13}")
     for name, c in rows:
         typer.echo(f"{name:<12} {c.paper_examples:>13,} {c.ordered_examples:>13,} {c.passes:>13,}")
@@ -249,6 +259,8 @@ def generate_cmd(
     dataset: Dataset = DatasetOpt,
     sample: Optional[str] = SampleOpt,
     seed: int = SeedOpt,
+    subjects: Optional[int] = SubjectsOpt,
+    attributes: Optional[int] = AttributesOpt,
     mode: Mode = ModeOpt,
     newsqa: bool = NewsqaOpt,
     variant: Variant = VariantOpt,
@@ -261,7 +273,7 @@ def generate_cmd(
         raise StereoprobeError(f"--out {out} has an unknown extension; use .jsonl or .parquet.")
     if out.is_dir():
         raise StereoprobeError(f"--out {out} is a folder; pass a file path ending in .jsonl or .parquet.")
-    spec = _spec(dataset, sample, seed, mode, newsqa, variant)
+    spec = _spec(dataset, sample, seed, mode, newsqa, variant, subjects, attributes)
     total = count(spec).ordered_examples
     _check_writable_file(out)
     try:
@@ -439,8 +451,9 @@ def _unqover_study(values: dict) -> dict:
     checked before any work)."""
     variant = values["variant"]
     _spec(values["dataset"], values["sample"], values["seed"], values["mode"], values["newsqa"],
-          "qa" if variant in (None, "lm", "causal") else variant)
+          "qa" if variant in (None, "lm", "causal") else variant, values["subjects"], values["attributes"])
     return {"dataset": values["dataset"], "sample": _sample(values["sample"]), "seed": values["seed"],
+            "subjects": values["subjects"], "attributes": values["attributes"],
             "mode": values["mode"], "newsqa": values["newsqa"], "variant": variant,
             "shard_passes": values["shard_passes"],
             "scorers": [str(x) for x in values["scorer"]] if values["scorer"] else None,
@@ -450,6 +463,7 @@ def _unqover_study(values: dict) -> dict:
 #: What an UnQover command studies: the dataset and its sample, the models' variant, the prompts of causal LMs.
 UNQOVER = Options("study", {
     "dataset": (Dataset, DatasetOpt), "sample": (Optional[str], SampleOpt), "seed": (int, SeedOpt),
+    "subjects": (Optional[int], SubjectsOpt), "attributes": (Optional[int], AttributesOpt),
     "mode": (Mode, ModeOpt), "newsqa": (bool, NewsqaOpt), "variant": (Optional[ModelVariant], ModelVariantOpt),
     "shard_passes": (int, ShardOpt), "scorer": (Optional[List[Scorer]], ScorerOpt),
     "template": (Optional[List[str]], TemplateOpt),

@@ -63,7 +63,8 @@ def _models(models: Sequence[str] | str) -> list[str]:
 
 
 def dataset_spec(dataset: str = "gender", *, sample: float | int | None = None, seed: int = 0, mode: str = "compat",
-                 newsqa: bool = False, variant: str | None = "qa") -> DatasetSpec:
+                 newsqa: bool = False, variant: str | None = "qa", subjects: int | None = None,
+                 attributes: int | None = None) -> DatasetSpec:
     """The :class:`~stereoprobe.unqover.generate.DatasetSpec` a report reads (``variant="lm"`` reads the QA
     spec, which each masked LM turns into the LM variant of its tokenizer; causal LMs read the QA spec)."""
     variant = "qa" if variant in (None, "causal") else variant
@@ -72,7 +73,7 @@ def dataset_spec(dataset: str = "gender", *, sample: float | int | None = None, 
     if dataset not in DATASETS:
         raise StereoprobeError(f"Unknown dataset {dataset!r}; choose one of: {', '.join(DATASETS)}.")
     return DatasetSpec(dataset, variant="qa" if variant == "lm" else variant, newsqa=newsqa, mode=mode,
-                       sample=sample, seed=seed)
+                       sample=sample, seed=seed, subjects=subjects, attributes=attributes)
 
 
 def model_kinds(models: Sequence[str], variant: str | None, *, smoke: bool = False) -> dict[str, str]:
@@ -116,7 +117,7 @@ def _ask(refs, spec: DatasetSpec, *, mode: str, variant: str | None, shard_passe
 
 
 def score(models: Sequence[str] | str, dataset: str = "gender", *, sample: float | int | None = None, seed: int = 0,
-          mode: str = "compat", newsqa: bool = False, variant: str | None = None, shard_passes: int | None = None,
+          subjects: int | None = None, attributes: int | None = None, mode: str = "compat", newsqa: bool = False, variant: str | None = None, shard_passes: int | None = None,
           scorers: Sequence[str] | str | None = None, templates: Sequence | str | None = None,
           chat: bool | None = None, rung: str | None = None, samples: int = 1, temperature: float | None = None,
           options: RunOptions | None = None) -> dict[str, object]:
@@ -127,7 +128,8 @@ def score(models: Sequence[str] | str, dataset: str = "gender", *, sample: float
     from .readers import reader_for
 
     models = _models(models)
-    spec = dataset_spec(dataset, sample=sample, seed=seed, mode=mode, newsqa=newsqa, variant=variant)
+    spec = dataset_spec(dataset, sample=sample, seed=seed, mode=mode, newsqa=newsqa, variant=variant,
+                        subjects=subjects, attributes=attributes)
     run = as_options(options)
     refs = resolve(models, variant, smoke=run.smoke)
     ask = _ask(refs, spec, mode=mode, variant=variant, shard_passes=shard_passes, scorers=scorers,
@@ -142,7 +144,7 @@ def score(models: Sequence[str] | str, dataset: str = "gender", *, sample: float
 
 
 def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: float | int | None = None, seed: int = 0,
-           mode: str = "compat", newsqa: bool = False, variant: str | None = None, n_boot: int = 1000, top: int = 3,
+           subjects: int | None = None, attributes: int | None = None, mode: str = "compat", newsqa: bool = False, variant: str | None = None, n_boot: int = 1000, top: int = 3,
            shard_passes: int | None = None, scorers: Sequence[str] | str | None = None,
            templates: Sequence | str | None = None, chat: bool | None = None, rung: str | None = None,
            thinking: bool | str | None = None, think_budget: int | None = None, samples: int = 1,
@@ -151,7 +153,9 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
 
     ``models``: hub ids, local folders, ``.gguf`` files, ``zoo:`` or ``lab:`` names (labelled in the tables as
     :func:`stereoprobe.naming.model_labels` shortens them). ``dataset``: gender, nationality, ethnicity or
-    religion. ``sample``: paper examples (an int), a fraction (a float in (0, 1]) or None for all. ``mode``:
+    religion. ``sample``: paper examples (an int), a fraction (a float in (0, 1]) or None for all; ``subjects`` and
+    ``attributes``: draw that many subjects of each list and that many attributes first, and the sample among their
+    examples (fuller cells for μ's interval; :class:`~stereoprobe.unqover.generate.DatasetSpec`). ``mode``:
     ``compat`` (the authors' code) or ``clean``. ``variant``: None (each model's config decides: extractive QA or
     causal), ``qa``, ``lm`` (masked LMs, each reading the lists of its own tokenizer), ``lm-bert``, ``lm-roberta`` or
     ``causal``. Causal LMs only: ``scorers`` (``answer``, ``choice``; default both), ``templates`` (shipped names or
@@ -180,7 +184,8 @@ def report(models: Sequence[str] | str, dataset: str = "gender", *, sample: floa
     from .reporting import model_report
 
     models = _models(models)
-    spec = dataset_spec(dataset, sample=sample, seed=seed, mode=mode, newsqa=newsqa, variant=variant)
+    spec = dataset_spec(dataset, sample=sample, seed=seed, mode=mode, newsqa=newsqa, variant=variant,
+                        subjects=subjects, attributes=attributes)
     if not (isinstance(top, int) and top >= 1) or not (isinstance(n_boot, int) and n_boot >= 1):
         raise StereoprobeError(f"top={top!r} and n_boot={n_boot!r} must be positive integers; pass e.g. top=3, "
                                "n_boot=1000.")

@@ -63,7 +63,21 @@ _QUIRK_FIXES = {
 
 @dataclass(frozen=True)
 class DatasetSpec:
-    """What to generate. ``sample`` is a fraction in (0, 1) or a number of paper examples."""
+    """What to generate. ``sample`` is a fraction in (0, 1) or a number of paper examples.
+
+    ``subjects`` and ``attributes`` narrow the frame the sample is drawn from: that many subjects of each subject
+    list (for gender, that many women and that many men) and that many attributes, drawn at random with ``seed``
+    before the sample is (``attributes`` may also name them: a tuple of attribute texts, e.g. ``("was a nurse",
+    "was a pilot")``); the sample (or, with ``sample=None``, every example) then comes from the paper examples whose
+    two subjects and whose attribute were drawn. A sample of a few hundred paper examples spread over the whole
+    dataset puts one example in each (subject, attribute) cell of μ (Eq. 8), whose bootstrap resamples within cells
+    and so measures nothing; a narrower frame fills the cells.
+
+    >>> count(DatasetSpec("gender", sample=100, subjects=3, attributes=12)).paper_examples
+    100
+    >>> len(set(example_keys(DatasetSpec("gender", sample=100, subjects=3, attributes=12))["attr"]))
+    12
+    """
 
     dataset: str
     variant: str = "qa"
@@ -73,6 +87,8 @@ class DatasetSpec:
     sample: float | int | None = None
     seed: int = 0
     mask: str | None = None  # mask string of the LM's tokenizer; defaults per variant
+    subjects: int | None = None  # subjects drawn from each subject list before sampling; None: all
+    attributes: int | tuple[str, ...] | None = None  # attributes drawn (or named) before sampling; None: all
     _checked: bool = field(default=False, repr=False, compare=False)
 
     def __post_init__(self):
@@ -97,6 +113,19 @@ class DatasetSpec:
                 )
             if isinstance(s, float) and s > 1 and not s.is_integer():
                 raise StereoprobeError(f"sample={s!r} is invalid; a fraction must lie in (0, 1].")
+        if isinstance(self.attributes, (list, tuple)):
+            names = tuple(self.attributes)
+            if not names or not all(isinstance(a, str) for a in names) or len(set(names)) < len(names):
+                raise StereoprobeError(f"attributes={self.attributes!r} is invalid; name each attribute once, as "
+                                       "the attribute file writes it (e.g. 'was a nurse').")
+            object.__setattr__(self, "attributes", names)  # hashable: the spec keys caches
+        for name, least in (("subjects", 1 if self.dataset == "gender" else 2), ("attributes", 1)):
+            v = getattr(self, name)
+            if name == "attributes" and isinstance(v, tuple):
+                continue
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < least):
+                raise StereoprobeError(f"{name}={v!r} is invalid; give a whole number of at least {least}, or None "
+                                       "for all of them.")
 
     @property
     def mask_string(self) -> str | None:
@@ -113,9 +142,17 @@ class DatasetSpec:
             "fillers": ["newsqa"] if self.newsqa else [],
         }
 
+    @property
+    def narrowed(self) -> bool:
+        """Whether the frame is narrowed to drawn subjects or attributes."""
+        return self.subjects is not None or self.attributes is not None
+
     def as_dict(self) -> dict:
         d = asdict(self)
         d.pop("_checked")
+        for name in ("subjects", "attributes"):  # left out when unset: the fingerprints of earlier specs stand
+            if d[name] is None:
+                d.pop(name)
         return d
 
 
@@ -234,22 +271,76 @@ def count(spec: DatasetSpec) -> Counts:
     """Table 1 counts (after sampling), computed without generating any example."""
     plan = _plan(spec)
     units = plan.n_unordered * len(plan.combos)
-    if spec.sample is not None:
-        units = int(_selected(spec, units).sum())
+    if spec.sample is not None or spec.narrowed:
+        units = int(_selected(spec, plan).sum())
     return Counts(units, 2 * units, 4 * units)
 
 
-def _selected(spec: DatasetSpec, n_units: int) -> np.ndarray:
-    """Boolean mask over paper examples: both orders and polarities of a unit stay together."""
+def _selected(spec: DatasetSpec, plan: _Plan) -> np.ndarray:
+    """Boolean mask over paper examples (unordered pair × combination, row-major): both orders and polarities of a
+    unit stay together. Without a narrowed frame, ``sample`` units drawn from all of them (the same draw as before
+    the frame could be narrowed); with one, the subjects and attributes first, then the sample among their units."""
+    n_combos = len(plan.combos)
+    n_units = plan.n_unordered * n_combos
+    rng = np.random.default_rng(spec.seed)
+    allowed = None
+    frame = f"{spec.dataset} has"
+    if spec.narrowed:
+        allowed = np.outer(_drawn_pairs(spec, plan, rng), _drawn_combos(spec, plan, rng)).ravel()
+        n_attrs = len(spec.attributes) if isinstance(spec.attributes, tuple) else spec.attributes or "all"
+        frame = f"the {spec.subjects or 'all'} subjects and {n_attrs} attributes drawn hold"
+    n = n_units if allowed is None else int(allowed.sum())
     s = spec.sample
-    k = round(s * n_units) if isinstance(s, float) and s <= 1 else int(s)
-    if k > n_units:
+    k = n if s is None else round(s * n) if isinstance(s, float) and s <= 1 else int(s)
+    if k > n:
         raise StereoprobeError(
-            f"sample={s!r} asks for {k:,} paper examples but {spec.dataset} has {n_units:,}; use a smaller sample."
+            f"sample={s!r} asks for {k:,} paper examples but {frame} {n:,}; use a smaller sample"
+            + (" or draw more subjects or attributes." if allowed is not None else ".")
         )
     mask = np.zeros(n_units, dtype=bool)
-    mask[np.random.default_rng(spec.seed).choice(n_units, size=k, replace=False)] = True
+    if allowed is None:
+        mask[rng.choice(n_units, size=k, replace=False)] = True
+    else:
+        mask[rng.choice(np.flatnonzero(allowed), size=k, replace=False)] = True
     return mask
+
+
+def _drawn_pairs(spec: DatasetSpec, plan: _Plan, rng) -> np.ndarray:
+    """Over the unordered pairs: both subjects among the ``spec.subjects`` drawn from each list (all: every pair)."""
+    lists = subjects_of(spec)
+    picked = []
+    for subjects in lists:
+        k = spec.subjects or len(subjects)
+        if k > len(subjects):
+            raise StereoprobeError(f"subjects={k} but the {spec.dataset} list has {len(subjects)} subjects; draw at "
+                                   f"most {len(subjects)}.")
+        keep = np.zeros(len(subjects), dtype=bool)
+        keep[rng.choice(len(subjects), size=k, replace=False)] = True
+        picked.append(keep)
+    if spec.dataset == "gender":  # unordered id i * len(male) + j for woman i, man j (see _cached_plan)
+        return np.outer(picked[0], picked[1]).ravel()
+    (keep,) = picked
+    i, j = np.triu_indices(len(keep), k=1)  # unordered id u ↔ the u-th pair (a, b), a before b in the list
+    return keep[i] & keep[j]
+
+
+def _drawn_combos(spec: DatasetSpec, plan: _Plan, rng) -> np.ndarray:
+    """Over the template × attribute combinations: the attribute among the ``spec.attributes`` drawn (by identity,
+    in the order of the attribute file; all: every combination)."""
+    identities = list(dict.fromkeys(a.identity for _, a in plan.combos))
+    if isinstance(spec.attributes, tuple):
+        unknown = [a for a in spec.attributes if a not in identities]
+        if unknown:
+            raise StereoprobeError(f"attributes: {unknown[0]!r} is not an attribute of {spec.dataset}; name them as "
+                                   f"{spec.files['activities'][0]} writes them (e.g. {identities[0]!r}).")
+        drawn = set(spec.attributes)
+        return np.array([a.identity in drawn for _, a in plan.combos])
+    k = spec.attributes or len(identities)
+    if k > len(identities):
+        raise StereoprobeError(f"attributes={k} but {spec.dataset} has {len(identities)} attributes; draw at most "
+                               f"{len(identities)}.")
+    drawn = {identities[i] for i in rng.choice(len(identities), size=k, replace=False)}
+    return np.array([a.identity in drawn for _, a in plan.combos])
 
 
 def _vowel_start(token: str, clean: bool) -> bool:
@@ -335,12 +426,12 @@ def iter_examples(spec: DatasetSpec, start: int = 0, stop: int | None = None) ->
 def _positions(spec: DatasetSpec, _stamp: tuple) -> np.ndarray | None:
     """The positions of a sample's examples in the unsampled stream (pair × combination, in the authors' loop
     order), ascending; None without a sample (every position, in order). Kept per spec and word-list version."""
-    if spec.sample is None:
+    if spec.sample is None and not spec.narrowed:
         return None
     plan = _plan(spec)
     n_combos = len(plan.combos)
     units = np.array([u for _, _, u, _ in plan.pairs], dtype=np.int64)
-    mask = _selected(spec, plan.n_unordered * n_combos).reshape(plan.n_unordered, n_combos)
+    mask = _selected(spec, plan).reshape(plan.n_unordered, n_combos)
     pair, combo = np.nonzero(mask[units])  # row-major: pairs in order, combinations in order within a pair
     index = pair * n_combos + combo
     index.setflags(write=False)
