@@ -311,6 +311,18 @@ def test_bias_intensity_ci_recovers_a_planted_bias():
     assert pct["mu_lo"] + pct["mu_hi"] == pytest.approx(4 * mu["mu"] - mu["mu_lo"] - mu["mu_hi"])  # basic = mirror
 
 
+def test_intensity_intervals_are_clipped_at_zero(monkeypatch):
+    """μ and η are means of absolute values: a basic interval's 2θ̂ − q_hi below 0 (noise dominating, a few keys
+    per cell) is reported as 0, an upper bound below 0 too; bounds above 0 are kept."""
+    frame = synthetic_gender(3, 3, 1, 4, seed=2)
+    monkeypatch.setattr(M.stats, "interval", lambda *a, **k: (np.float64(-0.1), np.float64(0.2)))
+    mu = M.bias_intensity(frame, ci=0.95, n_boot=20, seed=0)
+    eta = M.count_bias_intensity(frame, ci=0.95, n_boot=20, seed=0)
+    assert (mu["mu_lo"], mu["mu_hi"], eta["eta_lo"], eta["eta_hi"]) == (0.0, 0.2, 0.0, 0.2)
+    monkeypatch.setattr(M.stats, "interval", lambda *a, **k: (np.float64(-0.3), np.float64(-0.1)))
+    assert M.bias_intensity(frame, ci=0.95, n_boot=20, seed=0)[["mu_lo", "mu_hi"]].tolist() == [0.0, 0.0]
+
+
 def test_reasoning_errors_by_template():
     frame = synthetic_gender(3, 3, 4, 2, seed=7)
     by = M.reasoning_errors(frame, by="tid")

@@ -557,7 +557,8 @@ def bias_intensity(paired: pd.DataFrame, group_by: str = "subject", *, ci: float
     C values, noise sd 0.1) it covered the true μ 91% / 86% / 48% of the time for γ spread 0.1 / 0.03
     / 0.01, against 72% / 0.5% / 0% for the percentile interval. When noise dominates (``mu_bias`` not
     small against the interval width) the interval lies below μ: the plug-in μ then mostly measures
-    noise, and no interval covers a true μ of 0.
+    noise, and no interval covers a true μ of 0. The bounds are clipped at 0 (μ cannot be negative; the basic
+    interval's 2μ − q_hi can be).
 
     >>> round(bias_intensity(example_scores()), 4)
     0.1575
@@ -568,7 +569,7 @@ def bias_intensity(paired: pd.DataFrame, group_by: str = "subject", *, ci: float
     if ci is None:
         return mu
     reps = cells.per_subject_max_abs(cells.replicates(n_boot, seed)).mean(axis=0)
-    lo, hi = stats.interval(reps, ci, estimate=mu, method=method)
+    lo, hi = (max(float(b), 0.0) for b in stats.interval(reps, ci, estimate=mu, method=method))  # μ ≥ 0
     n_subjects = len(cells.subject_starts) if group_by == "subject" else 2
     return pd.Series({"mu": mu, "mu_lo": float(lo), "mu_hi": float(hi), "mu_bias": float(reps.mean() - mu),
                       "n_subjects": n_subjects})
@@ -636,7 +637,7 @@ def count_bias_intensity(paired: pd.DataFrame, group_by: str = "subject", *, ci:
     if ci is None:
         return eta
     reps = value(stats.bootstrap_means(np.sign(cells.values), cells.codes, cells.n_cells, n_boot=n_boot, seed=seed))
-    lo, hi = stats.interval(reps, ci, estimate=eta, method=method)
+    lo, hi = (max(float(b), 0.0) for b in stats.interval(reps, ci, estimate=eta, method=method))  # η ≥ 0, as μ
     return pd.Series({"eta": eta, "eta_lo": float(lo), "eta_hi": float(hi), "eta_bias": float(reps.mean() - eta)})
 
 
