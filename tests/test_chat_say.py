@@ -287,13 +287,41 @@ def test_every_number_the_prose_quotes_is_glued_by_the_view():
     text = (Path(__file__).resolve().parents[1] / "notebooks" / "chat_say.py").read_text(encoding="utf-8")
     quoted = set(re.findall(r"\{glue:text\}`(\w+)`", text))
     table = pd.DataFrame({"reading": ["answered"], "template": ["letters"], "rung": ["generated"], "passes": [4],
-                          "abstain": [0.5], "unparsed": [0.0], "shares": ["argmax"]})
+                          "abstain": [0.5], "unparsed": [0.0], "shares": ["argmax"], "mu": [0.3], "mu_lo": [0.1],
+                          "mu_hi": [0.25]})
     agreement = pd.DataFrame({"pairs": [5], "ci_low": [0.0], "ci_high": [1.0]})
     steps = pd.DataFrame({"step": ["s_dis"], "value": [0.0], "lo": [0.0], "hi": [0.0], "over": [4]})
     splits = view.bbq_splits({}, strict=(30, 70))
     parsed = pd.DataFrame({"template": ["letters"], "kind": ["option"], "rule": ["label"], "answers": [4],
                            "share": [1.0]})
+    occupations = view.draw_occupations(2, 1, seed=0)
+    spec = DatasetSpec("gender", sample=8, subjects=2, attributes=occupations)
     glued = (set(view.say_numbers(table, agreement, steps)) | set(view.split_numbers(splits, strict=(30, 70)))
-             | set(view.parse_numbers(parsed)))
+             | set(view.parse_numbers(parsed)) | set(view.sample_numbers(spec, spec)))
     assert view.parse_numbers(parsed)["say_followed_letters"] == "100%"
+    numbers = view.say_numbers(table, agreement, steps)
+    assert (numbers["say_mu_rows"], numbers["say_mu_points"], numbers["say_mu_below"]) == ("1", "0", "1")
     assert {"say_directed_majority", "say_directed_strict", "say_ties"} <= quoted and quoted <= glued
+
+
+def test_the_samples_are_drawn_among_directed_and_undirected_occupations_with_full_cells():
+    """draw_occupations: that many occupations the majority split directs and that many it cannot, in the file's
+    order, the same for the same seed; sample_numbers: the narrowed frame fills μ's (name, occupation) cells where
+    the same number of examples drawn from the whole dataset leaves about one key in each."""
+    from stereoprobe.errors import StereoprobeError
+    from stereoprobe.unqover.bbq import stereotyped_gender
+
+    drawn = view.draw_occupations(12, 4, seed=0)
+    assert len(drawn) == 16 and drawn == view.draw_occupations(12, 4, seed=0) != view.draw_occupations(12, 4, seed=1)
+    assert sum(stereotyped_gender(a) is not None for a in drawn) == 12
+    everything = view.draw_occupations(25, 45, seed=3)  # UnQover's 70: 25 in Winogender's table
+    assert len(everything) == 70
+    with pytest.raises(StereoprobeError, match="directed=26: UnQover's gender occupations hold 25"):
+        view.draw_occupations(26, 0, seed=0)
+    spec = DatasetSpec("gender", sample=200, seed=0, subjects=3, attributes=drawn)
+    numbers = view.sample_numbers(spec, DatasetSpec("gender", sample=100, seed=1, subjects=2, attributes=drawn))
+    assert numbers["say_sample_occupations"] == "16" and numbers["say_sample_directed"] == "12"
+    # 200 keys × 2 cells over 6 names × 16 occupations (96 cells, nearly all drawn); 100 × 2 over 4 × 16
+    assert 4.0 <= float(numbers["say_cell_keys"]) <= 4.5 and 3.0 <= float(numbers["say_cell_keys_generated"]) <= 3.3
+    assert 1.0 <= float(numbers["say_cell_keys_whole"]) < 1.1
+    assert view.cell_fill(DatasetSpec("gender", sample=1, subjects=1, attributes=drawn[:1])) == 1.0

@@ -21,6 +21,7 @@ from typing import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ...errors import StereoprobeError
 from ...modelref import RowKey, resolve_model
 from ...options import RunOptions
 from ...prompts import PromptTemplate, template
@@ -171,6 +172,58 @@ def chapter_frames(models: Sequence[str], spec: DatasetSpec, generated_spec: Dat
     generated = {**say_frames(models, generated_spec, others, options=options, rungs=("exact",)),
                  **say_frames(models, generated_spec, templates, options=options, rungs=("generated",))}
     return probability, {**probability, **generated}
+
+
+def draw_occupations(directed: int, undirected: int, *, seed: int) -> tuple[str, ...]:
+    """``directed`` of UnQover's gender occupations (``occupation_rev1``) that the majority split of Winogender's BLS
+    shares directs and ``undirected`` of those it cannot (not in Winogender's table), drawn at random with ``seed``,
+    in the attribute file's order: the ``attributes`` of the chapter's :class:`DatasetSpec`. Fewer occupations give
+    each (name, occupation) cell of μ several examples, so that its bootstrap (Eq. 8, within cells) measures
+    something; the directed ones are those BBQ's score can count."""
+    from ...unqover.wordlists import load_attributes
+
+    attrs = [a.identity for a in load_attributes("occupation_rev1")["p_act"]]
+    pools = {True: [a for a in attrs if stereotyped_gender(a) is not None],
+             False: [a for a in attrs if stereotyped_gender(a) is None]}
+    rng = np.random.default_rng(seed)
+    picked = set()
+    for has_direction, k in ((True, directed), (False, undirected)):
+        pool = pools[has_direction]
+        if not 0 <= k <= len(pool):
+            raise StereoprobeError(f"{'directed' if has_direction else 'undirected'}={k}: UnQover's gender occupations "
+                             f"hold {len(pool)} such; draw between 0 and {len(pool)}.")
+        picked.update(pool[i] for i in rng.choice(len(pool), size=k, replace=False))
+    if not picked:
+        raise StereoprobeError("directed=0 and undirected=0 draw no occupation; draw at least one.")
+    return tuple(a for a in attrs if a in picked)
+
+
+def cell_fill(spec: DatasetSpec) -> float:
+    """The mean number of keys (paper examples) in a (name, occupation) cell of μ (Eq. 8) that ``spec`` samples: each
+    key adds its C to the cells of its two subjects at its attribute."""
+    from ...unqover.generate import example_keys
+
+    keys = example_keys(spec)
+    cells = pd.concat([keys[["subj1", "attr"]].set_axis(["subject", "attr"], axis=1),
+                       keys[["subj2", "attr"]].set_axis(["subject", "attr"], axis=1)]).astype(str).value_counts()
+    return float(cells.sum() / 2 / len(cells))  # both orders of a key name the same two cells
+
+
+def sample_numbers(spec: DatasetSpec, generated_spec: DatasetSpec) -> dict[str, str]:
+    """The numbers the chapter quotes about its two gender samples: the occupations they are drawn among and how many
+    of those the majority split directs, the names of each gender each is drawn among, and the mean keys per (name,
+    occupation) cell of each sample beside that of a sample of the same size drawn from the whole dataset (same
+    seed)."""
+    from dataclasses import replace
+
+    attrs = list(spec.attributes) if isinstance(spec.attributes, tuple) else []
+    whole = replace(spec, subjects=None, attributes=None)
+    return {"say_sample_occupations": f"{len(attrs)}",
+            "say_sample_directed": f"{directed_occupations(attrs)['directed']}",
+            "say_subjects": f"{spec.subjects or 'all'}",
+            "say_subjects_generated": f"{generated_spec.subjects or 'all'}",
+            "say_cell_keys": f"{cell_fill(spec):.1f}", "say_cell_keys_generated": f"{cell_fill(generated_spec):.1f}",
+            "say_cell_keys_whole": f"{cell_fill(whole):.2f}"}
 
 
 def agreement_table(probability: Mapping[RowKey, pd.DataFrame], frames: Mapping[RowKey, pd.DataFrame], dataset: str,
@@ -446,12 +499,19 @@ def thinking_view(report: Mapping[str, pd.DataFrame]):
                  "delta_abstain_lo", "delta_abstain_hi", "top_gamma_shift"])
 
 
+def _span(counts: pd.Series) -> str:
+    low, high = int(counts.min()), int(counts.max())
+    return f"{low}" if low == high else f"{low} to {high}"
+
+
 def say_numbers(table: pd.DataFrame, agreement: pd.DataFrame, steps: pd.DataFrame) -> dict[str, str]:
     """The numbers the chapter's prose quotes: the passes of the like-with-like rows (``say_passes``), the
     abstention rates of the generated ``letters`` and ``letters-unknown`` answers and the unparsed rate of the latter
     and of ``names-unknown``, the most and fewest cells a ρ of the gender agreement table is over (rows with a ρ),
-    the widest interval, the first soft ρ and the first ρ with the generated rung (with its interval and cells), and from the walk from s_DIS to γ: the most directed keys of a row and how many of the three changes'
-    intervals exclude 0 (of how many)."""
+    the widest interval, the first soft ρ and the first ρ with the generated rung (with its interval and cells), from
+    the walk from s_DIS to γ the most directed keys of a row and how many of the three changes' intervals exclude 0
+    (of how many), and of the rows with a μ over their answered passes (``say_mu_rows``) those whose interval is a
+    point (``say_mu_points``) and those whose interval lies wholly below μ (``say_mu_below``)."""
     answered = table[(table["reading"] == "answered") & (table["shares"] == "argmax")].set_index(["template",
                                                                                                    "rung"])
 
@@ -473,12 +533,17 @@ def say_numbers(table: pd.DataFrame, agreement: pd.DataFrame, steps: pd.DataFram
 
     changes = steps[steps["step"].str.contains(" − ")]
     measured = int(((changes["lo"] > 0) | (changes["hi"] < 0)).sum())
-    return {"say_passes": f"{int(answered['passes'].max()) if len(answered) else 0}",
+    mus = table[(table["reading"] == "answered") & table["mu"].notna()]
+    width = mus["mu_hi"] - mus["mu_lo"]
+    return {"say_mu_rows": f"{len(mus)}", "say_mu_points": f"{int((width <= 1e-12).sum())}",
+            "say_mu_below": f"{int((mus['mu_hi'] < mus['mu']).sum())}",
+            "say_passes": f"{int(answered['passes'].max()) if len(answered) else 0}",
             "say_abstain_forced": rate("letters"), "say_abstain_unknown": rate("letters-unknown"),
             "say_unparsed_unknown": rate("letters-unknown", "unparsed"),
             "say_unparsed_names": rate("names-unknown", "unparsed"),
             "say_cells": f"{int(rated['pairs'].max()) if len(rated) else 0}",
             "say_cells_min": f"{int(rated['pairs'].min()) if len(rated) else 0}",
+            "say_cells_span": _span(rated["pairs"]) if len(rated) else "0",
             "say_rho_probability": rho(rated[rated["shares"] == "soft"]) if "shares" in rated else "n/a",
             "say_rho_generated": rho(rated[(rated["b"] == "generated")]) if "b" in rated else "n/a",
             "say_rho_width": f"{widths.max():.2f}" if len(widths) else "n/a",
