@@ -9,34 +9,35 @@ them:
   that answers one request at a time, does;
 * **hf-batched** — ``model.generate`` on the same left-padded batches of 16 (what stereoprobe ran until 0.9.x: a batch
   runs until its longest reply ends, every row computed at every step);
-* **stereoprobe** — :func:`stereoprobe.causal.generate` as the local backend calls it: longest prompts first, as many
-  per batch as 2,048 padded prompt tokens hold (the CPU's default budget: 25 to 30 of these prompts), the tokens every
-  prompt of a batch begins with (the chat template's preamble, 24 of these 68 to 79) run once, a reply leaving the
-  batch (its cache rows dropped) the step it ends.
+* **stereoprobe** — :func:`stereoprobe.causal.generate` as the local backend calls it: longest prompts first, one
+  cohort of up to 8 × 2,048 padded prompt tokens (all 64 prompts here), the tokens every prompt begins with (the chat
+  template's preamble, 24 of these 68 to 79) run once, the rest of the prompts read in passes of 2,048 tokens (the
+  CPU's default budget: 25 to 30 of these prompts), their caches joined and the whole cohort decoded in one loop, a
+  reply leaving it (its cache rows dropped) the step it ends.
 
 The replies are compared with the baseline's (greedy: equal, up to float noise at near-ties), and the ratios are the
 baseline's wall time over each run's, measured in the same run, alternating (every run, twice; the best of each).
 
-Measured (2026-12-05, an Intel Xeon with AVX-512 and AMX, 2 cores, alone on the machine; 64 prompts, replies 1 to 38
-tokens, median 10.5; best of 2; ``benchmarks/results/generation-2026-12-05.json``):
+Measured (2026-12-06, an Intel Xeon with AVX-512 and AMX, 2 cores, alone on the machine; 64 prompts, replies 1 to 38
+tokens, median 10.5; best of 2; ``benchmarks/results/generation-2026-12-06.json``):
 
     run                                 seconds   ratio   replies as the baseline's
-    one at a time (model.generate)      29.7      1       100 %
-    model.generate, batches of 16       13.4      2.21×   100 %
-    stereoprobe (2,048-token batches)    8.6      3.48×   100 %
+    one at a time (model.generate)      35.8      1       100 %
+    model.generate, batches of 16       14.7      2.43×   100 %
+    stereoprobe (one cohort)             8.2      4.36×   100 %
 
-(3.12× before the shared preamble ran once, 9.4 s.)
-
+The day before, on a Xeon of the same kind that ran the baseline in 29.7 s: 3.48× with the prompts in three batches of
+2,048 tokens each decoded on its own (``generation-2026-12-05.json``), 3.12× before the shared preamble ran once. One
+cohort takes the decoding steps of its longest reply once (40 forward passes in all, against 101 in three batches).
 The same day on an AMD EPYC Zen 3 (AVX2 only, 2 cores), before a finished reply left its batch: 47.1 s one at a time,
-20.5 s in batches of 16 (2.30×); batches of 32 and 64 took as long as 16, as every row was computed until the
-batch's longest reply ended.
+20.5 s in batches of 16 (2.30×).
 
 Short of the 5× issue 52 asked for, and why: on two CPU cores the prompts themselves cost a floor no batching removes.
 Reading the 64 prompts (68 to 79 tokens each) once, with no reply, took 4.8 s in padded batches and 6.4 s one at a time
-(:func:`stereoprobe.causal.first_token_logprobs`, same machine), so even free decoding would give at most 29.5 / 4.8
-≈ 6×; one prompt's decoding step is bound by reading the weights (≈ 30 ms for 540 MB of float32), a batch's step by
-its arithmetic, which the dropped replies cut but do not remove. A GPU, where a step of many rows costs little more
-than a step of one, is where batching pays more (not measured: no GPU was lent this session).
+on the faster Xeon (:func:`stereoprobe.causal.first_token_logprobs`), so even free decoding would give at most
+29.5 / 4.8 ≈ 6×; one prompt's decoding step is bound by reading the weights (≈ 30 ms for 540 MB of float32), a
+cohort's step by its arithmetic, which the dropped replies cut but do not remove. A GPU, where a step of many rows
+costs little more than a step of one, is where batching pays more (not measured: no GPU was lent).
 
     python benchmarks/generation.py                       # 16 paper examples: 64 prompts
     python benchmarks/generation.py --examples 32 --out benchmarks/results
@@ -125,7 +126,7 @@ def main() -> None:
     print(f"{len(texts)} prompts, up to {ANSWER_TOKENS} new tokens each (replies {min(lengths)} to {max(lengths)} "
           f"tokens, median {np.median(lengths):g}; best of 2)")
     for run, label in zip(runs, ("one at a time (model.generate)", "model.generate, batches of 16",
-                                 "stereoprobe (2,048-token batches)")):
+                                 "stereoprobe (one cohort)")):
         print(f"  {label:32s} {best[run]:7.1f} s   {result['ratio'][run]:5.2f}×   same replies {same[run]:.0%}")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

@@ -61,8 +61,7 @@ nationality_templates = ["letters"]
 sample = 200  # gender paper examples on the probability rungs (exact, next token) of probability_templates
 generated_sample = 100  # gender paper examples on the generated rung, and exactly for the other templates
 occupations = [12, 4]  # both gender samples among 16 occupations: 12 the BLS shares direct, 4 they do not (drawn)
-subjects = 3  # the probability rungs' sample among 3 women and 3 men (drawn), the generated rung's among
-generated_subjects = 2  # 2 and 2 (drawn apart): several examples in each (name, occupation) cell of μ
+subjects = [3, 2]  # names of each gender the samples are drawn among: several examples per (name, occupation) cell
 nationality_sample = 30  # nationality paper examples on the probability rungs
 lab_sample = 150  # paper examples of the gender dataset for the lab pair
 think_budget = 32  # tokens the reasoning may take before the answer
@@ -86,10 +85,8 @@ from stereoprobe.unqover.generated import answer_shares
 
 use_book_style()
 options = RunOptions(**run)
-drawn = chapter.draw_occupations(*occupations, seed=seed)
-gender = DatasetSpec("gender", mode=mode, sample=sample, seed=seed, subjects=subjects, attributes=drawn)
-gender_generated = DatasetSpec("gender", mode=mode, sample=generated_sample, seed=seed + 1,
-                               subjects=generated_subjects, attributes=drawn)
+gender, gender_generated = chapter.gender_samples(mode=mode, sample=sample, generated_sample=generated_sample,
+                                                  occupations=occupations, subjects=subjects, seed=seed)
 nationality = DatasetSpec("nationality", mode=mode, sample=nationality_sample, seed=seed)
 lab_gender = DatasetSpec("gender", mode=mode, sample=lab_sample, seed=seed)
 
@@ -123,9 +120,6 @@ lab_gender = DatasetSpec("gender", mode=mode, sample=lab_sample, seed=seed)
 
 # %%
 show_method(answer_shares)
-
-# %% tags=["remove-cell"]
-glue_all(chapter.sample_numbers(gender, gender_generated))
 
 # %%
 probability, frames = chapter.chapter_frames(chat_models, gender, gender_generated, templates, probability_templates,
@@ -170,7 +164,7 @@ chapter.agreement_view(chapter.rung_agreement(nationality_frames, "nationality",
 
 # %% tags=["remove-cell"]
 steps = chapter.bbq_steps(frames, n_boot=n_boot, seed=seed)
-glue_all(chapter.say_numbers(table, agreement, steps))
+glue_all({**chapter.say_numbers(table, agreement, steps), **chapter.sample_numbers(gender, gender_generated)})
 
 # %% [markdown]
 # The gender correlations with a ρ are over {glue:text}`say_cells_span` occupations, the widest interval

@@ -99,6 +99,9 @@ def test_local_generation_is_transformers_greedy_generation(tmp_path):
         theirs.append(tok.decode(new[0, ids["input_ids"].shape[1]:], skip_special_tokens=True))
     ours = generate(scorer.model, tok, prompts, max_new_tokens=48)
     assert ours == theirs
+    # one cohort whose prompts are read in passes of two or three rows, their caches joined, then decoded together
+    longest = max(len(tok(p, add_special_tokens=False)["input_ids"]) for p in prompts)
+    assert generate(scorer.model, tok, prompts, max_new_tokens=48, batch_tokens=2 * longest) == theirs
     assert len({len(t) for t in ours}) > 1  # replies of several lengths: some left the batch before others
 
 
@@ -111,7 +114,8 @@ def test_sampled_replies_do_not_depend_on_the_batch(tmp_path):
     kw = dict(max_new_tokens=12, samples=3, temperature=3.0, seed=7)  # hot: the lab model is sure of its letter
     together = generate(scorer.model, scorer.tokenizer, prompts, **kw)
     apart = generate(scorer.model, scorer.tokenizer, prompts[::-1], batch_size=2, **kw)[::-1]
-    assert together == apart
+    passes = generate(scorer.model, scorer.tokenizer, prompts, batch_tokens=150, **kw)  # rows read a few at a time
+    assert together == apart == passes
     assert generate(scorer.model, scorer.tokenizer, prompts, **{**kw, "seed": 8}) != together
     assert any(len(set(s)) > 1 for s in together)  # the samples of a prompt differ
 

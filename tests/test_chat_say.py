@@ -130,6 +130,7 @@ def test_templates_base_models_and_the_numbers_the_prose_quotes():
                           "rung": ["generated", "generated", "generated", "exact"], "shares": "argmax",
                           "passes": [24, 24, 24, 24], "abstain": [0.25, 0.25, 0.5, np.nan]})
     table["unparsed"] = [0.125, 0.125, np.nan, np.nan]
+    table["mu"], table["mu_lo"], table["mu_hi"] = [0.2, 0.2, np.nan, 0.1], [0.1, 0.1, np.nan, 0.1], [0.15, 0.3, np.nan, 0.1]
     agreement = pd.DataFrame({"pairs": [5, 7], "ci_low": [-0.9, 0.1], "ci_high": [0.8, 1.0], "spearman": [0.1, 0.6],
                               "shares": ["soft", "argmax"], "b": ["next-token", "generated"]})
     steps = pd.DataFrame({"step": ["s_dis", "gamma_argmax_keys − s_dis", "gamma_soft_keys − gamma_argmax_keys"],
@@ -139,7 +140,8 @@ def test_templates_base_models_and_the_numbers_the_prose_quotes():
         "say_unparsed_names": "n/a", "say_cells": "7", "say_cells_min": "5",
         "say_rho_probability": "0.10 [-0.90, 0.80] over 5 occupations",
         "say_rho_generated": "0.60 [0.10, 1.00] over 7 occupations", "say_rho_width": "1.70",
-        "say_directed_keys": "40", "say_changes_measured": "1", "say_changes": "2"}
+        "say_directed_keys": "40", "say_changes_measured": "1", "say_changes": "2", "say_cells_span": "5 to 7",
+        "say_mu_rows": "2", "say_mu_points": "1", "say_mu_below": "1"}
     assert view.say_numbers(table.iloc[:1], agreement.iloc[:0], steps)["say_abstain_unknown"] == "n/a"
 
 

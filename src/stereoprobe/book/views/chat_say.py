@@ -198,6 +198,19 @@ def draw_occupations(directed: int, undirected: int, *, seed: int) -> tuple[str,
     return tuple(a for a in attrs if a in picked)
 
 
+def gender_samples(*, mode: str, sample: int, generated_sample: int, occupations: Sequence[int],
+                   subjects: Sequence[int], seed: int) -> tuple[DatasetSpec, DatasetSpec]:
+    """The chapter's two gender samples: ``sample`` paper examples for the probability rungs (``seed``) and
+    ``generated_sample`` for the generated rung (``seed + 1``), both among the occupations :func:`draw_occupations`
+    draws (``occupations``: how many with a direction and without one), each among its own ``subjects`` names of
+    each gender (a pair: the first sample's, the second's)."""
+    drawn = draw_occupations(*occupations, seed=seed)
+    first, second = subjects
+    return (DatasetSpec("gender", mode=mode, sample=sample, seed=seed, subjects=first, attributes=drawn),
+            DatasetSpec("gender", mode=mode, sample=generated_sample, seed=seed + 1, subjects=second,
+                        attributes=drawn))
+
+
 def cell_fill(spec: DatasetSpec) -> float:
     """The mean number of keys (paper examples) in a (name, occupation) cell of μ (Eq. 8) that ``spec`` samples: each
     key adds its C to the cells of its two subjects at its attribute."""
@@ -552,7 +565,8 @@ def say_numbers(table: pd.DataFrame, agreement: pd.DataFrame, steps: pd.DataFram
 
 
 __all__ = ["RUNGS", "SHARES", "rung_of", "rung_frames", "long", "cell_gammas", "rank_correlation", "rung_agreement",
-           "base_model", "templates_of", "say_frames", "chapter_frames", "agreement_table", "female_gammas", "stereotype_gamma", "bbq_steps",
+           "base_model", "templates_of", "say_frames", "chapter_frames", "draw_occupations", "gender_samples", "cell_fill",
+           "sample_numbers", "agreement_table", "female_gammas", "stereotype_gamma", "bbq_steps",
            "plot_bbq_steps", "step_differences", "bbq_splits", "split_numbers", "plot_mu_by_rung", "plot_abstention",
            "parse_counts", "parse_numbers", "thinking_report", "rows_view", "agreement_view", "parse_view", "differences_view", "splits_view",
            "thinking_rows_view", "thinking_view", "say_numbers"]
