@@ -502,9 +502,10 @@ def generate(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: int, b
     its longest reply. The prompts of a cohort are read in passes the size a scoring pass has (on a CPU a small pass
     is fastest, :data:`stereoprobe.batching.DEFAULT_BATCH_TOKENS`), their caches joined, and the cohort decoded in
     one loop: a decoding step costs about as much for a few rows as for many until the arithmetic dominates, so one
-    cohort takes the steps of its longest reply once, not once per pass. Greedy replies equal one-prompt-at-a-time ones up to float noise at near-ties (a test). Each
-    sampled reply draws from its own generator, seeded by ``seed``, the sample's number and the prompt's text, so a
-    prompt's samples are the same whatever batch, order or company it is generated in."""
+    cohort takes the steps of its longest reply once, not once per pass. Greedy replies equal one-prompt-at-a-time
+    ones up to float noise at near-ties (a test). Each sampled reply draws from its own generator, seeded by ``seed``,
+    the sample's number and the prompt's text, so a prompt's samples are the same whatever batch, order or company it
+    is generated in."""
     import hashlib
 
     import torch

@@ -286,7 +286,7 @@ def _selected(spec: DatasetSpec, plan: _Plan) -> np.ndarray:
     allowed = None
     frame = f"{spec.dataset} has"
     if spec.narrowed:
-        allowed = np.outer(_drawn_pairs(spec, plan, rng), _drawn_combos(spec, plan, rng)).ravel()
+        allowed = np.outer(_drawn_pairs(spec, rng), _drawn_combos(spec, plan, rng)).ravel()
         n_attrs = len(spec.attributes) if isinstance(spec.attributes, tuple) else spec.attributes or "all"
         frame = f"the {spec.subjects or 'all'} subjects and {n_attrs} attributes drawn hold"
     n = n_units if allowed is None else int(allowed.sum())
@@ -305,7 +305,7 @@ def _selected(spec: DatasetSpec, plan: _Plan) -> np.ndarray:
     return mask
 
 
-def _drawn_pairs(spec: DatasetSpec, plan: _Plan, rng) -> np.ndarray:
+def _drawn_pairs(spec: DatasetSpec, rng) -> np.ndarray:
     """Over the unordered pairs: both subjects among the ``spec.subjects`` drawn from each list (all: every pair)."""
     lists = subjects_of(spec)
     picked = []
