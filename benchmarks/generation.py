@@ -77,6 +77,19 @@ def prompts(n_examples: int) -> tuple[list[str], object, object, list]:
     return backend._render(chats, None), scorer.model, scorer.tokenizer, chats
 
 
+ROUNDS = 3  # every run this many times, alternating; the best of each
+
+
+def commit() -> str:
+    """The source tree's commit (``-dirty`` with uncommitted changes), so a result names the code it measured."""
+    import subprocess
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=Path(__file__).parent.parent).stdout.strip()
+
+    return (git("rev-parse", "--short", "HEAD") or "unknown") + ("-dirty" if git("status", "--porcelain", "src") else "")
+
+
 def hf_generate(model, tok, texts: list[str], batch_size: int) -> list[str]:
     """Greedy replies through transformers' ``model.generate`` on the same left-padded batches, longest first."""
     from stereoprobe.causal import _left_padded
@@ -105,7 +118,7 @@ def main() -> None:
     runs = ("baseline", "hf-batched", "stereoprobe")
     timings: dict[str, list[float]] = {run: [] for run in runs}
     replies: dict[str, list[str]] = {}
-    for _ in range(2):
+    for _ in range(ROUNDS):
         for run in runs:
             t0 = time.perf_counter()
             if run == "stereoprobe":
@@ -122,15 +135,15 @@ def main() -> None:
               "reply_tokens": {"min": min(lengths), "median": float(np.median(lengths)), "max": max(lengths)},
               "machine": {"processor": platform.processor() or platform.machine(), "cores": os.cpu_count()},
               "versions": {"torch": torch.__version__, "transformers": transformers.__version__},
-              "date": time.strftime("%Y-%m-%d")}
+              "commit": commit(), "date": time.strftime("%Y-%m-%d")}
     print(f"{len(texts)} prompts, up to {ANSWER_TOKENS} new tokens each (replies {min(lengths)} to {max(lengths)} "
-          f"tokens, median {np.median(lengths):g}; best of 2)")
+          f"tokens, median {np.median(lengths):g}; best of {ROUNDS})")
     for run, label in zip(runs, ("one at a time (model.generate)", "model.generate, batches of 16",
                                  "stereoprobe (one cohort)")):
         print(f"  {label:32s} {best[run]:7.1f} s   {result['ratio'][run]:5.2f}×   same replies {same[run]:.0%}")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / f"generation-{result['date']}.json").write_text(json.dumps(result, indent=2) + "\n")
+        (args.out / f"generation-{result['date']}-{result['commit']}.json").write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":

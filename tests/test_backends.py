@@ -85,7 +85,7 @@ def test_local_generation_is_transformers_greedy_generation(tmp_path):
     transformers' own ``model.generate`` writes, one prompt at a time, greedy."""
     import torch
 
-    from stereoprobe.causal import generate, scorer_for
+    from stereoprobe.causal import _prefix_groups, generate, scorer_for
 
     prompts, _ = _lab_prompts(tmp_path, template("letters", "unqover-choice"), thinking=True)  # thoughts of 3 lengths
     scorer = scorer_for(MODEL, device="cpu", smoke=True)
@@ -103,6 +103,45 @@ def test_local_generation_is_transformers_greedy_generation(tmp_path):
     longest = max(len(tok(p, add_special_tokens=False)["input_ids"]) for p in prompts)
     assert generate(scorer.model, tok, prompts, max_new_tokens=48, batch_tokens=2 * longest) == theirs
     assert len({len(t) for t in ours}) > 1  # replies of several lengths: some left the batch before others
+    rows = [tok(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    assert len(_prefix_groups(rows)[1]) >= len(prompts) // 4  # an example's context read once for its questions
+
+
+def test_generation_with_sliding_window_layers_is_the_same(tmp_path):
+    """A model whose cache layers keep a sliding window (Mistral's) is read without the prompt groups and the
+    in-place cache, its layers joined as transformers' own; with the window wider than the prompts it is the lab
+    model itself, so it writes the same replies."""
+    from transformers import DynamicCache, MistralConfig, MistralForCausalLM
+
+    from stereoprobe.causal import generate, scorer_for
+
+    prompts, _ = _lab_prompts(tmp_path, template("letters", "unqover-choice"), thinking=True)
+    scorer = scorer_for(MODEL, device="cpu", smoke=True)
+    c = scorer.model.config
+    twin = MistralForCausalLM(MistralConfig(
+        sliding_window=4096, **{k: getattr(c, k) for k in (
+            "vocab_size", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads",
+            "num_key_value_heads", "head_dim", "max_position_embeddings", "rms_norm_eps", "rope_parameters",
+            "tie_word_embeddings", "hidden_act", "pad_token_id", "bos_token_id", "eos_token_id")})).eval()
+    twin.load_state_dict(scorer.model.state_dict())
+    assert {type(layer).__name__ for layer in DynamicCache(config=twin.config).layers} == {"DynamicSlidingWindowLayer"}
+    longest = max(len(scorer.tokenizer(p, add_special_tokens=False)["input_ids"]) for p in prompts)
+    for kw in ({}, {"batch_tokens": 2 * longest}):
+        assert (generate(twin, scorer.tokenizer, prompts, max_new_tokens=48, **kw)
+                == generate(scorer.model, scorer.tokenizer, prompts, max_new_tokens=48, **kw))
+
+
+def test_prefix_groups_share_what_rows_begin_with():
+    from stereoprobe.causal import GROUP_TOKENS, _prefix_groups
+
+    context = list(range(100, 100 + GROUP_TOKENS + 1))
+    rows = [[1, 2, 3] + context + [5], [1, 2, 3, 4, 5], [1, 2, 3] + context + [6, 7], [1, 2, 3] + context[:-2] + [8]]
+    # the last row shares one token too few with the first two to join them
+    assert _prefix_groups(rows) == (3, [([0, 2], GROUP_TOKENS + 1)])
+    assert _prefix_groups([[1, 2, 3]] * 3) == (2, [])  # identical rows: all but the last token are shared
+    assert _prefix_groups([[9] + r for r in [[1, 2, 3]] * 3])[0] == 3
+    same = [[7] * 12] * 2 + [[8] * 12]  # a group keeps each row's last token
+    assert _prefix_groups(same) == (0, [([0, 1], 11)])
 
 
 def test_sampled_replies_do_not_depend_on_the_batch(tmp_path):

@@ -55,6 +55,7 @@ Helpers a prompt-building layer needs: :func:`has_chat_template`, :func:`chat_pr
 
 from __future__ import annotations
 
+import functools
 import warnings
 import weakref
 from dataclasses import dataclass
@@ -497,12 +498,15 @@ def generate(model, tokenizer, prompts: Sequence[str], *, max_new_tokens: int, b
     ``samples`` sampled continuations per prompt at ``temperature`` (default 1.0; no top-k or top-p) (a list of
     lists). The local counterpart of a server's chat completion (:class:`stereoprobe.backends.Local`).
 
-    One decoding loop over a key-value cache, as ``model.generate`` runs it, except that a sequence leaves the batch
-    (its rows of the cache dropped) the step it ends: a batch costs the tokens its replies hold, not its size times
-    its longest reply. The prompts of a cohort are read in passes the size a scoring pass has (on a CPU a small pass
-    is fastest, :data:`stereoprobe.batching.DEFAULT_BATCH_TOKENS`), their caches joined, and the cohort decoded in
-    one loop: a decoding step costs about as much for a few rows as for many until the arithmetic dominates, so one
-    cohort takes the steps of its longest reply once, not once per pass. Greedy replies equal one-prompt-at-a-time
+    One decoding loop over a key-value cache, as ``model.generate`` runs it, except that finished replies leave the
+    batch (their rows of the cache dropped once they are :data:`DROP_SHARE` of it): a batch costs about the tokens
+    its replies hold, not its size times its longest reply. Tokens that prompts share are read once (the chat
+    template's preamble; an example's context before its two questions: :func:`_prefill`), the rest of a cohort's
+    prompts in passes the size a scoring pass has (on a CPU a small pass is fastest,
+    :data:`stereoprobe.batching.DEFAULT_BATCH_TOKENS`), their caches joined into one with room for the replies
+    (written in place, :func:`_roomy_layer`), and the cohort decoded in one loop: a decoding step costs about as much
+    for a few rows as for many until the arithmetic dominates, so one cohort takes the steps of its longest reply
+    once, not once per pass. Greedy replies equal one-prompt-at-a-time
     ones up to float noise at near-ties (a test). Each sampled reply draws from its own generator, seeded by ``seed``,
     the sample's number and the prompt's text, so a prompt's samples are the same whatever batch, order or company it
     is generated in."""
@@ -544,34 +548,44 @@ def _decode_batch(model, input_ids, mask, max_new_tokens: int, eos: int | None, 
                   generators: list | None, pass_tokens: int | None = None) -> list[list[int]]:
     """The new tokens of every row of one left-padded batch (eos included where it came): greedy where
     ``generators`` is None, else sampled at ``temperature`` (the Gumbel-max draw over the row's own generator: the
-    same distribution as softmax sampling). A row that writes ``eos`` leaves the batch at once. The prompts are read
-    by :func:`_prefill` (in passes of at most ``pass_tokens`` tokens; None: one pass)."""
+    same distribution as softmax sampling). The prompts are read by :func:`_prefill` (in passes of at most
+    ``pass_tokens`` tokens; None: one pass) into a cache with room for the replies. A row that writes ``eos`` is
+    done: nothing after it is kept, and the done rows leave the batch (their cache rows dropped, which copies the
+    whole cache) once they are :data:`DROP_SHARE` of it."""
     import torch
 
     tokens: list[list[int]] = [[] for _ in range(input_ids.shape[0])]
-    live = list(range(input_ids.shape[0]))
     with torch.no_grad():
-        cache, logits, mask = _prefill(model, input_ids, mask, pass_tokens)
+        cache, logits, mask, live = _prefill(model, input_ids, mask, pass_tokens, max_new_tokens)
+        done = torch.zeros(len(live), dtype=torch.bool, device=logits.device)
         for step in range(max_new_tokens):
             if generators is None:
                 chosen = logits.argmax(-1)
-            else:
-                noise = torch.stack([torch.rand(logits.shape[1], generator=generators[r], device=logits.device)
-                                     for r in live])
+            else:  # a done row draws nothing from its generator
+                noise = torch.stack([logits.new_full((logits.shape[1],), 0.5) if d else
+                                     torch.rand(logits.shape[1], generator=generators[r], device=logits.device)
+                                     for r, d in zip(live, done.tolist())])
                 chosen = (logits / temperature - torch.log(-torch.log(noise.clamp_min(1e-20)))).argmax(-1)
-            for r, t in zip(live, chosen.tolist()):
-                tokens[r].append(t)
-            keep = chosen != eos if eos is not None else torch.ones_like(chosen, dtype=torch.bool)
-            if step == max_new_tokens - 1 or not keep.any():
+            for r, t, d in zip(live, chosen.tolist(), done.tolist()):
+                if not d:
+                    tokens[r].append(t)
+            if eos is not None:
+                done |= chosen == eos
+            if step == max_new_tokens - 1 or done.all():
                 break
-            if not keep.all():
-                idx = keep.nonzero().squeeze(1)
+            if done.sum() >= DROP_SHARE * len(live):
+                idx = (~done).nonzero().squeeze(1)
                 cache.batch_select_indices(idx)
-                live, mask, chosen = [live[i] for i in idx.tolist()], mask[idx], chosen[idx]
+                live, mask, chosen, done = [live[i] for i in idx.tolist()], mask[idx], chosen[idx], done[idx]
             mask = torch.cat([mask, mask.new_ones(mask.shape[0], 1)], dim=1)
             logits = model(input_ids=chosen[:, None], attention_mask=mask, position_ids=mask.sum(-1, keepdim=True) - 1,
                            past_key_values=cache, use_cache=True, logits_to_keep=1).logits[:, -1].float()
     return tokens
+
+
+#: The done rows of a decoding batch leave it (:func:`_decode_batch`) once they are this share of its rows: dropping
+#: copies the whole cache, while a done row that stays costs one row of each step's arithmetic.
+DROP_SHARE = 0.125
 
 
 #: A generation cohort holds up to this many scoring passes' worth of padded prompt tokens (:func:`generate`): its
@@ -580,61 +594,172 @@ def _decode_batch(model, input_ids, mask, max_new_tokens: int, eos: int | None, 
 COHORT_PASSES = 8
 
 
-def _prefill(model, input_ids, mask, pass_tokens: int | None):
-    """Read the prompts of a left-padded batch into a new key-value cache: (the cache, the logits of every row's
-    next token, the mask of the whole). The tokens every row begins with (a chat template's preamble) run once
-    (:func:`_shared_start`); the rest of each prompt, left-padded after them, in passes of as many rows as
-    ``pass_tokens`` hold (None: one pass), each from a copy of the preamble's cache, the passes' caches then joined
-    row by row."""
+def _prefill(model, input_ids, mask, pass_tokens: int | None, room: int = 0):
+    """Read the prompts of a left-padded batch into a new key-value cache with room for ``room`` more tokens a row
+    (:func:`_roomy_layer`): (the cache, the logits of every row's next token, the mask of the whole, the batch's row
+    each row of these is). Tokens that rows share run once (:func:`_prefix_groups`): those every row begins with
+    (a chat template's preamble), then those each group of rows begins with after them (an example's context, asked
+    two questions), all groups' in one pass from copies of the preamble's cache; the rest of each prompt, longest
+    first, in passes of as many rows as ``pass_tokens`` hold (None: one pass), each from its rows' groups' caches;
+    the passes' caches then joined row by row. Not the scorer's prefix tree (:class:`CausalScorer`): decoding needs
+    each prompt's cache as one row, and a packed row's 4-D mask makes every token attend over the whole row, where
+    here a row holds its prompt and a few masked slots. A model with sliding-window layers is read with the preamble
+    shared only, and its layers joined as transformers joins them."""
     import copy
 
     import torch
     from transformers import DynamicCache
 
-    start = DynamicCache(config=model.config)
-    rest, mask = _shared_start(model, start, input_ids, mask)
-    shared = mask.shape[1] - rest.shape[1]
-    positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, -rest.shape[1]:]
-    n = rest.shape[0]
-    per = n if pass_tokens is None else max(1, min(n, pass_tokens // max(rest.shape[1], 1)))
-    caches, logits = [], []
-    for lo in range(0, n, per):
-        part = copy.deepcopy(start) if lo + per < n else start
-        if shared:
-            part.batch_repeat_interleave(min(per, n - lo))
-        sl = slice(lo, lo + per)
-        logits.append(model(input_ids=rest[sl], attention_mask=mask[sl], position_ids=positions[sl],
+    from .batching import token_budget_batches
+
+    device, n = input_ids.device, input_ids.shape[0]
+    rows = [input_ids[i, s:].tolist() for i, s in enumerate((mask.shape[1] - mask.sum(-1)).tolist())]
+    base, roomy = DynamicCache(config=model.config), _roomy_layer()
+    plain = all(type(layer) is roomy.__base__ for layer in base.layers)  # else (sliding windows) one level
+    shared, groups = _prefix_groups(rows)
+    groups = groups if plain else []
+    if shared:
+        model(input_ids=torch.tensor([rows[0][:shared]], device=device), past_key_values=base, use_cache=True,
+              logits_to_keep=1)
+    width = max((g for _, g in groups), default=0)
+    own, group_of = [0] * n, [len(groups)] * n  # the last group: none (its tokens masked)
+    for j, (members, g) in enumerate(groups):
+        for r in members:
+            own[r], group_of[r] = g, j
+    seg_mask = torch.tensor([[0] * (width - g) + [1] * g for _, g in groups] + [[0] * width], device=device)
+    heads = _group_heads(model, base, rows, shared, groups, seg_mask) if groups else None
+    rest = [r[shared + own[i]:] for i, r in enumerate(rows)]
+    lengths = [len(r) for r in rest]
+    tail = max(lengths)
+    order, caches, logits, masks = [], [], [], []
+    for batch in token_budget_batches(lengths, pass_tokens or n * tail):
+        batch = batch.tolist()
+        w = max(lengths[i] for i in batch) if plain else tail  # joined below with the gap masked
+        part = DynamicCache(config=model.config)
+        if heads:
+            at = torch.tensor([group_of[i] for i in batch], device=device)
+            for i, (k, v) in enumerate(heads):
+                part.update(k[at], v[at], i)
+        elif shared:
+            part = copy.deepcopy(base)
+            part.batch_repeat_interleave(len(batch))
+        ids = torch.tensor([[0] * (w - lengths[i]) + rest[i] for i in batch], device=device)
+        m = torch.cat([seg_mask.new_ones(len(batch), shared), seg_mask[[group_of[i] for i in batch]],
+                       torch.tensor([[0] * (w - lengths[i]) + [1] * lengths[i] for i in batch], device=device)], 1)
+        logits.append(model(input_ids=ids, attention_mask=m, position_ids=(m.cumsum(-1) - 1).clamp(min=0)[:, -w:],
                             past_key_values=part, use_cache=True, logits_to_keep=1).logits[:, -1].float())
-        caches.append(part)
-    if len(caches) == 1:
-        return caches[0], logits[0], mask
-    cache = DynamicCache(config=model.config)
-    for i, layers in enumerate(zip(*(c.layers for c in caches))):
-        cache.update(torch.cat([layer.keys for layer in layers]), torch.cat([layer.values for layer in layers]), i)
-    return cache, torch.cat(logits), mask
+        gap = tail - w  # masked slots that line this pass's rows up with the longest
+        masks.append(torch.cat([m[:, :m.shape[1] - w], m.new_zeros(len(batch), gap), m[:, m.shape[1] - w:]], 1))
+        caches.append((part, gap))
+        order += batch
+    cache, cut = DynamicCache(config=model.config), shared + width
+
+    def lined(x, gap):
+        return x if not gap else torch.cat([x[:, :, :cut], x.new_zeros(*x.shape[:2], gap, x.shape[-1]),
+                                            x[:, :, cut:]], -2)
+
+    for i in range(len(cache.layers)):
+        keys = torch.cat([lined(c.layers[i].keys, gap) for c, gap in caches])
+        values = torch.cat([lined(c.layers[i].values, gap) for c, gap in caches])
+        if plain:
+            cache.layers[i] = roomy(keys, values, room)
+        else:
+            cache.update(keys, values, i)
+    return cache, torch.cat(logits), torch.cat(masks), order
 
 
-def _shared_start(model, cache, input_ids, mask):
-    """Run the tokens that every row of a left-padded batch begins with (all but each row's last) once into
-    ``cache`` (one row): (the rest of each row, left-padded, and the mask of the whole), what the first forward pass
-    then reads, from copies of ``cache``, one per row. With no shared tokens, the batch as it came."""
-    import os
+def _group_heads(model, base, rows: list[list[int]], shared: int, groups: list, seg_mask) -> list:
+    """Each group's own shared tokens (:func:`_prefix_groups`) read once, left-padded as ``seg_mask`` says, all in
+    one pass from copies of ``base`` (the cache of the ``shared`` tokens every row begins with): per layer, (keys,
+    values) of each group, then of a row in no group (the shared tokens', then masked slots)."""
+    import copy
 
     import torch
 
-    starts = (mask.shape[1] - mask.sum(-1)).tolist()
-    rows = [input_ids[i, s:].tolist() for i, s in enumerate(starts)]
+    device, width = seg_mask.device, seg_mask.shape[1]
+    head = copy.deepcopy(base)
+    if shared:
+        head.batch_repeat_interleave(len(groups))
+    ids = torch.tensor([[0] * (width - g) + rows[m[0]][shared:shared + g] for m, g in groups], device=device)
+    mask = torch.cat([seg_mask.new_ones(len(groups), shared), seg_mask[:-1]], dim=1)
+    model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0)[:, shared:],
+          past_key_values=head, use_cache=True, logits_to_keep=1)
+    heads = []
+    for lb, lh in zip(base.layers, head.layers):
+        blank = [x.new_zeros(1, x.shape[1], width, x.shape[-1]) for x in (lh.keys, lh.values)]
+        if shared:
+            blank = [torch.cat([x, z], -2) for x, z in zip((lb.keys, lb.values), blank)]
+        heads.append((torch.cat([lh.keys, blank[0]]), torch.cat([lh.values, blank[1]])))
+    return heads
+
+
+#: Rows that begin with at least this many more of the same tokens than every row does share them (:func:`_prefill`,
+#: :func:`_prefix_groups`); fewer are not worth the masked slots a group's tokens add to the other rows.
+GROUP_TOKENS = 8
+
+
+def _prefix_groups(rows: list[list[int]]) -> tuple[int, list[tuple[list[int], int]]]:
+    """The tokens every one of ``rows`` (token ids) begins with, as a count, at most all but the shortest's last;
+    and the groups of rows that begin with at least :data:`GROUP_TOKENS` more of the same tokens after them:
+    (the rows, how many more), each row keeping at least its last token. Runs of neighbours in the rows' sorted
+    order, so a row belongs to one group at most."""
+    import os
+
     shared = min(len(os.path.commonprefix(rows)), min(map(len, rows)) - 1)
-    if shared < 1:
-        return input_ids, mask
-    model(input_ids=input_ids[:1, starts[0]:starts[0] + shared], past_key_values=cache, use_cache=True,
-          logits_to_keep=1)
-    width = max(len(r) for r in rows) - shared
-    rest = torch.tensor([[0] * (width - len(r) + shared) + r[shared:] for r in rows],  # 0: masked padding
-                        device=input_ids.device)
-    tail = torch.tensor([[0] * (width - len(r) + shared) + [1] * (len(r) - shared) for r in rows], device=mask.device,
-                        dtype=mask.dtype)
-    return rest, torch.cat([mask.new_ones(len(rows), shared), tail], dim=1)
+    tails = [r[shared:] for r in rows]
+    order = sorted(range(len(rows)), key=tails.__getitem__)
+    groups, run, common = [], [order[0]], len(tails[order[0]])
+    for a, b in zip(order, order[1:] + [None]):
+        same = 0 if b is None else len(os.path.commonprefix([tails[a], tails[b]]))
+        if same >= GROUP_TOKENS:
+            run.append(b)
+            common = min(common, same)
+            continue
+        g = min([common] + [len(tails[r]) - 1 for r in run])
+        if len(run) > 1 and g >= GROUP_TOKENS:
+            groups.append((sorted(run), g))
+        if b is not None:
+            run, common = [b], len(tails[b])
+    return shared, groups
+
+
+@functools.cache
+def _roomy_layer():
+    """A transformers ``DynamicLayer`` whose keys and values are views of buffers with room for more tokens: a
+    decoding step writes its token in place where ``DynamicLayer`` concatenates (a copy of the whole cache, each
+    step, each layer: a third of a 64-row SmolLM2 step on 2 CPU cores). Built from a batch's keys and values
+    (:func:`_prefill`); without room left it grows. Dropping rows copies the buffers."""
+    from transformers.cache_utils import DynamicLayer
+
+    class RoomyLayer(DynamicLayer):
+        def __init__(self, keys, values, room: int):
+            super().__init__()
+            self.dtype, self.device, self.is_initialized = keys.dtype, keys.device, True
+            self._fill(keys, values, room)
+
+        def _fill(self, keys, values, room: int) -> None:
+            b, h, n, d = keys.shape
+            self._k, self._v = keys.new_empty(b, h, n + room, d), values.new_empty(b, h, n + room, values.shape[-1])
+            self._k[:, :, :n], self._v[:, :, :n] = keys, values
+            self.keys, self.values = self._k[:, :, :n], self._v[:, :, :n]
+
+        def update(self, key_states, value_states, *args, **kwargs):
+            n, m = self.keys.shape[-2], key_states.shape[-2]
+            if n + m > self._k.shape[-2]:
+                self._fill(self.keys, self.values, max(m, n))
+            self._k[:, :, n:n + m], self._v[:, :, n:n + m] = key_states, value_states
+            self.keys, self.values = self._k[:, :, :n + m], self._v[:, :, :n + m]
+            return self.keys, self.values
+
+        def batch_repeat_interleave(self, repeats: int) -> None:
+            self._k, self._v = self._k.repeat_interleave(repeats, 0), self._v.repeat_interleave(repeats, 0)
+            self.keys, self.values = self._k[:, :, :self.keys.shape[-2]], self._v[:, :, :self.keys.shape[-2]]
+
+        def batch_select_indices(self, indices) -> None:
+            self._k, self._v = self._k[indices], self._v[indices]
+            self.keys, self.values = self._k[:, :, :self.keys.shape[-2]], self._v[:, :, :self.keys.shape[-2]]
+
+    return RoomyLayer
 
 
 def first_token_logprobs(model, tokenizer, prompts: Sequence[str], *, batch_size: int | None = None,
