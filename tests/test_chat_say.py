@@ -137,7 +137,7 @@ def test_templates_base_models_and_the_numbers_the_prose_quotes():
                           "value": [0.1, 0.0, 0.2], "lo": [0.0, 0.0, 0.1], "hi": [0.2, 0.0, 0.3], "over": [40, 0, 0]})
     assert view.say_numbers(table, agreement, steps) == {
         "say_passes": "24", "say_abstain_forced": "0.25", "say_abstain_unknown": "0.50", "say_unparsed_unknown": "n/a",
-        "say_unparsed_names": "n/a", "say_cells": "7", "say_cells_min": "5",
+        "say_unparsed_names": "n/a",
         "say_rho_probability": "0.10 [-0.90, 0.80] over 5 occupations",
         "say_rho_generated": "0.60 [0.10, 1.00] over 7 occupations", "say_rho_width": "1.70",
         "say_directed_keys": "40", "say_changes_measured": "1", "say_changes": "2", "say_cells_span": "5 to 7",

@@ -554,8 +554,6 @@ def say_numbers(table: pd.DataFrame, agreement: pd.DataFrame, steps: pd.DataFram
             "say_abstain_forced": rate("letters"), "say_abstain_unknown": rate("letters-unknown"),
             "say_unparsed_unknown": rate("letters-unknown", "unparsed"),
             "say_unparsed_names": rate("names-unknown", "unparsed"),
-            "say_cells": f"{int(rated['pairs'].max()) if len(rated) else 0}",
-            "say_cells_min": f"{int(rated['pairs'].min()) if len(rated) else 0}",
             "say_cells_span": _span(rated["pairs"]) if len(rated) else "0",
             "say_rho_probability": rho(rated[rated["shares"] == "soft"]) if "shares" in rated else "n/a",
             "say_rho_generated": rho(rated[(rated["b"] == "generated")]) if "b" in rated else "n/a",
