@@ -10,34 +10,40 @@ them:
 * **hf-batched** — ``model.generate`` on the same left-padded batches of 16 (what stereoprobe ran until 0.9.x: a batch
   runs until its longest reply ends, every row computed at every step);
 * **stereoprobe** — :func:`stereoprobe.causal.generate` as the local backend calls it: longest prompts first, one
-  cohort of up to 8 × 2,048 padded prompt tokens (all 64 prompts here), the tokens every prompt begins with (the chat
-  template's preamble, 24 of these 68 to 79) run once, the rest of the prompts read in passes of 2,048 tokens (the
-  CPU's default budget: 25 to 30 of these prompts), their caches joined and the whole cohort decoded in one loop, a
-  reply leaving it (its cache rows dropped) the step it ends.
+  cohort of up to 8 × 2,048 padded prompt tokens (all 64 prompts here); the tokens every prompt begins with (the chat
+  template's preamble, 24 of these 68 to 79) run once, and so do the tokens a group of prompts begins with after
+  them (here 32 pairs, a question and its negation sharing their example's context: 11 to 19 tokens each, 484 of the
+  3,180 tokens after the preamble); the rest of the prompts read in passes of 2,048 tokens (the CPU's default
+  budget), their caches joined into one with room for the replies (a step writes its token in place) and the whole
+  cohort decoded in one loop, finished replies leaving it (their cache rows dropped) once they are an eighth of it.
 
 The replies are compared with the baseline's (greedy: equal, up to float noise at near-ties), and the ratios are the
-baseline's wall time over each run's, measured in the same run, alternating (every run, twice; the best of each).
+baseline's wall time over each run's, measured in the same run, alternating (every run three times; the best of each).
 
-Measured (2026-12-06, an Intel Xeon with AVX-512 and AMX, 2 cores, alone on the machine; 64 prompts, replies 1 to 38
-tokens, median 10.5; best of 2; ``benchmarks/results/generation-2026-12-06.json``):
+Measured (2026-12-06, commit 16d8dbe from a fresh clone, an Intel Xeon with AVX-512 and AMX, 2 cores, alone on the
+machine; 64 prompts, replies 1 to 38 tokens, median 10.5; best of 3;
+``benchmarks/results/generation-2026-12-06-16d8dbe.json``):
 
     run                                 seconds   ratio   replies as the baseline's
-    one at a time (model.generate)      35.8      1       100 %
-    model.generate, batches of 16       14.7      2.43×   100 %
-    stereoprobe (one cohort)             8.2      4.36×   100 %
+    one at a time (model.generate)      25.4      1       100 %
+    model.generate, batches of 16       10.0      2.54×   100 %
+    stereoprobe (one cohort)             4.6      5.51×   100 %
 
-The day before, on a Xeon of the same kind that ran the baseline in 29.7 s: 3.48× with the prompts in three batches of
-2,048 tokens each decoded on its own (``generation-2026-12-05.json``), 3.12× before the shared preamble ran once. One
-cohort takes the decoding steps of its longest reply once (40 forward passes in all, against 101 in three batches).
-The same day on an AMD EPYC Zen 3 (AVX2 only, 2 cores), before a finished reply left its batch: 47.1 s one at a time,
-20.5 s in batches of 16 (2.30×).
+The same clone with 32 examples (128 prompts, replies 1 to 26 tokens): 49.7 s, 14.9 s (3.33×), 7.6 s (**6.57×**).
+This machine's speed drifts by a fifth between runs (the baseline took 23.6 to 28.8 s today), so the ratio does too:
+four runs of the working tree before that commit gave 5.12×, 5.42×, 5.73× and 5.51×. The code before it (4b99362,
+preamble once, cache concatenated at every step, a reply leaving the step it ends) gave 4.83× in the same session
+(best of 2), 5.09× at its start; on the instance of the morning before, 4.36× (``generation-2026-12-06.json``), and
+3.48× the day before with three batches each decoded on its own (``generation-2026-12-05.json``). On an AMD EPYC
+Zen 3 (AVX2 only, 2 cores), before a finished reply left its batch: 47.1 s one at a time, 20.5 s in batches of 16
+(2.30×).
 
-Short of the 5× issue 52 asked for, and why: on two CPU cores the prompts themselves cost a floor no batching removes.
-Reading the 64 prompts (68 to 79 tokens each) once, with no reply, took 4.8 s in padded batches and 6.4 s one at a time
-on the faster Xeon (:func:`stereoprobe.causal.first_token_logprobs`), so even free decoding would give at most
-29.5 / 4.8 ≈ 6×; one prompt's decoding step is bound by reading the weights (≈ 30 ms for 540 MB of float32), a
-cohort's step by its arithmetic, which the dropped replies cut but do not remove. A GPU, where a step of many rows
-costs little more than a step of one, is where batching pays more (not measured: no GPU was lent).
+Where the time goes (one instrumented run of that code, 5.9 s in all), and why not much more on two CPU cores:
+reading the prompts is arithmetic at the cores' peak (about 1 ms per token of SmolLM2, 210 GFLOP/s in float32), 3.0 s
+for the 2,940 padded tokens after the preamble (the groups' 608, the rest's 2,332); one prompt's decoding step is
+bound by reading the weights (≈ 35 ms for 540 MB of float32), a 64-row step (≈ 130 ms) by its arithmetic and by
+reading every row's cache, and the last replies, five rows or fewer, took 21 steps of 34 to 52 ms. What is left is what the baseline also pays per token; a GPU, where a step of many rows costs
+little more than a step of one, is where batching pays more (not measured: no GPU was lent).
 
     python benchmarks/generation.py                       # 16 paper examples: 64 prompts
     python benchmarks/generation.py --examples 32 --out benchmarks/results
