@@ -47,8 +47,9 @@
 # * **The `gpu` profile** reads a model on your own server instead: name it `openai-api/<service>/<model>` and point
 #   `<SERVICE>_BASE_URL` at it, as in `VLLM_BASE_URL=http://127.0.0.1:8000/v1 stereoprobe book --profile gpu` with
 #   `vllm serve meta-llama/Llama-3.1-8B-Instruct` running (the profile's default name); it reads 2,000 examples.
-# * **Time**: `cpu` profile on 2 CPU cores: 2.9 min alone from a cold cache (2-core Intel Xeon), 3.0 min in a fresh
-#   clone's `make book`, most of it reading SmolLM2 on the three rungs. The timings of every chapter are in
+# * **Time**: `cpu` profile on 2 CPU cores: 2.5 min alone from a cold cache (2-core Intel Xeon), 3.0 min in a fresh
+#   clone's `make book` before local generation read what prompts share once, most of it reading SmolLM2 on the
+#   three rungs. The timings of every chapter are in
 #   {doc}`/book/scale`.
 # :::
 
