@@ -131,6 +131,36 @@ def test_generation_with_sliding_window_layers_is_the_same(tmp_path):
                 == generate(scorer.model, scorer.tokenizer, prompts, max_new_tokens=48, **kw))
 
 
+def test_generation_with_learned_positions_is_transformers_greedy_generation():
+    """GPT-2 looks its positions up in a table, so they must stay integers whatever the prompts share: nothing (no
+    preamble, no group), a preamble only, or a preamble and groups. A random model with wide weights (no near-ties)
+    writes what transformers' ``generate`` writes one prompt at a time."""
+    import torch
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    from stereoprobe.causal import GROUP_TOKENS, _prefix_groups, generate, scorer_for
+
+    tok = scorer_for(MODEL, device="cpu", smoke=True).tokenizer
+    torch.manual_seed(0)
+    model = GPT2LMHeadModel(GPT2Config(vocab_size=len(tok), n_positions=256, n_embd=32, n_layer=2, n_head=2,
+                                       initializer_range=1.0, eos_token_id=tok.eos_token_id)).eval()
+    context = " ".join(["the nurse met the engineer"] * GROUP_TOKENS)
+    cases = [["a b c d", "x y z", "who was it"],  # nothing shared
+             ["Question: who was a nurse?", "Question: who was an engineer, then?"],  # a preamble
+             [f"Question: {context}. Who?", f"Question: {context}. Who not?", "Question: who?"]]  # and a group
+    for prompts in cases:
+        theirs = []
+        for p in prompts:
+            ids = tok(p, add_special_tokens=False, return_tensors="pt")
+            with torch.no_grad():
+                new = model.generate(**ids, max_new_tokens=6, do_sample=False, pad_token_id=tok.pad_token_id,
+                                     eos_token_id=tok.eos_token_id)
+            theirs.append(tok.decode(new[0, ids["input_ids"].shape[1]:], skip_special_tokens=True))
+        assert generate(model, tok, prompts, max_new_tokens=6) == theirs
+    rows = [[tok(p, add_special_tokens=False)["input_ids"] for p in prompts] for prompts in cases]
+    assert [(s > 0, len(g)) for s, g in map(_prefix_groups, rows)] == [(False, 0), (True, 0), (True, 1)]
+
+
 def test_prefix_groups_share_what_rows_begin_with():
     from stereoprobe.causal import GROUP_TOKENS, _prefix_groups
 

@@ -626,7 +626,8 @@ def _prefill(model, input_ids, mask, pass_tokens: int | None, room: int = 0):
     for j, (members, g) in enumerate(groups):
         for r in members:
             own[r], group_of[r] = g, j
-    seg_mask = torch.tensor([[0] * (width - g) + [1] * g for _, g in groups] + [[0] * width], device=device)
+    seg_mask = torch.tensor([[0] * (width - g) + [1] * g for _, g in groups] + [[0] * width], device=device,
+                            dtype=mask.dtype)  # an empty list would make it float, and the positions with it
     heads = _group_heads(model, base, rows, shared, groups, seg_mask) if groups else None
     rest = [r[shared + own[i]:] for i, r in enumerate(rows)]
     lengths = [len(r) for r in rest]
@@ -645,7 +646,7 @@ def _prefill(model, input_ids, mask, pass_tokens: int | None, room: int = 0):
             part.batch_repeat_interleave(len(batch))
         ids = torch.tensor([[0] * (w - lengths[i]) + rest[i] for i in batch], device=device)
         m = torch.cat([seg_mask.new_ones(len(batch), shared), seg_mask[[group_of[i] for i in batch]],
-                       torch.tensor([[0] * (w - lengths[i]) + [1] * lengths[i] for i in batch], device=device)], 1)
+                       seg_mask.new_tensor([[0] * (w - lengths[i]) + [1] * lengths[i] for i in batch])], 1)
         logits.append(model(input_ids=ids, attention_mask=m, position_ids=(m.cumsum(-1) - 1).clamp(min=0)[:, -w:],
                             past_key_values=part, use_cache=True, logits_to_keep=1).logits[:, -1].float())
         gap = tail - w  # masked slots that line this pass's rows up with the longest
