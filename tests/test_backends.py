@@ -172,6 +172,11 @@ def test_prefix_groups_share_what_rows_begin_with():
     assert _prefix_groups([[9] + r for r in [[1, 2, 3]] * 3])[0] == 3
     same = [[7] * 12] * 2 + [[8] * 12]  # a group keeps each row's last token
     assert _prefix_groups(same) == (0, [([0, 1], 11)])
+    # two samples each of a question and its negation: the samples of a prompt share all but their last token, more
+    # than the four rows share their context (saved: 20 + 19 tokens, against 3 · 9 in one group)
+    question, negation = [1, 2] + context + [30, 31] + [40] * 10, [1, 2] + context + [32] + [40] * 10
+    samples = [question, negation, question, negation, [1, 2, 99, 98]]
+    assert _prefix_groups(samples) == (2, [([0, 2], len(question) - 3), ([1, 3], len(negation) - 3)])
 
 
 def test_sampled_replies_do_not_depend_on_the_batch(tmp_path):

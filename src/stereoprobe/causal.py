@@ -628,7 +628,7 @@ def _prefill(model, input_ids, mask, pass_tokens: int | None, room: int = 0):
             own[r], group_of[r] = g, j
     seg_mask = torch.tensor([[0] * (width - g) + [1] * g for _, g in groups] + [[0] * width], device=device,
                             dtype=mask.dtype)  # an empty list would make it float, and the positions with it
-    heads = _group_heads(model, base, rows, shared, groups, seg_mask) if groups else None
+    heads = _group_heads(model, base, rows, shared, groups, seg_mask, pass_tokens) if groups else None
     rest = [r[shared + own[i]:] for i, r in enumerate(rows)]
     lengths = [len(r) for r in rest]
     tail = max(lengths)
@@ -653,15 +653,10 @@ def _prefill(model, input_ids, mask, pass_tokens: int | None, room: int = 0):
         masks.append(torch.cat([m[:, :m.shape[1] - w], m.new_zeros(len(batch), gap), m[:, m.shape[1] - w:]], 1))
         caches.append((part, gap))
         order += batch
-    cache, cut = DynamicCache(config=model.config), shared + width
-
-    def lined(x, gap):
-        return x if not gap else torch.cat([x[:, :, :cut], x.new_zeros(*x.shape[:2], gap, x.shape[-1]),
-                                            x[:, :, cut:]], -2)
-
+    cache = DynamicCache(config=model.config)
     for i in range(len(cache.layers)):
-        keys = torch.cat([lined(c.layers[i].keys, gap) for c, gap in caches])
-        values = torch.cat([lined(c.layers[i].values, gap) for c, gap in caches])
+        keys = torch.cat([_gapped(c.layers[i].keys, gap, shared + width) for c, gap in caches])
+        values = torch.cat([_gapped(c.layers[i].values, gap, shared + width) for c, gap in caches])
         if plain:
             cache.layers[i] = roomy(keys, values, room)
         else:
@@ -669,29 +664,51 @@ def _prefill(model, input_ids, mask, pass_tokens: int | None, room: int = 0):
     return cache, torch.cat(logits), torch.cat(masks), order
 
 
-def _group_heads(model, base, rows: list[list[int]], shared: int, groups: list, seg_mask) -> list:
-    """Each group's own shared tokens (:func:`_prefix_groups`) read once, left-padded as ``seg_mask`` says, all in
-    one pass from copies of ``base`` (the cache of the ``shared`` tokens every row begins with): per layer, (keys,
-    values) of each group, then of a row in no group (the shared tokens', then masked slots)."""
+def _group_heads(model, base, rows: list[list[int]], shared: int, groups: list, seg_mask,
+                 pass_tokens: int | None) -> list:
+    """Each group's own shared tokens (:func:`_prefix_groups`) read once, from copies of ``base`` (the cache of the
+    ``shared`` tokens every row begins with), in passes of as many groups as ``pass_tokens`` hold, longest first,
+    each as wide as its longest group, then lined up (masked slots) left-padded as ``seg_mask`` says: per layer,
+    (keys, values) of each group, then of a row in no group (the shared tokens', then masked slots)."""
     import copy
 
     import torch
 
-    device, width = seg_mask.device, seg_mask.shape[1]
-    head = copy.deepcopy(base)
-    if shared:
-        head.batch_repeat_interleave(len(groups))
-    ids = torch.tensor([[0] * (width - g) + rows[m[0]][shared:shared + g] for m, g in groups], device=device)
-    mask = torch.cat([seg_mask.new_ones(len(groups), shared), seg_mask[:-1]], dim=1)
-    model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0)[:, shared:],
-          past_key_values=head, use_cache=True, logits_to_keep=1)
-    heads = []
-    for lb, lh in zip(base.layers, head.layers):
-        blank = [x.new_zeros(1, x.shape[1], width, x.shape[-1]) for x in (lh.keys, lh.values)]
+    from .batching import token_budget_batches
+
+    device, width, lengths = seg_mask.device, seg_mask.shape[1], [g for _, g in groups]
+    done, order = [], []
+    for batch in token_budget_batches(lengths, pass_tokens or len(groups) * width):
+        batch = batch.tolist()
+        w = max(lengths[j] for j in batch)
+        head = copy.deepcopy(base)
         if shared:
-            blank = [torch.cat([x, z], -2) for x, z in zip((lb.keys, lb.values), blank)]
-        heads.append((torch.cat([lh.keys, blank[0]]), torch.cat([lh.values, blank[1]])))
+            head.batch_repeat_interleave(len(batch))
+        ids = torch.tensor([[0] * (w - lengths[j]) + rows[groups[j][0][0]][shared:shared + lengths[j]]
+                            for j in batch], device=device)
+        mask = torch.cat([seg_mask.new_ones(len(batch), shared), seg_mask[batch, width - w:]], dim=1)
+        model(input_ids=ids, attention_mask=mask, position_ids=(mask.cumsum(-1) - 1).clamp(min=0)[:, shared:],
+              past_key_values=head, use_cache=True, logits_to_keep=1)
+        done.append((head, width - w))
+        order += batch
+    back = torch.tensor(order, device=device).argsort()  # the groups' order again
+    heads = []
+    for i, layer in enumerate(base.layers):
+        kv = []
+        for x in ("keys", "values"):
+            part = torch.cat([_gapped(getattr(head.layers[i], x), gap, shared) for head, gap in done])[back]
+            none = part.new_zeros(1, part.shape[1], width, part.shape[-1])  # a row in no group: masked slots
+            kv.append(torch.cat([part, torch.cat([getattr(layer, x), none], -2) if shared else none]))
+        heads.append(tuple(kv))
     return heads
+
+
+def _gapped(x, gap: int, at: int):
+    """``x`` (keys or values: batch, heads, tokens, dimension) with ``gap`` masked (zero) slots inserted before
+    token ``at``: rows of a narrower pass lined up with a wider one's."""
+    import torch
+
+    return x if not gap else torch.cat([x[:, :, :at], x.new_zeros(*x.shape[:2], gap, x.shape[-1]), x[:, :, at:]], -2)
 
 
 #: Rows that begin with at least this many more of the same tokens than every row does share them (:func:`_prefill`,
@@ -702,26 +719,34 @@ GROUP_TOKENS = 8
 def _prefix_groups(rows: list[list[int]]) -> tuple[int, list[tuple[list[int], int]]]:
     """The tokens every one of ``rows`` (token ids) begins with, as a count, at most all but the shortest's last;
     and the groups of rows that begin with at least :data:`GROUP_TOKENS` more of the same tokens after them:
-    (the rows, how many more), each row keeping at least its last token. Runs of neighbours in the rows' sorted
-    order, so a row belongs to one group at most."""
+    (the rows, how many more), each row keeping at least its last token, chosen to save the most tokens. A group is
+    a run of neighbours in the rows' sorted order (a row belongs to one group at most) and saves its size less one
+    times its tokens, so the best runs are found by dynamic programming over the run's end: two questions about
+    one context make a group of two; with several samples of each prompt, the samples of a prompt make a group (all
+    but their last token) rather than both questions' samples one (their context only)."""
     import os
 
     shared = min(len(os.path.commonprefix(rows)), min(map(len, rows)) - 1)
     tails = [r[shared:] for r in rows]
     order = sorted(range(len(rows)), key=tails.__getitem__)
-    groups, run, common = [], [order[0]], len(tails[order[0]])
-    for a, b in zip(order, order[1:] + [None]):
-        same = 0 if b is None else len(os.path.commonprefix([tails[a], tails[b]]))
-        if same >= GROUP_TOKENS:
-            run.append(b)
-            common = min(common, same)
-            continue
-        g = min([common] + [len(tails[r]) - 1 for r in run])
-        if len(run) > 1 and g >= GROUP_TOKENS:
-            groups.append((sorted(run), g))
-        if b is not None:
-            run, common = [b], len(tails[b])
-    return shared, groups
+    same = [len(os.path.commonprefix([tails[a], tails[b]])) for a, b in zip(order, order[1:])]
+    best, start = [0] * (len(rows) + 1), list(range(len(rows) + 1))  # over the first j rows: tokens saved; last run
+    for j in range(1, len(rows) + 1):
+        best[j], start[j], common, room = best[j - 1], j - 1, len(tails[order[j - 1]]), len(tails[order[j - 1]]) - 1
+        for i in range(j - 2, -1, -1):  # the run order[i:j]
+            common, room = min(common, same[i]), min(room, len(tails[order[i]]) - 1)
+            if min(common, room) < GROUP_TOKENS:
+                break
+            if best[i] + (j - 1 - i) * min(common, room) > best[j]:
+                best[j], start[j] = best[i] + (j - 1 - i) * min(common, room), i
+    groups, j = [], len(rows)
+    while j > 0:
+        i = start[j]
+        if j - i > 1:
+            run = [order[k] for k in range(i, j)]
+            groups.append((sorted(run), min([min(same[i:j - 1])] + [len(tails[r]) - 1 for r in run])))
+        j = i
+    return shared, sorted(groups)
 
 
 @functools.cache
