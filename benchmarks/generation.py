@@ -31,6 +31,14 @@ machine; 64 prompts, replies 1 to 38 tokens, median 10.5; best of 3;
 
 The same clone with 32 examples (128 prompts, replies 1 to 26 tokens): 49.7 s, 14.9 s (3.33×), 7.6 s (**6.57×**).
 
+This machine's speed drifts by a fifth between runs (the baseline took 23.6 to 28.8 s today), so the ratio does too:
+four runs of the working tree before that commit gave 5.12×, 5.42×, 5.73× and 5.51×. The code before it (4b99362,
+preamble once, cache concatenated at every step, a reply leaving the step it ends) gave 4.83× in the same session
+(best of 2), 5.09× at its start; on the instance of the morning before, 4.36× (``generation-2026-12-06.json``), and
+3.48× the day before with three batches each decoded on its own (``generation-2026-12-05.json``). On an AMD EPYC
+Zen 3 (AVX2 only, 2 cores), before a finished reply left its batch: 47.1 s one at a time, 20.5 s in batches of 16
+(2.30×).
+
 Commit 8554821 (prompt groups chosen to save the most tokens), a fresh clone on a later instance of the same 2-core
 Xeon, alone, best of 3 each (``generation-2026-12-06-8554821-*.json``; the baseline's memory traffic there ran at
 7.7 GB/s of copy bandwidth, and the batched runs, whose prompts and early steps are arithmetic and cache copies,
@@ -43,19 +51,13 @@ slowed more than the baseline did):
      chapter's generated rung)
 
 every reply the same as the baseline's. So the ratio at 64 prompts lies between 4.5× and 5.5× with the instance; at
-the sizes the book reads (what chat_say's generated rung asks: 100 examples, 400 prompts) it was above 5× on both.
+128 prompts it was above 5× on both instances, and at the size the book reads (chat_say's generated rung: 100
+examples, 400 prompts; measured on the later instance only) 5.29×.
 A profile of the 64-prompt run there: prompts 2.9–3.9 s (matrix products 2.1 s of it at about 300 GFLOP/s, the
 rest the model's element-wise steps and cache copies), decoding 2.7–2.8 s (a 64-row step 156 ms, a one-row step
 36 ms; 27 steps of 12 rows or fewer took about 1.3 s).
-This machine's speed drifts by a fifth between runs (the baseline took 23.6 to 28.8 s today), so the ratio does too:
-four runs of the working tree before that commit gave 5.12×, 5.42×, 5.73× and 5.51×. The code before it (4b99362,
-preamble once, cache concatenated at every step, a reply leaving the step it ends) gave 4.83× in the same session
-(best of 2), 5.09× at its start; on the instance of the morning before, 4.36× (``generation-2026-12-06.json``), and
-3.48× the day before with three batches each decoded on its own (``generation-2026-12-05.json``). On an AMD EPYC
-Zen 3 (AVX2 only, 2 cores), before a finished reply left its batch: 47.1 s one at a time, 20.5 s in batches of 16
-(2.30×).
 
-Where the time goes (one instrumented run of that code, 5.9 s in all), and why not much more on two CPU cores:
+Where the time goes (one instrumented run of 16d8dbe's code, 5.9 s in all), and why not much more on two CPU cores:
 reading the prompts is arithmetic at the cores' peak (about 1 ms per token of SmolLM2, 210 GFLOP/s in float32), 3.0 s
 for the 2,940 padded tokens after the preamble (the groups' 608, the rest's 2,332); one prompt's decoding step is
 bound by reading the weights (≈ 35 ms for 540 MB of float32), a 64-row step (≈ 130 ms) by its arithmetic and by
